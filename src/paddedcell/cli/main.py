@@ -1,0 +1,73 @@
+"""``paddedcell``: the umbrella command (daemon control, redact, process)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import click
+
+from .. import __version__, config
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="paddedcell")
+def cli() -> None:
+    """PaddedCell: agents use secrets without seeing them."""
+
+
+@cli.command()
+def serve() -> None:
+    """Run the daemon in the foreground (the CLIs start it on demand)."""
+    from ..daemon import app
+
+    sys.exit(app.main())
+
+
+@cli.command()
+def status() -> None:
+    """Say whether the daemon runs, and its pid and version."""
+    from ..daemon.client import DaemonClient, DaemonError
+
+    try:
+        with DaemonClient(timeout=5.0) as client:
+            health = client.call("GET", "/healthz")
+    except DaemonError as exc:
+        click.echo(f"stopped ({exc.message})")
+        sys.exit(1)
+    click.echo(f"running (pid {health.get('pid')}, version {health.get('version')}, "
+               f"up {health.get('uptimeSeconds')} s)")
+
+
+@cli.command()
+@click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for it to exit.")
+def stop(timeout: float) -> None:
+    """Stop the daemon (SIGTERM to the pid in its pidfile)."""
+    from ..daemon.app import read_pid
+    from ..daemon.client import DaemonClient
+
+    settings = config.load()
+    client = DaemonClient(settings, timeout=2.0)
+    pid = read_pid(settings)
+    if pid is None or not client.healthy():
+        click.echo("not running")
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not client.healthy():
+            click.echo(f"stopped (pid {pid})")
+            return
+        time.sleep(0.05)
+    click.echo(f"paddedcell: daemon pid {pid} did not stop within {timeout} s", err=True)
+    sys.exit(1)
+
+
+def main() -> None:
+    cli(prog_name="paddedcell")
+
+
+if __name__ == "__main__":
+    main()

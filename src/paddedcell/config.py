@@ -1,0 +1,169 @@
+"""Every limit and default of PaddedCell, in one place.
+
+A setting is addressed as ``section.key``. Its value comes from, in order of
+precedence: the environment variable ``PADDEDCELL_<SECTION>_<KEY>`` (upper case,
+dots and dashes become underscores), ``PADDEDCELL_HOME/config.toml``, then the
+default below. Values from the environment are parsed to the default's type, so
+``PADDEDCELL_SUPERVISOR_MAX_SESSIONS=10`` is the integer 10.
+
+This module does no I/O at import time; ``load()`` reads the file once per call.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+#: The one table of defaults. Keep a short reason beside anything surprising.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "redactor": {
+        "mask": "######",
+        "variants": True,
+        # Variants of short secrets (base64, hex, ...) match ordinary text.
+        "variant_min_length": 8,
+        # Secrets shorter than this are masked but produce a warning.
+        "warn_below_length": 6,
+    },
+    "vault": {
+        "path_template": "{AGENT_WORKSPACE}/.paddedcell/secrets/{AGENT_ID}",
+        "history_depth": 5,
+        "generate_length": 32,
+    },
+    "supervisor": {
+        "default_timeout_seconds": 1800,
+        "default_yield_ms": 10000,
+        "min_yield_ms": 10,
+        "max_yield_ms": 120000,
+        # OpenClaw's exec keeps the tail of this many characters.
+        "max_aggregated_chars": 200_000,
+        "ring_buffer_bytes": 2 * 1024 * 1024,
+        "global_buffer_bytes": 64 * 1024 * 1024,
+        "max_live_sessions": 64,
+        "max_concurrent_execs_per_agent": 8,
+        "kill_grace_seconds": 2.0,
+        # A grandchild may keep the output fd open after the shell exits.
+        "drain_seconds": 2.0,
+        "finished_session_ttl_seconds": 30 * 60,
+        "max_finished_sessions": 50,
+        "pty_columns": 120,
+        "pty_rows": 40,
+        "sandbox": "none",
+    },
+    "daemon": {
+        "socket_name": "paddedcell.sock",
+        "start_timeout_seconds": 10.0,
+        "tcp_port": 0,  # 0 = no TCP listener (loopback + bearer token only when set)
+    },
+    "restart": {
+        "interval_seconds": 5.0,
+        "delay_seconds": 60.0,
+        "recover_timeout_seconds": 5.0,
+        "restart_cmd": "openclaw gateway restart",
+        "status_cmd": "openclaw gateway status",
+        # A freeze older than this is released with a log line, so no agent
+        # stays frozen for ever after a crash.
+        "max_freeze_seconds": 3600.0,
+    },
+    "messages": {
+        "busy_reply": "在忙，无法应答",
+        "restart_done": "restart 结束了，我们继续",
+        "restart_failed": "restart 失败，已经 rollback，请参考 log 调查。",
+        "prepare_agent": "整理工作进度准备重启后继续",
+        "prepare_session": "准备重启，重启后继续",
+    },
+}
+
+
+def paddedcell_home(environ: Mapping[str, str] | None = None) -> Path:
+    """``PADDEDCELL_HOME``, default ``~/.paddedcell``."""
+    env = os.environ if environ is None else environ
+    raw = env.get("PADDEDCELL_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".paddedcell"
+
+
+class ConfigError(ValueError):
+    """A setting has a value of the wrong type or an unknown name."""
+
+
+def _env_name(section: str, key: str) -> str:
+    return "PADDEDCELL_" + f"{section}_{key}".upper().replace(".", "_").replace("-", "_")
+
+
+def _coerce(raw: str, default: Any, name: str) -> Any:
+    try:
+        if isinstance(default, bool):
+            lowered = raw.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"{name}={raw!r} is not a valid {type(default).__name__}; fix or unset it"
+        ) from None
+    return raw
+
+
+class Settings:
+    """Resolved settings: ``settings["supervisor.max_live_sessions"]``."""
+
+    def __init__(self, values: dict[str, dict[str, Any]], home: Path):
+        self._values = values
+        self.home = home
+
+    def __getitem__(self, dotted: str) -> Any:
+        section, _, key = dotted.partition(".")
+        try:
+            return self._values[section][key]
+        except KeyError:
+            raise KeyError(f"unknown setting {dotted!r}") from None
+
+    def section(self, name: str) -> dict[str, Any]:
+        return dict(self._values[name])
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {name: dict(values) for name, values in self._values.items()}
+
+
+def load(
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Defaults, then ``config.toml``, then the environment, then ``overrides``."""
+    env = os.environ if environ is None else environ
+    home = paddedcell_home(env)
+    values = {section: dict(keys) for section, keys in DEFAULTS.items()}
+
+    config_file = home / "config.toml"
+    if config_file.is_file():
+        try:
+            from_file = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{config_file}: {exc}; fix the file") from None
+        for section, keys in from_file.items():
+            if section not in values or not isinstance(keys, dict):
+                raise ConfigError(f"{config_file}: unknown section [{section}]")
+            for key, value in keys.items():
+                if key not in values[section]:
+                    raise ConfigError(f"{config_file}: unknown setting {section}.{key}")
+                values[section][key] = value
+
+    for section, keys in values.items():
+        for key, default in list(keys.items()):
+            name = _env_name(section, key)
+            if name in env:
+                keys[key] = _coerce(env[name], DEFAULTS[section][key], name)
+
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        if section not in values or key not in values[section]:
+            raise ConfigError(f"unknown setting {dotted!r}")
+        values[section][key] = value
+    return Settings(values, home)

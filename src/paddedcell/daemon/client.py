@@ -1,0 +1,146 @@
+"""A small synchronous client for the daemon, and starting it on demand.
+
+Synchronous on purpose: the CLIs that use it (pcexec --background,
+safe-restart, paddedcell process) make a handful of calls and must start fast,
+so they import neither Trio nor h11.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import config
+
+
+class DaemonError(Exception):
+    """The daemon answered with an error, or could not be reached."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def socket_path(settings: config.Settings) -> Path:
+    return settings.home / "run" / settings["daemon.socket_name"]
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float | None):
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+class DaemonClient:
+    """``client.call("POST", "/exec", {...})`` returns the JSON answer."""
+
+    def __init__(self, settings: config.Settings | None = None, timeout: float | None = 60.0):
+        self.settings = settings or config.load()
+        self.path = str(socket_path(self.settings))
+        self.timeout = timeout
+        self._conn: _UnixConnection | None = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> "DaemonClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None,
+             timeout: float | None = None) -> dict[str, Any]:
+        payload = b"" if body is None else json.dumps(body).encode("utf-8")
+        headers = {"content-type": "application/json"} if body is not None else {}
+        for attempt in (1, 2):
+            if self._conn is None:
+                self._conn = _UnixConnection(self.path, timeout or self.timeout)
+            elif timeout is not None and self._conn.sock is not None:
+                self._conn.sock.settimeout(timeout)
+            try:
+                self._conn.request(method, path, body=payload, headers=headers)
+                response = self._conn.getresponse()
+                raw = response.read()
+                break
+            except (ConnectionError, http.client.RemoteDisconnected, BrokenPipeError) as exc:
+                # A kept-alive connection the daemon closed: retry once on a fresh one.
+                self.close()
+                if attempt == 2:
+                    raise DaemonError(f"paddedcell daemon at {self.path} closed the connection: {exc}") from None
+            except FileNotFoundError:
+                self.close()
+                raise DaemonError(f"paddedcell daemon is not running (no {self.path}); start it with: paddedcell serve") from None
+            except OSError as exc:
+                self.close()
+                raise DaemonError(f"cannot reach the paddedcell daemon at {self.path}: {exc}") from None
+        try:
+            answer = json.loads(raw) if raw else {}
+        except ValueError:
+            raise DaemonError(f"paddedcell daemon sent a non-JSON answer (HTTP {response.status})") from None
+        if response.status >= 400:
+            message = answer.get("error") if isinstance(answer, dict) else None
+            raise DaemonError(message or f"HTTP {response.status}", response.status)
+        return answer
+
+    def healthy(self) -> bool:
+        try:
+            return bool(self.call("GET", "/healthz", timeout=2.0).get("ok"))
+        except DaemonError:
+            return False
+
+
+def daemon_command() -> list[str]:
+    """How to start the daemon from this interpreter."""
+    return [sys.executable, "-m", "paddedcell.cli.main", "serve"]
+
+
+def ensure_daemon(settings: config.Settings | None = None) -> DaemonClient:
+    """A client for a running daemon, starting one (detached) when absent."""
+    settings = settings or config.load()
+    client = DaemonClient(settings)
+    if client.healthy():
+        return client
+    settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_path = settings.home / "daemon.log"
+    with open(log_path, "ab") as log_file:
+        subprocess.Popen(
+            daemon_command(),
+            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
+            start_new_session=True, close_fds=True, env=_daemon_env(),
+        )
+    deadline = time.monotonic() + float(settings["daemon.start_timeout_seconds"])
+    while time.monotonic() < deadline:
+        if client.healthy():
+            return client
+        time.sleep(0.05)
+    raise DaemonError(f"the paddedcell daemon did not start within "
+                      f"{settings['daemon.start_timeout_seconds']} s; see {log_path}")
+
+
+def _daemon_env() -> dict[str, str]:
+    """The daemon serves every agent: it must not inherit one agent's identity."""
+    env = dict(os.environ)
+    for name in ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT", "OPENCLAW_SHELL"):
+        env.pop(name, None)
+    return env
