@@ -1,0 +1,136 @@
+"""The daemon's HTTP core over a real Unix socket: routing, errors, peers, lifecycle."""
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+import trio
+
+from paddedcell import config
+from paddedcell.daemon.client import DaemonClient, DaemonError, ensure_daemon, socket_path
+from paddedcell.daemon.http import HTTPError, Request, Router, serve_unix
+
+
+def _raw_exchange(path: str, data: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(5)
+        sock.connect(path)
+        sock.sendall(data)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def test_routing_errors_and_keepalive(tmp_path):
+    router = Router()
+
+    @router.route("POST", "/echo")
+    async def echo(request: Request):
+        return {"got": request.require("name"), "q": request.query}
+
+    @router.route("GET", "/boom")
+    async def boom(request: Request):
+        raise RuntimeError("secret-ish internals")
+
+    @router.route("GET", "/teapot")
+    async def teapot(request: Request):
+        raise HTTPError(418, "short and stout")
+
+    path = str(tmp_path / "s.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_unix, router, path)
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+        def client_calls():
+            settings = config.load({"PADDEDCELL_HOME": str(tmp_path)})
+            client = DaemonClient(settings)
+            client.path = path
+            results = [client.call("POST", "/echo?x=1", {"name": "n"})]
+            for method, route, body in [("GET", "/boom", None), ("GET", "/teapot", None),
+                                        ("POST", "/echo", {}), ("GET", "/missing", None),
+                                        ("GET", "/echo", None)]:
+                try:
+                    client.call(method, route, body)
+                except DaemonError as exc:
+                    results.append((exc.status, exc.message))
+            bad_json = _raw_exchange(path, b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n"
+                                           b"connection: close\r\n\r\n{x}")
+            garbage = _raw_exchange(path, b"NOT HTTP AT ALL\r\n\r\n")
+            return results, bad_json, garbage
+
+        results, bad_json, garbage = await trio.to_thread.run_sync(client_calls)
+        nursery.cancel_scope.cancel()
+
+    assert results[0] == {"got": "n", "q": {"x": "1"}}
+    assert results[1] == (500, "internal error in the paddedcell daemon; see its log")
+    assert results[2] == (418, "short and stout")
+    assert results[3][0] == 400 and "'name'" in results[3][1]
+    assert results[4][0] == 404
+    assert results[5][0] == 405
+    assert b" 400 " in bad_json.split(b"\r\n")[0] and b"not valid JSON" in bad_json
+    assert garbage.startswith(b"HTTP/1.1 400")
+
+
+def test_daemon_single_instance_status_and_stop(tmp_path):
+    env = {**os.environ, "PADDEDCELL_HOME": str(tmp_path)}
+    for name in ("AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT"):
+        env.pop(name, None)
+    settings = config.load(env)
+    first = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"], env=env,
+                             stderr=subprocess.PIPE)
+    try:
+        client = DaemonClient(settings)
+        deadline = time.monotonic() + 15
+        while not client.healthy():
+            assert time.monotonic() < deadline, "daemon did not start"
+            time.sleep(0.05)
+        assert stat.S_IMODE(os.stat(socket_path(settings)).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700
+        second = subprocess.run([sys.executable, "-m", "paddedcell.cli.main", "serve"], env=env,
+                                capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1
+        assert "already running" in second.stderr and str(first.pid) in second.stderr
+        status = subprocess.run([sys.executable, "-m", "paddedcell.cli.main", "status"], env=env,
+                                capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0 and f"pid {first.pid}" in status.stdout
+        stop = subprocess.run([sys.executable, "-m", "paddedcell.cli.main", "stop"], env=env,
+                              capture_output=True, text=True, timeout=30)
+        assert stop.returncode == 0, stop.stderr
+        assert first.wait(timeout=10) == 0
+        log_lines = [json.loads(line) for line in first.stderr.read().decode().splitlines() if line]
+        assert any("listening" in entry["message"] for entry in log_lines)
+        assert not socket_path(settings).exists()
+    finally:
+        if first.poll() is None:
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+
+
+def test_status_when_stopped_and_ensure_daemon_starts_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("PADDEDCELL_HOME", str(tmp_path))
+    for name in ("AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT"):
+        monkeypatch.delenv(name, raising=False)
+    status = subprocess.run([sys.executable, "-m", "paddedcell.cli.main", "status"],
+                            capture_output=True, text=True, timeout=30)
+    assert status.returncode == 1 and status.stdout.startswith("stopped")
+    settings = config.load()
+    client = ensure_daemon(settings)
+    try:
+        health = client.call("GET", "/healthz")
+        assert health["ok"] is True
+    finally:
+        os.kill(health["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while client.healthy() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert not client.healthy()
