@@ -65,6 +65,11 @@ def stop(timeout: float) -> None:
     sys.exit(1)
 
 
+from .redact import redact as _redact_command  # noqa: E402
+
+cli.add_command(_redact_command)
+
+
 def main() -> None:
     cli(prog_name="paddedcell")
 

@@ -1,0 +1,221 @@
+"""The streaming redactor.
+
+Theory of operation
+-------------------
+The stream is a sequence of byte offsets. The redactor keeps three of them:
+
+* ``base``: where its scan buffer starts. Every occurrence that could still be
+  completed by future bytes starts at or after ``base``, because ``base`` is
+  always the start of the longest tail that is a prefix of some pattern.
+* ``pos``: how far output has been decided (emitted). It is at least ``base``;
+  it is beyond ``base`` when a mask already covers bytes of the held tail.
+* ``open``: whether the output ends in a mask whose run may still grow. A
+  future occurrence starting at or before ``pos`` extends that run instead of
+  producing a second mask, so that "each maximal masked run is one mask"
+  holds across chunk boundaries exactly as in one-shot redaction.
+
+Each ``feed`` appends the data to the buffer, finds every occurrence in it,
+computes the cut (``end - hold``), and emits, in order: plain bytes before the
+cut that no occurrence covers, and one mask per new run of covered bytes
+(including covered bytes after the cut: they are masked whatever comes next).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Iterable
+
+from . import matcher as _matcher
+from .variants import Variants, expand
+
+
+class ShortSecretWarning(UserWarning):
+    """A secret is so short that masking it will also mask ordinary output.
+
+    The message gives the length, never the value.
+    """
+
+
+class RedactorStateError(AssertionError):
+    """An impossible internal state: nothing was emitted (fail closed)."""
+
+
+def _as_bytes(secret: str | bytes) -> bytes:
+    if isinstance(secret, str):
+        return secret.encode("utf-8", "surrogateescape")
+    if isinstance(secret, (bytes, bytearray, memoryview)):
+        return bytes(secret)
+    raise TypeError(f"a secret must be str or bytes, not {type(secret).__name__}")
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Union of half-open spans; touching spans join (one mask for ``ab`` + ``cd``)."""
+    spans.sort()
+    runs: list[list[int]] = []
+    for s, t in spans:
+        if runs and s <= runs[-1][1]:
+            if t > runs[-1][1]:
+                runs[-1][1] = t
+        else:
+            runs.append([s, t])
+    return [(s, t) for s, t in runs]
+
+
+class StreamRedactor:
+    """Mask known secrets in a byte stream: no secret byte reaches the output
+    under any chunking.
+
+    ``feed(data)`` returns every byte that can no longer be part of a secret
+    (or of an enabled encoded variant), masked; it holds back only the longest
+    tail of the stream that is a proper prefix of some secret or variant, so
+    output is never delayed beyond what exactness requires, and no timer ever
+    releases held bytes (a timer leaks). The union of all occurrences,
+    overlapping and nested ones included, is masked, and each maximal masked
+    run becomes one ``mask``. Concatenated outputs over any chunking equal
+    :func:`redact` of the whole input.
+
+    ``flush()`` means end of stream: held bytes can no longer complete a
+    secret, so they are emitted (masked where they already hold a whole one).
+    ``add_secrets()`` mid-stream applies the new secrets to every byte not yet
+    emitted, the held tail included; bytes already emitted cannot be recalled.
+
+    Secrets shorter than ``warn_below_length`` bytes are masked but raise a
+    :class:`ShortSecretWarning`. Variants are added only for secrets of at
+    least ``variant_min_length`` bytes. A secret that occurs inside the mask
+    itself cannot be kept out of the output; choose the mask accordingly.
+    """
+
+    def __init__(
+        self,
+        secrets: Iterable[str | bytes] = (),
+        mask: str | bytes = "######",
+        variants: bool | Variants = True,
+        *,
+        variant_min_length: int = 8,
+        warn_below_length: int = 6,
+    ):
+        self.mask = _as_bytes(mask)
+        self.variants = Variants.coerce(variants)
+        self.variant_min_length = variant_min_length
+        self.warn_below_length = warn_below_length
+        self._secrets: set[bytes] = set()
+        self._patterns: set[bytes] = set()
+        self._engine = _matcher.build(())
+        self._buf = b""
+        self._base = 0  # stream offset of self._buf[0]
+        self._pos = 0  # stream offset up to which output is decided
+        self._open = False  # output ends in a mask that may still grow
+        self.add_secrets(secrets, _stacklevel=3)
+
+    # -- secrets ---------------------------------------------------------
+
+    def add_secrets(self, secrets: Iterable[str | bytes], *, _stacklevel: int = 2) -> None:
+        """Mask these too, from the first byte not yet emitted on."""
+        if isinstance(secrets, (str, bytes)):
+            raise TypeError("add_secrets takes an iterable of secrets, not one secret")
+        added = False
+        for raw in secrets:
+            secret = _as_bytes(raw)
+            if not secret or secret in self._secrets:
+                continue
+            self._secrets.add(secret)
+            if len(secret) < self.warn_below_length:
+                warnings.warn(
+                    ShortSecretWarning(
+                        f"a secret of {len(secret)} bytes is shorter than "
+                        f"{self.warn_below_length}: it is masked, and so is any ordinary "
+                        "output that happens to contain it; use longer secrets"
+                    ),
+                    stacklevel=_stacklevel,
+                )
+            self._patterns.add(secret)
+            if len(secret) >= self.variant_min_length:
+                self._patterns |= expand(secret, self.variants)
+            added = True
+        if added:
+            self._engine = _matcher.build(self._patterns)
+
+    @property
+    def secret_count(self) -> int:
+        return len(self._secrets)
+
+    @property
+    def pattern_count(self) -> int:
+        """Secrets plus their distinct enabled variants."""
+        return len(self._patterns)
+
+    # -- streaming -------------------------------------------------------
+
+    @property
+    def held(self) -> int:
+        """Bytes received but not yet emitted (the live tail)."""
+        return self._base + len(self._buf) - self._pos
+
+    def feed(self, data: bytes) -> bytes:
+        """Redact ``data`` and return every byte that is now safe to emit."""
+        if not data:
+            return b""
+        buf = self._buf + data if self._buf else bytes(data)
+        return self._advance(buf, final=False)
+
+    def flush(self) -> bytes:
+        """End of stream: emit the held tail (masked where it holds a secret)."""
+        out = self._advance(self._buf, final=True)
+        self._open = False
+        return out
+
+    def _advance(self, buf: bytes, final: bool) -> bytes:
+        engine = self._engine
+        base, pos, is_open, mask = self._base, self._pos, self._open, self.mask
+        end = base + len(buf)
+        # 1. The cut: bytes before it cannot start an occurrence any more.
+        cut = end if final else end - engine.hold(buf)
+        # 2. Every occurrence in the buffer, merged into runs.
+        runs = _merge(engine.spans(buf)) if buf else []
+        # 3. Emit plain bytes up to each run, one mask per new run.
+        out = []
+        for s, t in runs:
+            s += base
+            t += base
+            if t <= pos:
+                continue  # already masked by an earlier call
+            if s <= pos:
+                if s < pos and not is_open:
+                    raise RedactorStateError(
+                        "an occurrence starts inside emitted plain output; nothing emitted"
+                    )
+                if not is_open:
+                    out.append(mask)
+                    is_open = True
+                pos = t
+            elif s <= cut:
+                out.append(buf[pos - base : s - base])
+                out.append(mask)
+                is_open = True
+                pos = t
+            else:
+                break
+        # 4. Plain bytes between the last run and the cut.
+        if pos < cut:
+            out.append(buf[pos - base : cut - base])
+            is_open = False
+            pos = cut
+        # 5. Keep the scan buffer from the cut: the live tail, plus any masked
+        #    bytes after it, which an occurrence still in progress may overlap.
+        self._buf = buf[cut - base :]
+        self._base = cut
+        self._pos = pos
+        self._open = is_open
+        return b"".join(out)
+
+
+def redact(
+    data: bytes,
+    secrets: Iterable[str | bytes],
+    mask: str | bytes = "######",
+    variants: bool | Variants = True,
+    **options,
+) -> bytes:
+    """One-shot redaction: what a :class:`StreamRedactor` emits for ``data`` in total."""
+    r = StreamRedactor(secrets, mask=mask, variants=variants, **options)
+    return r._advance(bytes(data), final=True)
