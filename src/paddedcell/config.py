@@ -50,6 +50,21 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "pty_columns": 120,
         "pty_rows": 40,
         "sandbox": "none",
+        # Limits of the "rlimits" and "bwrap" sandbox profiles; 0 = leave as is.
+        "sandbox_cpu_seconds": 600,
+        "sandbox_address_space_bytes": 4 * 1024 * 1024 * 1024,
+        "sandbox_file_size_bytes": 1024 * 1024 * 1024,
+        "sandbox_open_files": 1024,
+        # Reserved per session at admission (enough for the 200,000-char tail);
+        # a buffer grows toward ring_buffer_bytes only while the budget has room.
+        "session_buffer_floor_bytes": 512 * 1024,
+        # OpenClaw: tail of a running session, and unpolled output per poll.
+        "tail_chars": 2000,
+        "pending_max_chars": 30_000,
+        # How often /exec with "stream": true sends a tail update.
+        "stream_update_ms": 250,
+        # How often live sessions' process trees are rescanned (orphans, reaping).
+        "scan_interval_seconds": 1.0,
     },
     "daemon": {
         "socket_name": "paddedcell.sock",
