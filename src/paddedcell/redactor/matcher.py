@@ -122,3 +122,6 @@ def build(patterns: Iterable[bytes]):
     if len(patterns) <= FIND_LIMIT:
         return FindMatcher(patterns)
     return AhoMatcher(patterns)
+
+#: Every engine, for tests that check they agree.
+ENGINES = (FindMatcher, AhoMatcher)
