@@ -30,6 +30,18 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "path_template": "{AGENT_WORKSPACE}/.paddedcell/secrets/{AGENT_ID}",
         "history_depth": 5,
         "generate_length": 32,
+        # Argon2id for the admin password: RFC 9106's second recommended option
+        # (t=3, p=4, m=64 MiB). Tests lower these; admin.json records what was used.
+        "kdf_iterations": 3,
+        "kdf_lanes": 4,
+        "kdf_memory_kib": 65536,
+        # Only where OpenSSL lacks Argon2 (< 3.2): scrypt N (r=8, p=1; 128 MiB).
+        "scrypt_n": 2**17,
+        "admin_password_min_length": 8,
+        # A writer waits this long for another pass_mgr's lock before giving up.
+        "lock_timeout_seconds": 30.0,
+        # check-leak texts longer than this run in a worker thread in the daemon.
+        "leak_thread_threshold_bytes": 64 * 1024,
     },
     "supervisor": {
         "default_timeout_seconds": 1800,
@@ -76,7 +88,18 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "delay_seconds": 60.0,
         "recover_timeout_seconds": 5.0,
         "restart_cmd": "openclaw gateway restart",
-        "status_cmd": "openclaw gateway status",
+        # --require-rpc: "exit non-zero if [the read probe] fails" (OpenClaw
+        # docs/cli/gateway/query.md); the plain command reports, it does not judge.
+        "status_cmd": "openclaw gateway status --require-rpc",
+        # Pause between two status checks inside the recovery window.
+        "status_interval_seconds": 1.0,
+        "command_timeout_seconds": 300.0,
+        "rollback_timeout_seconds": 300.0,
+        # A waiting requester that stops polling this long abandons its restart.
+        "abandon_seconds": 30.0,
+        "watchdog_seconds": 5.0,
+        # Upper bound of GET /notifications?wait=...
+        "max_poll_seconds": 60.0,
         # A freeze older than this is released with a log line, so no agent
         # stays frozen for ever after a crash.
         "max_freeze_seconds": 3600.0,
@@ -87,6 +110,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "restart_failed": "restart 失败，已经 rollback，请参考 log 调查。",
         "prepare_agent": "整理工作进度准备重启后继续",
         "prepare_session": "准备重启，重启后继续",
+        # Reply to a message that arrives while its agent is frozen for a restart.
+        "frozen_reply": "正在准备重启，重启后再继续",
     },
 }
 

@@ -26,7 +26,9 @@ from .client import socket_path
 from .http import Request, Router, serve_unix
 
 #: Modules with a ``register(router, ctx)`` function, imported at start.
-ROUTE_MODULES: list[str] = []
+ROUTE_MODULES: list[str] = [
+    "paddedcell.daemon.routes_restart",
+]
 
 log = logging.getLogger("paddedcell.daemon")
 

@@ -1,0 +1,121 @@
+"""Routes of the restart coordinator (DESIGN §4.4), thin over :mod:`paddedcell.restart.coordinator`.
+
+``POST /query-restart`` takes the seed's body plus an optional ``job`` object;
+with it the daemon runs the restart job itself once the answer is OK, because
+the caller may be killed by the very restart it asked for::
+
+    {"requesterAgentId": "main", "requesterSessionKey": "agent:main:main",
+     "job": {"rollback": "/abs/rollback.sh", "log": "/abs/restart.log",
+             "delaySeconds": 60, "recoverTimeoutSeconds": 5,
+             "restartCmd": "openclaw gateway restart",
+             "statusCmd": "openclaw gateway status --require-rpc"}}
+
+Without ``job`` the caller runs the restart and reports with ``/restart-result``.
+``POST /restart-cancel`` (``{requesterAgentId, requesterSessionKey, reason?}``)
+undoes a restart whose restart command has not started; ``safe-restart`` uses
+it on Ctrl-C. ``message-end`` accepts ``heartbeat`` like ``message-start``;
+``GET /notifications`` accepts ``agentId`` to filter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..restart.coordinator import Coordinator, CoordinatorError, job_spec_from_body
+from .http import HTTPError, Request, Router
+
+
+def _flag(request: Request, name: str) -> bool:
+    value = request.body.get(name, False)
+    if not isinstance(value, bool):
+        raise HTTPError(400, f"field {name!r} must be true or false")
+    return value
+
+
+def _optional_str(request: Request, name: str) -> str | None:
+    value = request.body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise HTTPError(400, f"field {name!r} must be a string")
+    return value
+
+
+def register(router: Router, ctx: Any) -> None:
+    coordinator = Coordinator(ctx.settings)
+    coordinator.load()
+    ctx.services["restart"] = coordinator
+    ctx.nursery.start_soon(coordinator.run)
+
+    def call(fn, *args, **kwargs) -> dict[str, Any]:
+        try:
+            return fn(*args, **kwargs)
+        except CoordinatorError as exc:
+            raise HTTPError(exc.status, exc.message) from exc
+
+    @router.route("POST", "/lifecycle/message-start")
+    async def message_start(request: Request) -> dict[str, Any]:
+        return call(coordinator.message_start, request.require("agentId"),
+                    request.require("sessionKey"), heartbeat=_flag(request, "heartbeat"),
+                    workflow=_optional_str(request, "workflow"))
+
+    @router.route("POST", "/lifecycle/message-end")
+    async def message_end(request: Request) -> dict[str, Any]:
+        return call(coordinator.message_end, request.require("agentId"),
+                    request.require("sessionKey"), heartbeat=_flag(request, "heartbeat"))
+
+    @router.route("POST", "/workflow/open")
+    async def workflow_open(request: Request) -> dict[str, Any]:
+        return call(coordinator.workflow_open, request.require("agentId"),
+                    request.require("workflow"))
+
+    @router.route("POST", "/workflow/close")
+    async def workflow_close(request: Request) -> dict[str, Any]:
+        _optional_str(request, "workflow")
+        return call(coordinator.workflow_close, request.require("agentId"))
+
+    @router.route("POST", "/query-restart")
+    async def query_restart(request: Request) -> dict[str, Any]:
+        agent_id = request.require("requesterAgentId")
+        session = request.require("requesterSessionKey")
+        job = None
+        if request.body.get("job") is not None:
+            try:
+                job = job_spec_from_body(request.body["job"], ctx.settings)
+            except ValueError as exc:
+                raise HTTPError(400, str(exc)) from None
+        return call(coordinator.query_restart, agent_id, session, job)
+
+    @router.route("POST", "/restart-result")
+    async def restart_result(request: Request) -> dict[str, Any]:
+        status = request.require("status")
+        if status not in ("ok", "failed"):
+            raise HTTPError(400, "field 'status' must be \"ok\" or \"failed\"")
+        return call(coordinator.restart_result, status, _optional_str(request, "log"))
+
+    @router.route("POST", "/restart-cancel")
+    async def restart_cancel(request: Request) -> dict[str, Any]:
+        return call(coordinator.cancel, request.require("requesterAgentId"),
+                    request.require("requesterSessionKey"),
+                    _optional_str(request, "reason") or "cancelled by the requester")
+
+    @router.route("GET", "/agents")
+    async def agents(request: Request) -> dict[str, Any]:
+        return coordinator.view()
+
+    @router.route("GET", "/notifications")
+    async def notifications(request: Request) -> dict[str, Any]:
+        try:
+            wait = float(request.query.get("wait", "0"))
+        except ValueError:
+            raise HTTPError(400, "query parameter 'wait' must be a number of seconds") from None
+        if not wait >= 0:
+            raise HTTPError(400, "query parameter 'wait' must be >= 0")
+        found = await coordinator.notifications(wait, request.query.get("agentId") or None)
+        return {"notifications": found}
+
+    @router.route("POST", "/notifications/ack")
+    async def ack(request: Request) -> dict[str, Any]:
+        ids = request.body.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                for i in ids):
+            raise HTTPError(400, "field 'ids' must be a list of notification ids (integers)")
+        return coordinator.ack(ids)

@@ -1,0 +1,420 @@
+"""The daemon side of the restart coordinator: state machine + store + job + queue.
+
+Every public method runs one step of :class:`~paddedcell.restart.machine.Fleet`
+and persists what changed before it returns, so an answer the daemon gave is
+never forgotten by a restarted daemon. Methods that are not ``async`` never
+yield to Trio, so two requests can not interleave inside one step.
+
+Notifications (messages to deliver into sessions) sit in a queue in
+``global.json`` until a consumer acknowledges them: ``GET /notifications``
+returns every unacknowledged one (long-polling while there is none), and
+``POST /notifications/ack`` removes them. A consumer that dies between the two
+gets the same notifications again, so nothing is lost; one that acks what it
+delivered never sees it twice.
+
+Safety nets, checked every ``restart.watchdog_seconds``:
+- a requester that stopped polling for ``restart.abandon_seconds`` while
+  waiting abandons its restart, and every agent is unfrozen;
+- a freeze older than ``restart.max_freeze_seconds`` is released, with a log
+  line, and a restart with no live job that old is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import secrets
+import time
+from typing import Any, Callable
+
+import trio
+
+from .. import config
+from .job import JobLog, JobSpec, JobState, run_job, timestamp
+from .machine import (FREEZE_FAMILY, AgentRecord, Answer, Event, Fleet, GlobalRecord,
+                      IllegalTransition, Notice, RestartStatus, RestartStatusError, State,
+                      Verdict, step)
+from .store import Store
+
+log = logging.getLogger("paddedcell.restart")
+
+
+class CoordinatorError(Exception):
+    """A request the coordinator refuses; ``status`` is the HTTP status to use."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Coordinator:
+    def __init__(self, settings: config.Settings, *, clock: Callable[[], float] = time.time):
+        self.settings = settings
+        self.clock = clock
+        self.store = Store(settings.home)
+        self.fleet = Fleet()
+        self.job: dict[str, Any] | None = None  # {"spec": ..., "state": ...} or {"external": True}
+        self.last_job: dict[str, Any] | None = None
+        self.pending: list[dict[str, Any]] = []
+        self.next_id = 1
+        self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._job_scope: trio.CancelScope | None = None
+        self._job_running = False
+        self._loaded_job_id: str | None = None
+
+    # -- persistence -------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read the store and repair what a crash between two writes can leave."""
+        doc = self.store.load_global()
+        self.fleet.glob = GlobalRecord.from_json(doc.get("global") or {})
+        self.job = doc.get("job")
+        self._loaded_job_id = (self.job or {}).get("jobId")
+        self.last_job = doc.get("lastJob")
+        queue = doc.get("notifications") or {}
+        self.pending = list(queue.get("pending") or [])
+        self.next_id = int(queue.get("nextId") or 1)
+        for raw in self.store.load_agents():
+            try:
+                record = AgentRecord.from_json(raw)
+            except (KeyError, ValueError, TypeError):
+                log.error("ignoring a malformed agent record: %r", raw)
+                continue
+            self.fleet.agents[record.agent_id] = record
+        now = self.clock()
+        if not self.fleet.restart_pending:
+            # Global was written (restart over) but the agents were not, yet.
+            finished = (self.last_job or {}).get("finishedAt") or 0
+            for record in list(self.fleet.agents.values()):
+                if record.state in FREEZE_FAMILY:
+                    event = (Event.RESTARTED if record.frozen_at is not None
+                             and record.frozen_at <= finished else Event.UNFREEZE)
+                    new, _, _ = step(record, event, now=now)
+                    self.fleet._put(new)
+                    log.info("agent %s was left frozen with no restart pending; released",
+                             record.agent_id)
+        self._persist(())
+
+    def _global_doc(self) -> dict[str, Any]:
+        return {"global": self.fleet.glob.to_json(), "job": self.job, "lastJob": self.last_job,
+                "notifications": {"nextId": self.next_id, "pending": self.pending}}
+
+    def _persist(self, notices: tuple[Notice, ...] | list[Notice], *, force_global: bool = False) -> None:
+        """Queue ``notices`` and write what changed: global first, then agents."""
+        now = self.clock()
+        for notice in notices:
+            self.pending.append({
+                "id": self.next_id, "agentId": notice.agent_id, "sessionKey": notice.session_key,
+                "kind": notice.kind.value, "text": self.settings[f"messages.{notice.kind.value}"],
+                "createdAt": now})
+            self.next_id += 1
+        agents, glob = self.fleet.take_dirty()
+        if glob or notices or force_global:
+            self.store.save_global(self._global_doc())
+        for agent_id in agents:
+            self.store.save_agent(self.fleet.agents[agent_id].to_json())
+        if notices:
+            self._wake.set()
+            self._wake = trio.Event()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def _guard(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except IllegalTransition as exc:
+            self.fleet.take_dirty()  # nothing changed; keep the flags clean
+            raise CoordinatorError(409, str(exc)) from exc
+
+    def message_start(self, agent_id: str, session: str, *, heartbeat: bool = False,
+                      workflow: str | None = None) -> dict[str, Any]:
+        verdict, notices = self._guard(lambda: self.fleet.message_start(
+            agent_id, session, now=self.clock(), heartbeat=heartbeat, workflow=workflow))
+        self._persist(notices)
+        if verdict is Verdict.PROCEED:
+            return {"action": "proceed"}
+        reply = self.settings["messages.busy_reply" if verdict is Verdict.REJECT_BUSY
+                              else "messages.frozen_reply"]
+        return {"action": "reject", "reply": reply}
+
+    def message_end(self, agent_id: str, session: str, *, heartbeat: bool = False) -> dict[str, Any]:
+        state, notices = self._guard(lambda: self.fleet.message_end(
+            agent_id, session, now=self.clock(), heartbeat=heartbeat))
+        self._persist(notices)
+        return {"state": state.value}
+
+    def workflow_open(self, agent_id: str, workflow: str) -> dict[str, Any]:
+        state = self._guard(lambda: self.fleet.workflow_open(agent_id, workflow, now=self.clock()))
+        self._persist(())
+        return {"state": state.value}
+
+    def workflow_close(self, agent_id: str) -> dict[str, Any]:
+        state, notices = self._guard(lambda: self.fleet.workflow_close(agent_id, now=self.clock()))
+        self._persist(notices)
+        return {"state": state.value}
+
+    # -- restart -----------------------------------------------------------------------
+
+    def query_restart(self, agent_id: str, session: str,
+                      job: JobSpec | None = None) -> dict[str, Any]:
+        """Seed §1.4.2; on OK with a ``job`` the daemon runs the restart job itself."""
+        now = self.clock()
+        answer, notices = self.fleet.query_restart(agent_id, session, now=now)
+        result: dict[str, Any] = {"result": answer.value}
+        if answer is Answer.OK:
+            job_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(now))}-{secrets.token_hex(3)}"
+            if job is None:
+                self.job = {"jobId": job_id, "external": True, "createdAt": now}
+            else:
+                state = JobState(job_id, "delay", created_at=now, due_at=now + job.delay_seconds)
+                self.job = {"jobId": job_id, "spec": job.to_json(), "state": state.to_json()}
+                JobLog(job.log, job_id).line(
+                    f"restart requested by agent {agent_id} (session {session}); every agent "
+                    f"is frozen; restart in {job.delay_seconds:g} s")
+            result.update(jobId=job_id, dueAt=now + (job.delay_seconds if job else 0))
+            log.info("restart %s scheduled by %s/%s", job_id, agent_id, session)
+        elif answer is Answer.NOT_READY:
+            result["blocking"] = self.fleet.blocking()[:20]
+        self._persist(notices, force_global=answer is Answer.OK)
+        if answer is Answer.OK and job is not None:
+            self._start_job()
+        return result
+
+    def restart_result(self, status: str, log_path: str | None) -> dict[str, Any]:
+        """``POST /restart-result`` from an external restart script (seed §1.4.7)."""
+        if self.job is not None and not self.job.get("external"):
+            raise CoordinatorError(409, "the daemon runs this restart job itself and reports its "
+                                        "outcome; do not post /restart-result for it")
+        try:
+            self._finish(status == "ok", outcome=status, log_path=log_path)
+        except RestartStatusError as exc:
+            self.fleet.take_dirty()
+            raise CoordinatorError(409, str(exc)) from exc
+        return {"ok": True}
+
+    def cancel(self, agent_id: str, session: str, reason: str = "cancelled") -> dict[str, Any]:
+        """Undo a restart that has not reached the gateway yet (Ctrl-C in safe-restart)."""
+        g = self.fleet.glob
+        if not self.fleet.restart_pending:
+            return {"cancelled": False, "reason": "no restart is pending"}
+        if (g.restart_scheduled_by, g.restart_session) != (agent_id, session):
+            raise CoordinatorError(409, f"the pending restart belongs to agent "
+                                        f"{g.restart_scheduled_by}; only it can cancel")
+        phase = None
+        if self.job is not None:
+            phase = "external" if self.job.get("external") else self.job["state"]["phase"]
+            if phase not in ("delay", "external"):
+                raise CoordinatorError(409, f"the restart command already started (phase {phase}); "
+                                            "it can not be cancelled, wait for its outcome")
+        self._drop(reason=reason)
+        return {"cancelled": True, "phase": phase or "waiting"}
+
+    def _drop(self, *, reason: str) -> None:
+        """Forget the pending restart and unfreeze everyone (no restart happened)."""
+        if self._job_scope is not None:
+            self._job_scope.cancel()
+            self._job_scope = None
+        now = self.clock()
+        if self.job is not None:
+            if not self.job.get("external"):
+                spec = JobSpec.from_json(self.job["spec"])
+                JobLog(spec.log, self.job["jobId"]).line(f"restart cancelled ({reason}); "
+                                                         "every agent unfrozen")
+            self.last_job = {"jobId": self.job["jobId"], "outcome": "cancelled",
+                             "finishedAt": now, "detail": reason}
+        released = self.fleet.cancel(now=now)
+        self.job = None
+        log.info("restart dropped (%s); %d agents unfrozen", reason, len(released))
+        self._persist((), force_global=True)
+
+    def _finish(self, ok: bool, *, outcome: str, log_path: str | None = None,
+                detail: str = "") -> None:
+        now = self.clock()
+        notices = self.fleet.restart_finished(ok, now=now)
+        job_id = (self.job or {}).get("jobId")
+        self.last_job = {"jobId": job_id, "outcome": outcome, "finishedAt": now,
+                         "detail": detail, "log": log_path}
+        self.job = None
+        log.info("restart %s finished: %s %s", job_id, outcome, detail)
+        self._persist(notices, force_global=True)
+
+    # -- the job -------------------------------------------------------------------
+
+    def _start_job(self) -> None:
+        if self._nursery is None or self._job_running:
+            return
+        self._job_running = True
+        self._nursery.start_soon(self._job_task)
+
+    async def _job_task(self) -> None:
+        assert self.job is not None and not self.job.get("external")
+        job_id = self.job["jobId"]
+        spec = JobSpec.from_json(self.job["spec"])
+        state = JobState.from_json(self.job["state"])
+        joblog = JobLog(spec.log, job_id)
+
+        def persist(new: JobState) -> None:
+            if self.job is not None and self.job.get("jobId") == job_id:
+                self.job["state"] = new.to_json()
+                self._persist((), force_global=True)
+
+        def on_rollback() -> None:
+            if self.fleet.glob.restart_status is RestartStatus.RESTARTING:
+                self.fleet.begin_rollback(now=self.clock())
+                self._persist(())
+
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT")}
+        env.update(PADDEDCELL_RESTART_LOG=spec.log, PADDEDCELL_RESTART_JOB=job_id)
+        try:
+            with trio.CancelScope() as scope:
+                self._job_scope = scope
+                final = await run_job(spec, state, persist=persist, log=joblog,
+                                      on_rollback=on_rollback, env=env, clock=self.clock)
+            if scope.cancelled_caught or self.job is None or self.job.get("jobId") != job_id:
+                return
+            self._job_scope = None
+            ok = final.outcome == "ok"
+            self._finish(ok, outcome=final.outcome or "failed", log_path=spec.log,
+                         detail=final.detail)
+            joblog.line("restart finished: every agent unfrozen" if ok else
+                        "restart failed and was rolled back: every agent unfrozen")
+        except Exception:
+            # A bug here must not leave the fleet frozen: resolve as failed.
+            log.exception("restart job %s crashed", job_id)
+            joblog.line("the restart job crashed (see the daemon log); every agent unfrozen")
+            if self.job is not None and self.job.get("jobId") == job_id:
+                self._finish(False, outcome="failed", log_path=spec.log, detail="job crashed")
+        finally:
+            self._job_running = False
+
+    # -- background ----------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Resume a persisted job, then watch for abandoned and stale freezes."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            if self.job is not None and not self.job.get("external"):
+                state = JobState.from_json(self.job["state"])
+                if self.job["jobId"] == self._loaded_job_id and state.phase == "report":
+                    self._finish(state.outcome == "ok", outcome=state.outcome or "failed",
+                                 log_path=self.job["spec"]["log"], detail=state.detail)
+                else:
+                    if self.job["jobId"] == self._loaded_job_id:
+                        self.job["state"] = {**self.job["state"], "resumed": state.resumed + 1}
+                        self._persist((), force_global=True)
+                    self._start_job()
+            task_status.started()
+            interval = float(self.settings["restart.watchdog_seconds"])
+            while True:
+                await trio.sleep(interval)
+                self.watchdog()
+
+    def watchdog(self) -> None:
+        now = self.clock()
+        g = self.fleet.glob
+        abandon = float(self.settings["restart.abandon_seconds"])
+        if (g.restart_status is RestartStatus.WAITING and g.last_query_at is not None
+                and now - g.last_query_at > abandon):
+            log.warning("restart requested by %s abandoned: no query-restart for %.0f s; "
+                        "unfreezing every agent", g.restart_scheduled_by, now - g.last_query_at)
+            self._drop(reason=f"requester stopped polling for {abandon:g} s")
+            return
+        max_age = float(self.settings["restart.max_freeze_seconds"])
+        if (self.fleet.restart_pending and not self._job_running and g.requested_at is not None
+                and now - g.requested_at > max_age):
+            log.warning("restart requested by %s has no live job after %.0f s; dropping it",
+                        g.restart_scheduled_by, now - g.requested_at)
+            self._drop(reason=f"no outcome within restart.max_freeze_seconds={max_age:g}")
+            return
+        stale = self.fleet.stale_freezes(now=now, max_age=max_age)
+        if stale:
+            self.fleet.cancel(now=now, agent_ids=stale)
+            for agent_id in stale:
+                log.warning("agent %s was frozen for over %g s (restart.max_freeze_seconds); "
+                            "released", agent_id, max_age)
+            self._persist(())
+
+    # -- reading ------------------------------------------------------------------------
+
+    def view(self) -> dict[str, Any]:
+        g = self.fleet.glob.to_json()
+        if self.job is not None:
+            g["job"] = ({"jobId": self.job["jobId"], "external": True} if self.job.get("external")
+                        else {"jobId": self.job["jobId"], **self.job["state"],
+                              "log": self.job["spec"]["log"]})
+        g["lastJob"] = self.last_job
+        g["now"] = self.clock()
+        agents = [{k: v for k, v in a.to_json().items()}
+                  for a in sorted(self.fleet.agents.values(), key=lambda a: a.agent_id)]
+        return {"agents": agents, "global": g}
+
+    def _matching(self, agent_id: str | None) -> list[dict[str, Any]]:
+        return [n for n in self.pending if agent_id is None or n["agentId"] == agent_id]
+
+    async def notifications(self, wait: float, agent_id: str | None = None) -> list[dict[str, Any]]:
+        """Unacknowledged notifications; waits up to ``wait`` seconds for the first."""
+        deadline = trio.current_time() + max(0.0, min(wait, float(self.settings["restart.max_poll_seconds"])))
+        while True:
+            found = self._matching(agent_id)
+            if found or trio.current_time() >= deadline:
+                return found
+            with trio.move_on_at(deadline):
+                await self._wake.wait()
+
+    def ack(self, ids: list[int]) -> dict[str, Any]:
+        wanted = set(ids)
+        before = len(self.pending)
+        self.pending = [n for n in self.pending if n["id"] not in wanted]
+        if len(self.pending) != before:
+            self._persist((), force_global=True)
+        return {"ok": True, "acked": before - len(self.pending)}
+
+
+def job_spec_from_body(body: dict[str, Any], settings: config.Settings) -> JobSpec:
+    """The optional ``job`` object of ``POST /query-restart``; raises ValueError."""
+    if not isinstance(body, dict):
+        raise ValueError("field 'job' must be an object")
+    unknown = set(body) - {"rollback", "log", "delaySeconds", "recoverTimeoutSeconds",
+                           "restartCmd", "statusCmd"}
+    if unknown:
+        raise ValueError(f"unknown job field(s) {sorted(unknown)}; allowed: rollback, log, "
+                         "delaySeconds, recoverTimeoutSeconds, restartCmd, statusCmd")
+    rollback, log_path = body.get("rollback"), body.get("log")
+    for name, value in (("rollback", rollback), ("log", log_path)):
+        if not isinstance(value, str) or not os.path.isabs(value):
+            raise ValueError(f"job.{name} must be an absolute path")
+    if not os.path.isfile(rollback):
+        raise ValueError(f"rollback script {rollback} does not exist; give --rollback an existing file")
+    if not os.path.isdir(os.path.dirname(log_path)):
+        raise ValueError(f"the directory of log file {log_path} does not exist")
+
+    def number(name: str, key: str) -> float:
+        value = body.get(name, settings[key])
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+                or not math.isfinite(value):
+            raise ValueError(f"job.{name} must be a number of seconds >= 0")
+        return float(value)
+
+    def command(name: str, key: str) -> str:
+        value = body.get(name, settings[key])
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"job.{name} must be a non-empty shell command")
+        return value
+
+    return JobSpec(
+        rollback=rollback, log=log_path,
+        delay_seconds=number("delaySeconds", "restart.delay_seconds"),
+        recover_timeout_seconds=number("recoverTimeoutSeconds", "restart.recover_timeout_seconds"),
+        restart_cmd=command("restartCmd", "restart.restart_cmd"),
+        status_cmd=command("statusCmd", "restart.status_cmd"),
+        status_interval_seconds=float(settings["restart.status_interval_seconds"]),
+        command_timeout_seconds=float(settings["restart.command_timeout_seconds"]),
+        rollback_timeout_seconds=float(settings["restart.rollback_timeout_seconds"]),
+    )
+
+
+__all__ = ["Coordinator", "CoordinatorError", "job_spec_from_body", "timestamp", "State"]

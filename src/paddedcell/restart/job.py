@@ -1,0 +1,249 @@
+"""The restart job: wait, restart the gateway, check it came back, else roll back.
+
+The daemon runs this job, not the ``safe-restart`` caller, because the caller
+usually lives inside the gateway that is about to restart and would be killed
+half-way. Its phases are::
+
+    delay ──▶ restart ──▶ status ──ok──▶ report(ok)
+                             └──no success within recover-timeout──▶ rollback ──▶ report(failed)
+
+Before each phase starts, the coordinator persists it (``persist`` callback),
+so a daemon killed with SIGKILL and started again resumes from that phase: the
+delay keeps its original wall-clock deadline; a restart command that was cut
+off is followed by the status check (which decides whether it worked); a
+status check starts a fresh recovery window; a rollback is run again (rollback
+scripts must be idempotent, which is also what makes them safe to run by hand).
+
+Every step is appended to the job's log with a UTC timestamp, and the output
+of each command is copied there line by line as it arrives, so a human (or the
+interactive ``safe-restart``) can follow it with ``tail -f``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Awaitable, Callable
+
+import trio
+
+PHASES = ("delay", "restart", "status", "rollback", "report", "done")
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What the caller of ``query-restart`` asked for; fixed for the job's life."""
+
+    rollback: str
+    log: str
+    delay_seconds: float
+    recover_timeout_seconds: float
+    restart_cmd: str
+    status_cmd: str
+    status_interval_seconds: float = 1.0
+    command_timeout_seconds: float = 300.0
+    rollback_timeout_seconds: float = 300.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "JobSpec":
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """Where the job is; persisted before each phase begins."""
+
+    job_id: str
+    phase: str = "delay"
+    created_at: float = 0.0
+    due_at: float = 0.0
+    outcome: str | None = None  # "ok" | "failed" | "cancelled"
+    finished_at: float | None = None
+    resumed: int = 0
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "JobState":
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def timestamp(now: float | None = None) -> str:
+    moment = dt.datetime.fromtimestamp(time.time() if now is None else now, dt.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class JobLog:
+    """Appends timestamped lines to the job's ``--log`` file (opened per line)."""
+
+    path: str
+    job_id: str
+
+    def line(self, text: str) -> None:
+        entry = f"{timestamp()} [restart {self.job_id}] {text}\n"
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError:
+            return  # the daemon log still has the outcome
+        try:
+            os.write(fd, entry.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+
+
+@dataclass
+class CommandResult:
+    returncode: int | None  # None: timed out and killed
+    output: str = ""
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, label: str,
+                      env: dict[str, str] | None = None) -> CommandResult:
+    """Run one step in its own process group, copy its output to the log line by line.
+
+    On timeout or cancellation the whole group gets SIGTERM, then SIGKILL after
+    two seconds: a restart script's children must not outlive the step.
+    """
+    shell = isinstance(argv, str)
+    proc = await trio.lowlevel.open_process(
+        argv, shell=shell, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    collected: list[str] = []
+    pending = b""
+    timed_out = False
+    try:
+        with trio.move_on_after(max(timeout, 0.01)) as scope:
+            assert proc.stdout is not None
+            async for chunk in proc.stdout:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    text = raw.decode("utf-8", "replace").rstrip("\r")
+                    collected.append(text)
+                    log.line(f"{label}| {text}")
+            await proc.wait()
+        timed_out = scope.cancelled_caught
+    finally:
+        if proc.returncode is None:
+            with trio.CancelScope(shield=True):
+                _kill_group(proc.pid, signal.SIGTERM)
+                with trio.move_on_after(2.0):
+                    await proc.wait()
+                _kill_group(proc.pid, signal.SIGKILL)
+                await proc.wait()
+        if pending:
+            text = pending.decode("utf-8", "replace").rstrip("\r")
+            collected.append(text)
+            log.line(f"{label}| {text}")
+    if timed_out:
+        return CommandResult(None, "\n".join(collected))
+    return CommandResult(proc.returncode, "\n".join(collected))
+
+
+def _rollback_argv(path: str) -> list[str]:
+    return [path] if os.access(path, os.X_OK) else ["/bin/sh", path]
+
+
+Persist = Callable[[JobState], None]
+Finish = Callable[[JobState], Awaitable[None] | None]
+
+
+async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobLog,
+                  on_rollback: Callable[[], None], env: dict[str, str] | None = None,
+                  clock: Callable[[], float] = time.time) -> JobState:
+    """Drive the job from ``state.phase`` to ``report``; returns the final state.
+
+    ``persist`` is called with each new phase before the phase starts (and must
+    make it durable); ``on_rollback`` tells the coordinator a rollback began.
+    The caller reports the outcome (``state.outcome``) to the coordinator.
+    """
+    if state.resumed:
+        log.line(f"daemon restarted; resuming in phase {state.phase}")
+
+    if state.phase == "delay":
+        left = state.due_at - clock()
+        log.line(f"waiting {max(left, 0):.1f} s before the restart command")
+        await trio.sleep(max(left, 0))
+        state = replace(state, phase="restart")
+        persist(state)
+
+    if state.phase == "restart":
+        log.line(f"running restart command: {spec.restart_cmd}")
+        result = await run_command(spec.restart_cmd, timeout=spec.command_timeout_seconds,
+                                   log=log, label="restart", env=env)
+        if result.returncode is None:
+            log.line(f"restart command timed out after {spec.command_timeout_seconds} s")
+        else:
+            log.line(f"restart command exited with code {result.returncode}")
+        state = replace(state, phase="status")
+        persist(state)
+    elif state.phase == "status" and state.resumed:
+        log.line("the restart command may not have finished; checking status from now")
+
+    if state.phase == "status":
+        ok, last = await _await_recovery(spec, log, env, clock)
+        if ok:
+            state = replace(state, phase="report", outcome="ok")
+        else:
+            log.line(f"gateway did not recover within {spec.recover_timeout_seconds} s; "
+                     "last status output:")
+            for text in (last.output.splitlines() or ["(no output)"]):
+                log.line(f"status| {text}")
+            state = replace(state, phase="rollback")
+        persist(state)
+
+    if state.phase == "rollback":
+        on_rollback()
+        log.line(f"running rollback: {spec.rollback}")
+        try:
+            result = await run_command(_rollback_argv(spec.rollback),
+                                       timeout=spec.rollback_timeout_seconds,
+                                       log=log, label="rollback", env=env)
+            detail = ("timed out" if result.returncode is None
+                      else f"exited with code {result.returncode}")
+        except OSError as exc:
+            detail = f"could not start: {exc}"
+        log.line(f"rollback {detail}")
+        state = replace(state, phase="report", outcome="failed", detail=f"rollback {detail}")
+        persist(state)
+
+    return state
+
+
+async def _await_recovery(spec: JobSpec, log: JobLog, env: dict[str, str] | None,
+                          clock: Callable[[], float]) -> tuple[bool, CommandResult]:
+    """Run the status command until it succeeds or the recovery window ends."""
+    deadline = clock() + spec.recover_timeout_seconds
+    attempt = 0
+    while True:
+        attempt += 1
+        left = deadline - clock()
+        log.line(f"status check {attempt}: {spec.status_cmd}")
+        result = await run_command(spec.status_cmd, timeout=max(left, 0.5), log=log,
+                                   label="status", env=env)
+        if result.returncode == 0:
+            log.line(f"status check {attempt} succeeded; the gateway is back")
+            return True, result
+        log.line(f"status check {attempt} failed "
+                 f"({'timed out' if result.returncode is None else f'code {result.returncode}'})")
+        left = deadline - clock()
+        if left <= 0:
+            return False, result
+        await trio.sleep(min(spec.status_interval_seconds, left))
