@@ -1,0 +1,264 @@
+"""Which processes belong to a session, and how to end all of them.
+
+Options weighed. A process group (``killpg``) is cheap and race-free but a
+child that calls ``setsid`` or double-forks leaves it. psutil-style tree walks
+miss a process whose parent already exited. cgroup v2 ``cgroup.kill`` is exact
+but needs a writable delegated cgroup, which an unprivileged daemon rarely has
+(this machine runs cgroup v1). So we combine three cheap facts:
+
+1. every session leader starts its own session and process group;
+2. the supervisor is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so an
+   orphan from a session is reparented to us, not to init, and we can reap it;
+3. each session's environment carries a random ``PADDEDCELL_TREE`` marker,
+   inherited by every descendant, read from ``/proc/PID/environ`` for orphans.
+
+A session's members are its leader, every process seen below a member (by
+``ppid``), and every child of ours carrying its marker. Members are remembered
+by ``(pid, starttime)``, so a recycled pid is never signalled: we only signal a
+process the session created. When a delegated cgroup v2 exists we also put the
+session in its own cgroup and kill with ``cgroup.kill``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36
+TREE_MARKER = "PADDEDCELL_TREE"
+
+
+def become_subreaper() -> bool:
+    """Make orphans of our descendants reparent to us (Linux ≥ 3.4)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    pgrp: int
+    sid: int
+    state: str
+    starttime: int
+
+
+def read_stat(pid: int, proc: str = "/proc") -> ProcInfo | None:
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses: split after the last ')'.
+    fields = raw[raw.rfind(b")") + 2:].split()
+    try:
+        return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[3]),
+                        fields[0].decode(), int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def scan(proc: str = "/proc") -> dict[int, ProcInfo]:
+    """A snapshot of every visible process."""
+    table: dict[int, ProcInfo] = {}
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return table
+    for name in names:
+        if name.isdigit():
+            info = read_stat(int(name), proc)
+            if info is not None:
+                table[info.pid] = info
+    return table
+
+
+def has_marker(pid: int, marker: bytes, proc: str = "/proc") -> bool:
+    try:
+        with open(f"{proc}/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+class ProcessTree:
+    """The processes one session created, tracked by ``(pid, starttime)``."""
+
+    def __init__(self, leader: int, token: str, starttime: int | None = None):
+        self.leader = leader
+        self.marker = f"{TREE_MARKER}={token}".encode()
+        self.members: dict[int, int] = {}
+        if starttime is None:
+            info = read_stat(leader)
+            starttime = info.starttime if info else -1
+        self.members[leader] = starttime
+        #: The leader has been reaped; its pid may be reused from now on.
+        self.leader_reaped = False
+
+    def refresh(self, table: dict[int, ProcInfo], me: int) -> None:
+        """Add what appeared below known members or was reparented to us."""
+        alive = {pid: st for pid, st in self.members.items()
+                 if pid in table and table[pid].starttime == st}
+        if not self.leader_reaped and self.leader not in alive and self.leader in self.members:
+            alive[self.leader] = self.members[self.leader]
+        children: dict[int, list[ProcInfo]] = {}
+        for info in table.values():
+            children.setdefault(info.ppid, []).append(info)
+        stack = list(alive)
+        while stack:
+            for child in children.get(stack.pop(), ()):
+                if child.pid not in alive:
+                    alive[child.pid] = child.starttime
+                    stack.append(child.pid)
+        for child in children.get(me, ()):
+            if child.pid not in alive and child.state != "Z" and has_marker(child.pid, self.marker):
+                alive[child.pid] = child.starttime
+                stack.append(child.pid)
+        while stack:  # descendants of newly found orphans
+            for child in children.get(stack.pop(), ()):
+                if child.pid not in alive:
+                    alive[child.pid] = child.starttime
+                    stack.append(child.pid)
+        self.members = alive
+
+    def owns(self, info: ProcInfo) -> bool:
+        return self.members.get(info.pid) == info.starttime
+
+    def live(self, table: dict[int, ProcInfo]) -> list[int]:
+        """Members still running (zombies excluded), leader included while unreaped."""
+        return [pid for pid, st in self.members.items()
+                if pid in table and table[pid].starttime == st and table[pid].state != "Z"]
+
+    def signal(self, sig: int, table: dict[int, ProcInfo] | None = None) -> int:
+        """Send ``sig`` to the group and every live member; return how many were hit."""
+        table = scan() if table is None else table
+        self.refresh(table, os.getpid())
+        hit = 0
+        # The group id is safe to use while the unreaped leader or a member holds it.
+        group_alive = (not self.leader_reaped) or any(
+            table[pid].pgrp == self.leader for pid in self.live(table))
+        if group_alive:
+            try:
+                os.killpg(self.leader, sig)
+                hit += 1
+            except OSError:
+                pass
+        for pid in self.live(table):
+            if pid == self.leader and self.leader_reaped:
+                continue
+            try:
+                os.kill(pid, sig)
+                hit += 1
+            except OSError:
+                pass
+        return hit
+
+
+def reap_orphans(trees: list[ProcessTree], table: dict[int, ProcInfo], me: int) -> int:
+    """Reap zombie children of ours that a session created; leave foreign ones alone.
+
+    Other code in the daemon may wait for its own children: reaping with
+    ``waitpid(-1)`` would steal their exit status, so we only reap pids we know.
+    """
+    reaped = 0
+    for info in table.values():
+        if info.ppid != me or info.state != "Z":
+            continue
+        if any(tree.owns(info) and info.pid != tree.leader for tree in trees):
+            try:
+                if os.waitpid(info.pid, os.WNOHANG)[0]:
+                    reaped += 1
+            except ChildProcessError:
+                pass
+    return reaped
+
+
+# --- cgroup v2 ---------------------------------------------------------------
+
+
+def delegated_cgroup(proc_self_cgroup: str = "/proc/self/cgroup",
+                     cgroup_root: str = "/sys/fs/cgroup") -> Path | None:
+    """Our cgroup v2 directory when it is writable (delegated), else None.
+
+    cgroup v1 or hybrid hierarchies (several lines in /proc/self/cgroup), the
+    root cgroup, or no write access all mean: fall back to process tracking.
+    """
+    try:
+        lines = Path(proc_self_cgroup).read_text().splitlines()
+    except OSError:
+        return None
+    if len(lines) != 1 or not lines[0].startswith("0::"):
+        return None
+    relative = lines[0][3:].strip().lstrip("/")
+    root = Path(cgroup_root)
+    if not relative or not (root / "cgroup.controllers").exists():
+        return None
+    path = root / relative
+    if not (os.access(path, os.W_OK) and os.access(path / "cgroup.procs", os.W_OK)):
+        return None
+    return path
+
+
+class CgroupScope:
+    """One session's own cgroup; ``kill()`` ends every process in it at once."""
+
+    def __init__(self, parent: Path, name: str):
+        self.path = parent / name
+        self.path.mkdir(mode=0o755)
+        if not (self.path / "cgroup.kill").exists():  # kernel < 5.14
+            self.path.rmdir()
+            raise OSError(errno.ENOTSUP, "cgroup.kill is not supported by this kernel")
+        self.procs = str(self.path / "cgroup.procs")
+
+    def enter(self) -> None:
+        """Move the calling process in (run in the child before exec)."""
+        with open(self.procs, "w") as f:
+            f.write("0")
+
+    def kill(self) -> None:
+        try:
+            with open(self.path / "cgroup.kill", "w") as f:
+                f.write("1")
+        except OSError:
+            pass
+
+    def remove(self) -> bool:
+        try:
+            self.path.rmdir()
+            return True
+        except OSError:
+            return False
+
+
+def open_cgroup_scope(parent: Path | None, name: str) -> CgroupScope | None:
+    if parent is None:
+        return None
+    try:
+        return CgroupScope(parent, name)
+    except OSError:
+        return None
+
+
+def exit_status(status: int) -> tuple[int | None, int | None]:
+    """``(exit_code, signal_number)`` from a ``waitpid`` status."""
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    return None, None
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIG{signum}"

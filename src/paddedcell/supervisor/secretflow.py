@@ -1,0 +1,69 @@
+"""DESIGN §3 steps 1–2: resolve ``pass_mgr get`` before running, build the mask set.
+
+Order matters: refuse first (``pass_mgr set``/``admin``, the mask replayed into
+a command), then resolve every static ``pass_mgr get KEY`` through the vault —
+if any fails nothing runs — then add every value of the agent's store, so a
+dynamic key (``pass_mgr get "$K"``) that the shell resolves at run time is
+masked too. The child's own ``pass_mgr`` really prints the value; only the
+redactor sees it.
+
+Fail closed: when the agent's store cannot be read (locked vault, corrupt
+store), we cannot know what to mask, so nothing runs. An uninitialized vault
+holds no secrets: commands without static ``pass_mgr get`` run unmasked.
+Pure of Trio; the daemon calls :func:`prepare` in a worker thread (the vault
+does file locking and key derivation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import vault
+from ..execspec import commands
+
+#: Exit code of the plain CLI when a secret could not be resolved (DESIGN §4.1).
+SECRET_RESOLUTION_EXIT = 3
+
+
+#: The command may not run at all (a request error: nothing was started).
+CommandRefused = commands.CommandRefused
+
+
+class SecretResolutionError(Exception):
+    """A secret could not be resolved; ``str()`` is the vault's one-line message."""
+
+    exit_code = SECRET_RESOLUTION_EXIT
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The secrets to mask (plaintext: hand straight to the supervisor) and the calls."""
+
+    secrets: list[str] = field(repr=False)
+    calls: list = field(default_factory=list)
+
+
+def prepare(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
+    """Check the command, resolve its static ``pass_mgr get`` calls, load the mask set."""
+    calls = commands.check_command(command, settings["redactor.mask"])
+    static = [c for c in calls if c.subcommand == "get" and c.key is not None]
+    identity = bool(agent_id and workspace)
+    if static and not identity:
+        raise SecretResolutionError(
+            "pass_mgr get needs the agent's identity; set AGENT_ID and AGENT_WORKSPACE "
+            "(or pass --agent-id and --agent-workspace)")
+    values: list[str] = []
+    try:
+        for call in static:
+            values.append(vault.get_secret(agent_id, workspace, call.key, version=call.version,
+                                           settings=settings))
+        if identity:
+            try:
+                values.extend(vault.agent_secret_values(agent_id, workspace, settings=settings))
+            except vault.NotInitialized:
+                pass  # no vault, no secrets to mask (static gets already failed above)
+    except vault.VaultError as exc:
+        raise SecretResolutionError(str(exc)) from None
+    # Distinct, longest first: the order does not change what is masked, only the work.
+    unique = sorted({v for v in values if v}, key=len, reverse=True)
+    return Prepared(unique, calls)

@@ -1,0 +1,456 @@
+"""One running command under Trio: pumps, exit, timeout, kill, input.
+
+A command is finished when its leader has exited **and** its output is
+drained. The drain is bounded (``supervisor.drain_seconds``, 2 s) because a
+grandchild may keep the PTY slave or the pipe open for ever; after that we
+close our end. EIO on a PTY master means every slave holder is gone: EOF.
+
+Reads loop on ``os.read`` until EAGAIN and only then wait for readability;
+waiting before every read costs an event-loop round trip per chunk, which at
+PTY chunk sizes (~4 KiB) would halve throughput. A short yield every few
+reads keeps a flood from starving other sessions.
+
+Kill: SIGTERM to the session's process tree (see :mod:`.procs`), then SIGKILL
+to whatever is left after ``supervisor.kill_grace_seconds``, then reap.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import secrets as _secrets
+import signal
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import trio
+
+from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
+from ..redactor import StreamRedactor
+from . import procs
+from .buffers import OutputBuffer, complete_utf8_end, decode_tail
+from .spawn import Spawned, set_window_size
+
+log = logging.getLogger("paddedcell.supervisor")
+
+READ_SIZE = 1024 * 1024
+#: Reads between two forced yields to the scheduler during a flood.
+READS_PER_YIELD = 16
+F_SETPIPE_SZ = 1031
+
+OutputCallback = Callable[[str, bytes], None]
+
+# Syscalls a process blocked on a terminal read sits in (``/proc/PID/syscall``).
+_READ_SYSCALLS = {"x86_64": {0, 19, 17}, "aarch64": {63, 65, 67}}.get(os.uname().machine, set())
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a command ended, before :mod:`paddedcell.execspec.results` shapes it.
+
+    ``status`` is ``completed`` (exited), ``failed`` (signal or timeout) or
+    ``killed`` (ended at the agent's request); ``exit_reason`` is one of
+    ``exit``, ``signal``, ``overall-timeout``, ``manual-cancel``.
+    """
+
+    status: str
+    exit_code: int | None
+    exit_signal: str | None
+    signal_number: int | None
+    exit_reason: str
+    timed_out: bool
+    duration_ms: int
+    aggregated: str
+    truncated: bool
+
+
+def classify(exit_code: int | None, signum: int | None, *, timed_out: bool,
+             killed: bool) -> tuple[str, str]:
+    """``(status, exit_reason)`` of a finished command."""
+    if timed_out:
+        return "failed", "overall-timeout"
+    if killed:
+        return "killed", "manual-cancel"
+    if signum is not None:
+        return "failed", "signal"
+    if exit_code in (126, 127):
+        return "failed", "exit"
+    return "completed", "exit"
+
+
+class Session:
+    """A started command. Created by :class:`~.supervisor.Supervisor`."""
+
+    def __init__(self, *, session_id: str, agent_id: str | None, session_key: str | None,
+                 command: str, display_command: str, cwd: str, use_pty: bool, spawned: Spawned,
+                 tree: procs.ProcessTree, buffer: OutputBuffer, secrets: list[str],
+                 settings, timeout_seconds: float, name: str | None,
+                 on_output: OutputCallback | None = None,
+                 cgroup: procs.CgroupScope | None = None):
+        self.id = session_id
+        self.agent_id = agent_id
+        self.session_key = session_key
+        #: The command with secrets masked: what lists, logs and audit show.
+        self.command = display_command
+        self.name = name or display_command
+        self.cwd = cwd
+        self.pty = use_pty
+        self.spawned = spawned
+        self.pid = spawned.proc.pid
+        self.tree = tree
+        self.cgroup = cgroup
+        self.buffer = buffer
+        self.settings = settings
+        self.timeout_seconds = timeout_seconds
+        self.on_output = on_output
+        self.started_at = time.time()
+        self._started_monotonic = time.monotonic()
+        self.ended_at: float | None = None
+        self.last_output_at: float | None = None
+        self.backgrounded = False
+        #: ``process remove`` on a running session: dropped as soon as it ends.
+        self.removed = False
+        #: Cursor-key mode for send-keys; answers cursor-position queries like OpenClaw.
+        self.cursor = CursorKeyTracker(mode="unknown" if use_pty else "normal")
+        self.outcome: Outcome | None = None
+        self.poll_cursor = 0
+        self.done = trio.Event()
+        self._changed = trio.Event()
+        self._exited = trio.Event()
+        self._kill_done: trio.Event | None = None
+        self._kill_reason: str | None = None
+        self._timed_out = False
+        self._status: int | None = None
+        self._open_pumps = 0
+        self._pumps_done = trio.Event()
+        self._closed_fds: set[int] = set()
+        self.stdin_closed = spawned.stdin is None and spawned.pty_master is None
+        mask = settings["redactor.mask"]
+        variants = settings["redactor.variants"]
+        streams = ["pty"] if use_pty else ["stdout", "stderr"]
+        self._redactors = {name: StreamRedactor(secrets, mask=mask, variants=variants)
+                           for name in streams}
+        del secrets  # plaintext lives only inside the redactors from here on
+
+    # --- state ------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self.outcome is None
+
+    @property
+    def status(self) -> str:
+        return "running" if self.outcome is None else self.outcome.status
+
+    def runtime_ms(self) -> int:
+        end = self.ended_at if self.ended_at is not None else time.time()
+        return int((end - self.started_at) * 1000)
+
+    def text(self) -> tuple[str, bool]:
+        """``(aggregated, truncated)``: the last max_aggregated_chars of the output."""
+        limit = int(self.settings["supervisor.max_aggregated_chars"])
+        held = self.buffer.tail(limit * 4)
+        complete = self.buffer.start == 0 and len(held) == len(self.buffer)
+        return decode_tail(held, limit, complete=complete)
+
+    def tail(self) -> str:
+        limit = int(self.settings["supervisor.tail_chars"])
+        data = self.buffer.tail(limit * 4)
+        complete = self.buffer.start == 0 and len(data) == len(self.buffer)
+        return decode_tail(data, limit, complete=complete)[0]
+
+    def take_new_output(self) -> tuple[str, bool]:
+        """Output since the last poll and whether part of it was dropped.
+
+        Capped like OpenClaw's pending buffer (the tail is kept); output evicted
+        from the ring before it was polled also counts as dropped.
+        """
+        data = self.buffer.read(self.poll_cursor)
+        if self.running:
+            data = data[:complete_utf8_end(data)]
+        cut = self.poll_cursor < self.buffer.start
+        self.poll_cursor = max(self.poll_cursor, self.buffer.start) + len(data)
+        limit = int(self.settings["supervisor.pending_max_chars"])
+        text, dropped = decode_tail(data, limit, complete=not cut)
+        return text, dropped
+
+    def log_text(self) -> tuple[str, int]:
+        """Every held line of output and how many earlier lines were evicted."""
+        data = self.buffer.held()
+        text, _ = decode_tail(data, len(data) + 1, complete=self.buffer.start == 0)
+        return text, self.buffer.dropped_lines
+
+    async def wait_changed(self, timeout: float) -> None:
+        """Return on new output, exit, or after ``timeout`` seconds."""
+        with trio.move_on_after(timeout):
+            await self._changed.wait()
+
+    def _pulse(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # --- running ------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Pump, wait, time out, drain, finish. Never raises for the command's sake."""
+        try:
+            async with trio.open_nursery() as nursery:
+                sources = ([("pty", self.spawned.pty_master)] if self.pty else
+                           [("stdout", self.spawned.stdout), ("stderr", self.spawned.stderr)])
+                self._open_pumps = len(sources)
+                for stream, fd in sources:
+                    nursery.start_soon(self._pump, stream, fd)
+                timeout_scope = trio.CancelScope()
+                if self.timeout_seconds and self.timeout_seconds > 0:
+                    nursery.start_soon(self._timeout_watch, timeout_scope)
+                await self._wait_exit()
+                if self._kill_done is None:
+                    timeout_scope.cancel()  # exited in time: a slow drain is no timeout
+                with trio.move_on_after(float(self.settings["supervisor.drain_seconds"])):
+                    await self._pumps_done.wait()
+                if self._kill_done is not None:
+                    with trio.CancelScope(shield=True):
+                        await self._kill_done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                if self._status is None:
+                    # We are being cancelled (daemon stopping): end the tree first.
+                    await self._terminate_tree()
+                    if self._status is None:
+                        await self._wait_exit()
+                self._finish()
+
+    async def _pump(self, stream: str, fd: int) -> None:
+        redactor = self._redactors[stream]
+        if not self.pty:
+            try:  # bigger pipe buffers: fewer wakeups at gigabyte rates
+                import fcntl
+                fcntl.fcntl(fd, F_SETPIPE_SZ, READ_SIZE)
+            except OSError:
+                pass
+        reads = 0
+        try:
+            while True:
+                try:
+                    data = os.read(fd, READ_SIZE)
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(fd)
+                    continue
+                except OSError as exc:
+                    if exc.errno == errno.EIO:  # PTY: every slave holder is gone
+                        break
+                    raise
+                if not data:
+                    break
+                self._emit(stream, redactor.feed(data))
+                reads += 1
+                if reads % READS_PER_YIELD == 0:
+                    await trio.sleep(0)
+        finally:
+            self._emit(stream, redactor.flush())
+            self._open_pumps -= 1
+            if self._open_pumps == 0:
+                self._pumps_done.set()
+
+    def _emit(self, stream: str, data: bytes) -> None:
+        if not data:
+            return
+        self.buffer.append(data)
+        self.last_output_at = time.time()
+        if self.pty:
+            replies = self.cursor.feed(data)
+            if replies:
+                try:  # programs that query the cursor position would hang without it
+                    os.write(self.spawned.pty_master, CURSOR_POSITION_REPLY * replies)
+                except OSError:
+                    pass
+        if self.on_output is not None:
+            self.on_output(stream, data)
+        self._pulse()
+
+    async def _wait_exit(self) -> None:
+        pid = self.pid
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            pidfd = None
+        try:
+            while True:
+                try:
+                    got, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    got, status = pid, 0  # reaped elsewhere: the status is lost
+                if got:
+                    break
+                if pidfd is not None:
+                    await trio.lowlevel.wait_readable(pidfd)
+                else:
+                    await trio.sleep(0.02)
+        finally:
+            if pidfd is not None:
+                trio.lowlevel.notify_closing(pidfd)
+                os.close(pidfd)
+        self._status = status
+        code, _ = procs.exit_status(status)
+        self.spawned.proc.returncode = code if code is not None else -os.WTERMSIG(status)
+        self.tree.leader_reaped = True
+        self._exited.set()
+
+    async def _timeout_watch(self, scope: trio.CancelScope) -> None:
+        with scope:
+            await trio.sleep(self.timeout_seconds)
+        if scope.cancelled_caught:
+            return
+        self._timed_out = True
+        await self.kill("overall-timeout")
+
+    async def kill(self, reason: str = "manual-cancel") -> None:
+        """TERM → grace → KILL the whole tree; returns when it is done."""
+        if self._kill_done is None:
+            self._kill_done = trio.Event()
+            self._kill_reason = reason
+            try:
+                with trio.CancelScope(shield=True):
+                    await self._terminate_tree()
+            finally:
+                self._kill_done.set()
+        else:
+            await self._kill_done.wait()
+
+    async def _terminate_tree(self) -> None:
+        grace = float(self.settings["supervisor.kill_grace_seconds"])
+        self.tree.signal(signal.SIGTERM)
+        if self.pty and self.spawned.pty_master is not None and self.spawned.pty_master not in self._closed_fds:
+            # A job stopped with C-z would not see SIGTERM until continued.
+            self.tree.signal(signal.SIGCONT)
+        deadline = trio.current_time() + grace
+        while trio.current_time() < deadline:
+            table = procs.scan()
+            self.tree.refresh(table, os.getpid())
+            if not self.tree.live(table):
+                break
+            await trio.sleep(0.05)
+        table = procs.scan()
+        if self.tree.live(table):
+            self.tree.signal(signal.SIGKILL, table)
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        # SIGKILL cannot be ignored: wait briefly for the survivors to vanish, reaping orphans.
+        for _ in range(40):
+            table = procs.scan()
+            procs.reap_orphans([self.tree], table, os.getpid())
+            if not self.tree.live(table):
+                break
+            await trio.sleep(0.025)
+
+    def _finish(self) -> None:
+        if self.outcome is not None:
+            return
+        for fd in self.spawned.fds:
+            self._close_fd(fd)
+        status = self._status if self._status is not None else 0
+        code, signum = procs.exit_status(status)
+        state, exit_reason = classify(code, signum, timed_out=self._timed_out,
+                                      killed=self._kill_reason == "manual-cancel")
+        self.ended_at = time.time()
+        aggregated, truncated = self.text()
+        self.outcome = Outcome(
+            status=state, exit_code=code, exit_signal=procs.signal_name(signum) if signum else None,
+            signal_number=signum, exit_reason=exit_reason, timed_out=self._timed_out,
+            duration_ms=int((time.monotonic() - self._started_monotonic) * 1000),
+            aggregated=aggregated, truncated=truncated)
+        self.stdin_closed = True
+        self._redactors.clear()  # drop the secret set with them
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        self.done.set()
+        self._pulse()
+
+    def _close_fd(self, fd: int | None) -> None:
+        if fd is None or fd in self._closed_fds:
+            return
+        self._closed_fds.add(fd)
+        try:
+            trio.lowlevel.notify_closing(fd)
+        except Exception:
+            pass
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    # --- input ----------------------------------------------------------------
+
+    @property
+    def stdin_writable(self) -> bool:
+        return self.running and not self.stdin_closed
+
+    async def write(self, data: bytes, eof: bool = False) -> None:
+        """Send bytes to the command's terminal or stdin pipe; ``eof`` closes stdin."""
+        fd = self.spawned.pty_master if self.pty else self.spawned.stdin
+        if fd is None or not self.stdin_writable:
+            raise BrokenPipeError("stdin is not writable")
+        view = memoryview(data)
+        while view:
+            try:
+                sent = os.write(fd, view)
+                view = view[sent:]
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+        if eof:
+            if self.pty:
+                os.write(fd, b"\x04")  # VEOF: the terminal's end of input
+            else:
+                self._close_fd(fd)
+                self.spawned.fds.remove(fd)
+                self.stdin_closed = True
+
+    def resize(self, rows: int, columns: int) -> None:
+        if self.pty and self.running:
+            set_window_size(self.spawned.pty_master, rows, columns)
+
+    def waiting_for_input(self) -> bool:
+        """True when a foreground process of this PTY is blocked reading the terminal."""
+        if not self.pty or not self.running or self.spawned.slave_name is None:
+            return False
+        try:
+            foreground = os.tcgetpgrp(self.spawned.pty_master)
+        except OSError:
+            return False
+        table = procs.scan()
+        self.tree.refresh(table, os.getpid())
+        for pid in self.tree.live(table):
+            info = table[pid]
+            if info.pgrp != foreground or info.state != "S":
+                continue
+            if _blocked_reading(pid, self.spawned.slave_name):
+                return True
+        return False
+
+
+def _blocked_reading(pid: int, tty: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            fields = f.read().split()
+    except OSError:
+        fields = []
+    if fields and fields[0].isdigit():
+        if int(fields[0]) not in _READ_SYSCALLS:
+            return False
+        try:
+            return os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}") == tty
+        except (OSError, ValueError, IndexError):
+            return False
+    try:  # no ptrace access to /proc/PID/syscall: fall back to the wait channel
+        with open(f"/proc/{pid}/wchan") as f:
+            return "tty_read" in f.read()
+    except OSError:
+        return False
+
+
+def new_session_id() -> str:
+    """128 random bits, URL-safe (DESIGN §4.2)."""
+    return _secrets.token_urlsafe(16)

@@ -1,0 +1,225 @@
+"""Starting one command: shell, environment, PTY or pipes, sandbox profile.
+
+Why ``subprocess.Popen`` and not ptyprocess: ptyprocess's reads, waits and
+``terminate()`` block (sleeps of 0.1 s), which a Trio loop cannot afford, and
+its fork runs Python in the child anyway. Popen gives us ``start_new_session``
+(the command leads its own session and process group), exec-failure reporting,
+fd hygiene and ``pass_fds``. For a PTY we open the pair with ``os.openpty``,
+hand the slave to the child as fds 0–2 and, in the child after ``setsid``, make
+it the controlling terminal (``TIOCSCTTY``) so ``C-c`` from ``send-keys``
+reaches the foreground job. We then close our copy of the slave: the master
+sees EIO only once every holder of the slave is gone (EIO is EOF).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+#: The sandbox profiles; "none" is the default (DESIGN §1: opt-in containment).
+SANDBOX_PROFILES = ("none", "rlimits", "bwrap")
+
+
+class SpawnError(Exception):
+    """The command could not be started; ``str()`` is one line."""
+
+
+class SandboxUnavailable(SpawnError):
+    pass
+
+
+def pick_shell(environ: Mapping[str, str]) -> str:
+    """``$SHELL``, or bash when it is unset or fish (fish's ``-c`` is not POSIX)."""
+    shell = environ.get("SHELL", "")
+    if shell and os.path.basename(shell) != "fish" and os.access(shell, os.X_OK):
+        return shell
+    return shutil.which("bash") or "/bin/sh"
+
+
+def pass_mgr_dir(path: str) -> str | None:
+    """The directory to prepend so ``pass_mgr`` resolves in the child, or None.
+
+    The agent's shell really runs ``pass_mgr get KEY``; when its PATH does not
+    find our ``pass_mgr`` we add the one installed beside this interpreter.
+    """
+    if shutil.which("pass_mgr", path=path):
+        return None
+    beside = Path(sys.executable).parent / "pass_mgr"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside.parent)
+    return None
+
+
+def child_environment(base: Mapping[str, str], *, agent_id: str | None,
+                      agent_workspace: str | None, extra: Mapping[str, str],
+                      tree_token: str) -> dict[str, str]:
+    """Inherited env + agent identity + the request's (already guarded) env."""
+    env = dict(base)
+    for name in ("AGENT_ID", "AGENT_WORKSPACE", "AGENT"):
+        env.pop(name, None)
+    if agent_id:
+        env["AGENT_ID"] = agent_id
+    if agent_workspace:
+        env["AGENT_WORKSPACE"] = agent_workspace
+    env["PADDEDCELL_AGENT"] = "1"
+    env.update(extra)
+    path = env.get("PATH") or os.defpath
+    extra_dir = pass_mgr_dir(path)
+    if extra_dir:
+        env["PATH"] = f"{extra_dir}{os.pathsep}{path}"
+    from .procs import TREE_MARKER
+    env[TREE_MARKER] = tree_token
+    return env
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """Containment applied to one command. ``profile`` is one of SANDBOX_PROFILES."""
+
+    profile: str = "none"
+    cpu_seconds: int = 0
+    address_space_bytes: int = 0
+    file_size_bytes: int = 0
+    open_files: int = 0
+
+    @classmethod
+    def from_settings(cls, settings) -> "Sandbox":
+        profile = str(settings["supervisor.sandbox"]).strip().lower()
+        if profile not in SANDBOX_PROFILES:
+            raise SandboxUnavailable(
+                f"unknown sandbox profile {profile!r} (supervisor.sandbox); use one of "
+                + ", ".join(SANDBOX_PROFILES))
+        return cls(profile,
+                   int(settings["supervisor.sandbox_cpu_seconds"]),
+                   int(settings["supervisor.sandbox_address_space_bytes"]),
+                   int(settings["supervisor.sandbox_file_size_bytes"]),
+                   int(settings["supervisor.sandbox_open_files"]))
+
+    def rlimits(self) -> list[tuple[int, int]]:
+        if self.profile == "none":
+            return []
+        pairs = [(resource.RLIMIT_CPU, self.cpu_seconds),
+                 (resource.RLIMIT_AS, self.address_space_bytes),
+                 (resource.RLIMIT_FSIZE, self.file_size_bytes),
+                 (resource.RLIMIT_NOFILE, self.open_files)]
+        return [(which, value) for which, value in pairs if value > 0]
+
+    def wrap(self, argv: list[str], workdir: str, use_pty: bool) -> list[str]:
+        """bubblewrap: read-only root, writable workdir and /tmp, no network."""
+        if self.profile != "bwrap":
+            return argv
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise SandboxUnavailable(
+                "sandbox profile 'bwrap' needs bubblewrap, which is not installed; "
+                "install it (apt install bubblewrap) or set supervisor.sandbox to 'rlimits' or 'none'")
+        wrapped = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                   "--tmpfs", "/tmp", "--bind", workdir, workdir, "--chdir", workdir,
+                   "--unshare-net", "--unshare-pid", "--die-with-parent"]
+        if not use_pty:
+            # --new-session blocks TIOCSTI injection but would drop the PTY's
+            # controlling terminal, so only pipe sessions get it.
+            wrapped.append("--new-session")
+        return wrapped + ["--"] + argv
+
+
+@dataclass
+class Spawned:
+    """A started command: its Popen and the fds we read from / write to."""
+
+    proc: subprocess.Popen
+    pty_master: int | None = None
+    stdout: int | None = None
+    stderr: int | None = None
+    stdin: int | None = None
+    slave_name: str | None = None
+    fds: list[int] = field(default_factory=list)
+
+
+def _child_setup(use_pty: bool, rlimits: list[tuple[int, int]],
+                 enter_cgroup: Callable[[], None] | None) -> Callable[[], None] | None:
+    if not use_pty and not rlimits and enter_cgroup is None:
+        return None  # lets Popen use vfork: the fastest spawn
+
+    def setup() -> None:  # runs in the child, after setsid, before exec
+        if enter_cgroup is not None:
+            enter_cgroup()
+        if use_pty:
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        for which, value in rlimits:
+            resource.setrlimit(which, (value, value))
+
+    return setup
+
+
+def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
+          rows: int = 40, columns: int = 120, stdin_fd: int | None = None,
+          rlimits: list[tuple[int, int]] | None = None,
+          enter_cgroup: Callable[[], None] | None = None) -> Spawned:
+    """Start ``argv`` as the leader of a new session under a PTY or pipes.
+
+    ``stdin_fd`` (pipes only) gives the child that fd as stdin instead of a pipe
+    we keep for ``process write``; the plain CLI passes its own stdin.
+    """
+    setup = _child_setup(use_pty, rlimits or [], enter_cgroup)
+    opened: list[int] = []
+    try:
+        if use_pty:
+            master, slave = os.openpty()
+            opened += [master, slave]
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+            slave_name = os.ttyname(slave)
+            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=slave, stdout=slave,
+                                    stderr=slave, start_new_session=True, preexec_fn=setup,
+                                    close_fds=True)
+            os.close(slave)
+            opened.remove(slave)
+            os.set_blocking(master, False)
+            return Spawned(proc, pty_master=master, slave_name=slave_name, fds=[master])
+        out_r, out_w = os.pipe()
+        opened += [out_r, out_w]
+        err_r, err_w = os.pipe()
+        opened += [err_r, err_w]
+        if stdin_fd is None:
+            in_r, in_w = os.pipe()
+            opened += [in_r, in_w]
+        else:
+            in_r, in_w = stdin_fd, None
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=in_r, stdout=out_w,
+                                stderr=err_w, start_new_session=True, preexec_fn=setup,
+                                close_fds=True)
+        for fd in (out_w, err_w) + ((in_r,) if in_w is not None else ()):
+            os.close(fd)
+            opened.remove(fd)
+        for fd in (out_r, err_r) + ((in_w,) if in_w is not None else ()):
+            os.set_blocking(fd, False)
+        fds = [out_r, err_r] + ([in_w] if in_w is not None else [])
+        return Spawned(proc, stdout=out_r, stderr=err_r, stdin=in_w, fds=fds)
+    except BaseException as exc:
+        for fd in opened:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if isinstance(exc, FileNotFoundError) and exc.filename == cwd:
+            raise SpawnError(f"workdir {cwd} does not exist; pass an existing directory") from None
+        if isinstance(exc, NotADirectoryError):
+            raise SpawnError(f"workdir {cwd} is not a directory; pass an existing directory") from None
+        if isinstance(exc, PermissionError) and exc.filename == cwd:
+            raise SpawnError(f"workdir {cwd} is not accessible (permission denied)") from None
+        if isinstance(exc, OSError):
+            raise SpawnError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+        raise
+
+
+def set_window_size(master: int, rows: int, columns: int) -> None:
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))

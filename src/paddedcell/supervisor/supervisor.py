@@ -1,0 +1,247 @@
+"""The registry of sessions: admission limits, retention, orphan reaping.
+
+One :class:`Supervisor` per process (the daemon, or a foreground ``pcexec``).
+Admission is decided before anything is spawned, and every refusal is a
+:class:`LimitReached` with one line naming the setting to change:
+
+- ``supervisor.max_live_sessions`` running sessions in all;
+- ``supervisor.max_concurrent_execs_per_agent`` running sessions per agent;
+- ``supervisor.global_buffer_bytes``: the output budget must hold another
+  session's floor; finished sessions give up their buffers (oldest first)
+  before a new one is refused. Never an out-of-memory.
+
+Finished background sessions stay listable for
+``supervisor.finished_session_ttl_seconds`` (30 min), at most
+``supervisor.max_finished_sessions`` (50). A foreground run that finished
+before its yield is not a background session and is dropped once answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets as _secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol
+
+import trio
+
+from ..redactor import redact
+from . import procs
+from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
+from .session import OutputCallback, Session, new_session_id
+from .spawn import Sandbox, SpawnError, child_environment, pick_shell, spawn
+
+log = logging.getLogger("paddedcell.supervisor")
+
+#: A finished foreground run nobody collected is dropped after this long.
+UNCOLLECTED_SECONDS = 60.0
+
+
+class LimitReached(Exception):
+    """A session was refused by an admission limit; ``str()`` is one line."""
+
+
+class Audit(Protocol):
+    def record(self, event: str, **fields: Any) -> None: ...
+
+
+@dataclass
+class LaunchSpec:
+    """What to run, for whom, and what must be masked in its output."""
+
+    command: str
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    pty: bool = False
+    timeout_seconds: float = 0
+    agent_id: str | None = None
+    agent_workspace: str | None = None
+    session_key: str | None = None
+    name: str | None = None
+    #: Plaintext values to mask; the Session keeps them only inside its redactors.
+    secrets: list[str] = field(default_factory=list)
+    on_output: OutputCallback | None = None
+    #: Pipes only: give the child this fd as stdin instead of a writable pipe.
+    stdin_fd: int | None = None
+    rows: int | None = None
+    columns: int | None = None
+
+
+class Supervisor:
+    def __init__(self, settings, nursery: trio.Nursery, *, audit: Audit | None = None,
+                 base_env: Mapping[str, str] | None = None):
+        self.settings = settings
+        self.nursery = nursery
+        self.audit = audit
+        self.base_env = dict(os.environ if base_env is None else base_env)
+        self.budget = BufferBudget(int(settings["supervisor.global_buffer_bytes"]))
+        self.sessions: dict[str, Session] = {}
+        #: Trees of finished sessions that left processes behind (reaped when they exit).
+        self._leftovers: list[procs.ProcessTree] = []
+        self._cgroup_parent = procs.delegated_cgroup()
+        self._wake = trio.Event()
+
+    # --- admission and start ------------------------------------------------
+
+    def live_sessions(self, agent_id: str | None = None) -> list[Session]:
+        return [s for s in self.sessions.values()
+                if s.running and (agent_id is None or s.agent_id == agent_id)]
+
+    def _admit(self, agent_id: str | None) -> None:
+        limit = int(self.settings["supervisor.max_live_sessions"])
+        if len(self.live_sessions()) >= limit:
+            raise LimitReached(f"{limit} sessions are already running (supervisor.max_live_sessions); "
+                               "wait for one to finish or end one with process kill")
+        per_agent = int(self.settings["supervisor.max_concurrent_execs_per_agent"])
+        if len(self.live_sessions(agent_id)) >= per_agent:
+            raise LimitReached(f"agent {agent_id or '(local)'} already runs {per_agent} commands "
+                               "(supervisor.max_concurrent_execs_per_agent); wait for one or end one "
+                               "with process kill")
+        floor = min(int(self.settings["supervisor.session_buffer_floor_bytes"]),
+                    int(self.settings["supervisor.ring_buffer_bytes"]))
+        finished = sorted((s for s in self.sessions.values() if not s.running),
+                          key=lambda s: s.ended_at or 0)
+        while self.budget.free < floor and finished:
+            self._drop(finished.pop(0))
+
+    def start(self, spec: LaunchSpec) -> Session:
+        """Admit, spawn and start pumping; raises LimitReached or SpawnError."""
+        self._admit(spec.agent_id)
+        settings = self.settings
+        sandbox = Sandbox.from_settings(settings)
+        cwd = spec.cwd or os.getcwd()
+        token = _secrets.token_hex(16)
+        env = child_environment(self.base_env, agent_id=spec.agent_id,
+                                agent_workspace=spec.agent_workspace, extra=spec.env,
+                                tree_token=token)
+        argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
+        display = redact(spec.command.encode(), spec.secrets,
+                         mask=settings["redactor.mask"]).decode("utf-8", "replace") \
+            if spec.secrets else spec.command
+        try:
+            buffer = OutputBuffer(int(settings["supervisor.ring_buffer_bytes"]), self.budget,
+                                  int(settings["supervisor.session_buffer_floor_bytes"]))
+        except BudgetExhausted as exc:
+            raise LimitReached(str(exc)) from None
+        session_id = new_session_id()
+        cgroup = procs.open_cgroup_scope(self._cgroup_parent, f"paddedcell-{token[:16]}")
+        try:
+            spawned = spawn(argv, cwd=cwd, env=env, use_pty=spec.pty,
+                            rows=spec.rows or int(settings["supervisor.pty_rows"]),
+                            columns=spec.columns or int(settings["supervisor.pty_columns"]),
+                            stdin_fd=spec.stdin_fd, rlimits=sandbox.rlimits(),
+                            enter_cgroup=cgroup.enter if cgroup else None)
+        except BaseException:
+            buffer.release()
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        tree = procs.ProcessTree(spawned.proc.pid, token)
+        session = Session(session_id=session_id, agent_id=spec.agent_id,
+                          session_key=spec.session_key, command=spec.command,
+                          display_command=display, cwd=cwd, use_pty=spec.pty, spawned=spawned,
+                          tree=tree, buffer=buffer, secrets=spec.secrets, settings=settings,
+                          timeout_seconds=spec.timeout_seconds, name=spec.name,
+                          on_output=spec.on_output, cgroup=cgroup)
+        self.sessions[session_id] = session
+        self._record("exec.started", session, pid=session.pid, cwd=cwd, pty=spec.pty)
+        self.nursery.start_soon(self._run, session)
+        self._wake.set()
+        return session
+
+    async def _run(self, session: Session) -> None:
+        try:
+            await session.run()
+        finally:
+            outcome = session.outcome
+            if outcome is not None:
+                self._record("exec.killed" if outcome.status == "killed" else "exec.finished",
+                             session, status=outcome.status, exitCode=outcome.exit_code,
+                             exitSignal=outcome.exit_signal, exitReason=outcome.exit_reason,
+                             durationMs=outcome.duration_ms)
+            table = procs.scan()
+            session.tree.refresh(table, os.getpid())
+            if session.tree.live(table):
+                self._leftovers.append(session.tree)
+            self._prune()
+
+    def _record(self, event: str, session: Session, **fields: Any) -> None:
+        if self.audit is None:
+            return
+        try:
+            self.audit.record(event, agent=session.agent_id, sessionKey=session.session_key,
+                              session=session.id, command=session.command, **fields)
+        except OSError as exc:
+            log.error("cannot write the audit log: %s", exc)
+
+    # --- lookup -----------------------------------------------------------------
+
+    def get(self, agent_id: str | None, session_id: str) -> Session | None:
+        """The session if it exists **and** belongs to this agent (else None: not found)."""
+        session = self.sessions.get(session_id)
+        if session is None or session.agent_id != agent_id:
+            return None
+        return session
+
+    def listed(self, agent_id: str | None) -> list[Session]:
+        """Sessions ``process list`` shows: background ones of this agent, oldest first."""
+        return sorted((s for s in self.sessions.values()
+                       if s.agent_id == agent_id and (s.backgrounded or s.running)),
+                      key=lambda s: s.started_at)
+
+    def forget(self, session: Session) -> None:
+        if not session.running:
+            self._drop(session)
+
+    def _drop(self, session: Session) -> None:
+        self.sessions.pop(session.id, None)
+        session.buffer.release()
+
+    # --- upkeep -------------------------------------------------------------------
+
+    def _prune(self) -> None:
+        now = time.time()
+        ttl = float(self.settings["supervisor.finished_session_ttl_seconds"])
+        keep = int(self.settings["supervisor.max_finished_sessions"])
+        finished = sorted((s for s in self.sessions.values() if not s.running),
+                          key=lambda s: s.ended_at or 0)
+        background = [s for s in finished if s.backgrounded]
+        for session in finished:
+            age = now - (session.ended_at or now)
+            if session.backgrounded and age > ttl:
+                self._drop(session)
+            elif not session.backgrounded and age > UNCOLLECTED_SECONDS:
+                self._drop(session)
+        background = [s for s in background if s.id in self.sessions]
+        for session in background[:max(0, len(background) - keep)]:
+            self._drop(session)
+
+    async def maintain(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Rescan live trees (so orphans are known), reap them, prune old sessions."""
+        interval = float(self.settings["supervisor.scan_interval_seconds"])
+        task_status.started()
+        while True:
+            trees = [s.tree for s in self.sessions.values() if s.running] + self._leftovers
+            if trees:
+                table = procs.scan()
+                me = os.getpid()
+                for tree in trees:
+                    tree.refresh(table, me)
+                procs.reap_orphans(trees, table, me)
+                self._leftovers = [t for t in self._leftovers if t.live(table)]
+            self._prune()
+            if not trees and not any(not s.running for s in self.sessions.values()):
+                self._wake = trio.Event()
+                await self._wake.wait()
+            else:
+                await trio.sleep(interval)
+
+    async def kill_all(self) -> None:
+        async with trio.open_nursery() as nursery:
+            for session in self.live_sessions():
+                nursery.start_soon(session.kill, "manual-cancel")
+
+
+__all__ = ["Supervisor", "LaunchSpec", "LimitReached", "SpawnError", "Session"]
