@@ -28,6 +28,7 @@ from .http import Request, Router, serve_unix
 #: Modules with a ``register(router, ctx)`` function, imported at start.
 ROUTE_MODULES: list[str] = [
     "paddedcell.daemon.routes_restart",
+    "paddedcell.daemon.routes_vault",
 ]
 
 log = logging.getLogger("paddedcell.daemon")

@@ -1,0 +1,118 @@
+"""``pass_mgr``: the vault's command line (commands and exit codes: DESIGN §4.3).
+
+Agents run ``pass_mgr get KEY`` inside their commands many times, so ``get``
+has a hand-parsed fast path that imports neither click nor anything the vault
+does not need; every other command, ``--help`` and every usage error go
+through click.
+
+Human-only operations (``set``, ``admin`` except ``status``) refuse in an agent
+context, and read passwords given as ``-`` from ``/dev/tty`` only: Python's
+``getpass`` silently reads a pipe when there is no terminal, which would let a
+program answer a prompt meant for a person.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+AGENT_MARKERS = ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT", "OPENCLAW_SHELL")
+EXIT_LEAK = 10
+PROG = "pass_mgr"
+
+
+def _fail(message: str, code: int) -> "NoReturn":  # noqa: F821 - only a hint
+    prefix = "" if message.startswith(PROG + " ") else f"{PROG}: "
+    sys.stderr.write(f"{prefix}{message}\n")
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+def _agent_env() -> tuple[str, str]:
+    """(AGENT_ID, AGENT_WORKSPACE) from the environment; exit 1 naming a missing one."""
+    for name in ("AGENT_ID", "AGENT_WORKSPACE"):
+        if not os.environ.get(name):
+            _fail(f"{name} is not set; agent commands run inside an agent session "
+                  "(pcexec sets AGENT_ID and AGENT_WORKSPACE)", 1)
+    return os.environ["AGENT_ID"], os.environ["AGENT_WORKSPACE"]
+
+
+def _agent_marker() -> str | None:
+    return next((name for name in AGENT_MARKERS if name in os.environ), None)
+
+
+def _refuse_in_agent_context(what: str) -> None:
+    marker = _agent_marker()
+    if marker:
+        _fail(f"{what} is for humans only and refuses to run in an agent context ({marker} is "
+              "set); run it in your own terminal", 5)
+
+
+def _settings():
+    from .. import config
+
+    try:
+        return config.load()
+    except config.ConfigError as exc:
+        _fail(str(exc), 1)
+
+
+def _require_ready(settings) -> None:
+    from ..vault import admin
+    from ..vault.errors import VaultError
+
+    try:
+        admin.require_ready(admin.AdminPaths(settings.home))
+    except VaultError as exc:
+        _fail(str(exc), exc.exit_code)
+
+
+# -- the fast get path ---------------------------------------------------------------
+
+
+def _parse_get(args: list[str]) -> tuple[str, int | None] | None:
+    """(key, version) for the plain forms of ``get``; None sends the call to click."""
+    key, version, rest = None, None, list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--version" and rest and rest[0].isdigit():
+            version = int(rest.pop(0))
+        elif arg.startswith("--version=") and arg[10:].isdigit():
+            version = int(arg[10:])
+        elif arg.startswith("-") or key is not None:
+            return None
+        else:
+            key = arg
+    return None if key is None else (key, version)
+
+
+def _get(key: str, version: int | None) -> int:
+    os.umask(0o077)
+    settings = _settings()
+    _require_ready(settings)
+    agent_id, workspace = _agent_env()
+    from ..vault.api import get_secret
+    from ..vault.errors import VaultError
+
+    try:
+        value = get_secret(agent_id, workspace, key, version=version, settings=settings)
+    except VaultError as exc:
+        _fail(str(exc), exc.exit_code)
+    sys.stdout.write(value + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["get"]:
+        parsed = _parse_get(args[1:])
+        if parsed is not None:
+            raise SystemExit(_get(*parsed))
+    from .pass_mgr_click import cli
+
+    cli.main(args=args, prog_name=PROG)
+
+
+if __name__ == "__main__":
+    main()

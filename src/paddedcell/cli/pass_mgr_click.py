@@ -1,0 +1,279 @@
+"""The click commands of ``pass_mgr`` (everything but the fast ``get`` path)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import termios
+from typing import Callable
+
+import click
+
+from .. import __version__
+from .pass_mgr import (EXIT_LEAK, PROG, _agent_env, _fail, _get, _refuse_in_agent_context,
+                       _require_ready, _settings)
+
+ARGV_WARNING = ("warning: a password given on the command line is visible to other processes "
+                "(ps, /proc/PID/cmdline); give - to type it at the terminal instead")
+
+
+class TerminalError(Exception):
+    pass
+
+
+def read_tty(prompt: str) -> str:
+    """One line from the controlling terminal with echo off; never from stdin.
+
+    ``getpass`` falls back to reading a piped stdin when /dev/tty cannot be
+    opened; a person at a terminal is the point here, so we fail instead.
+    """
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        raise TerminalError("no terminal: this needs a person at a terminal (/dev/tty cannot be "
+                            "opened); for automation use --password-stdin") from None
+    try:
+        old = termios.tcgetattr(fd)
+        quiet = list(old)
+        quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+        os.write(fd, prompt.encode())
+        termios.tcsetattr(fd, termios.TCSAFLUSH, quiet)
+        try:
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = os.read(fd, 1024)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            termios.tcsetattr(fd, termios.TCSAFLUSH, old)
+            os.write(fd, b"\n")
+    finally:
+        os.close(fd)
+    if not data.endswith(b"\n"):
+        raise TerminalError("aborted at the prompt (end of input)")
+    return data[:-1].rstrip(b"\r").decode("utf-8", "replace")
+
+
+def read_tty_twice(prompt: str, again: str) -> str:
+    first = read_tty(prompt)
+    if read_tty(again) != first:
+        raise TerminalError("the two entries do not match; run the command again")
+    return first
+
+
+def _vault_call(fn: Callable, *args, **kwargs):
+    """Run a vault operation; its errors become one stderr line and their exit code."""
+    from ..vault.errors import VaultError
+
+    try:
+        return fn(*args, **kwargs)
+    except VaultError as exc:
+        _fail(str(exc), exc.exit_code)
+    except TerminalError as exc:
+        _fail(str(exc), 1)
+
+
+def _say(message: str) -> None:
+    click.echo(f"{PROG}: {message}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name=PROG)
+def cli() -> None:
+    """PaddedCell's encrypted per-agent secret store.
+
+    Agents: `pass_mgr get KEY` inside a pcexec command, `generate`, `rotate`,
+    `unset`, `list`, `history` (AGENT_ID and AGENT_WORKSPACE come from the
+    environment). Humans: `admin init`, `set`.
+    """
+    os.umask(0o077)
+
+
+@cli.command()
+@click.argument("key")
+@click.option("--version", "version", type=click.IntRange(min=1), help="An older version.")
+def get(key: str, version: int | None) -> None:
+    """Print KEY's value and a newline."""
+    raise SystemExit(_get(key, version))
+
+
+def _agent_command() -> tuple[object, str, str]:
+    settings = _settings()
+    _require_ready(settings)
+    agent_id, workspace = _agent_env()
+    return settings, agent_id, workspace
+
+
+@cli.command()
+@click.argument("key")
+@click.option("--length", type=click.IntRange(8, 4096), default=None,
+              help="Characters (default: vault.generate_length, 32).")
+@click.option("--no-symbols", is_flag=True, help="Letters and digits only.")
+@click.option("--force", is_flag=True, help="Replace an existing value (it stays in history).")
+@click.option("--print", "show", is_flag=True, help="Also print the value (it is not by default).")
+def generate(key: str, length: int | None, no_symbols: bool, force: bool, show: bool) -> None:
+    """Store a fresh random value under KEY without printing it."""
+    from ..vault.api import generate_secret
+
+    settings, agent_id, workspace = _agent_command()
+    change = _vault_call(generate_secret, agent_id, workspace, key, length=length,
+                         symbols=not no_symbols, force=force, settings=settings)
+    if show:
+        click.echo(change.value)
+    _say(f"generated {key} (version {change.version}, {len(change.value)} characters)"
+         + ("" if show else "; the value was not printed"))
+
+
+@cli.command()
+@click.argument("key")
+def unset(key: str) -> None:
+    """Delete KEY and its history."""
+    from ..vault.api import unset_secret
+
+    settings, agent_id, workspace = _agent_command()
+    _vault_call(unset_secret, agent_id, workspace, key, settings=settings)
+    _say(f"removed {key}")
+
+
+@cli.command()
+@click.argument("key", required=False)
+def rotate(key: str | None) -> None:
+    """New random value for KEY; without KEY, re-encrypt the store under a new data key."""
+    from ..vault.api import rotate_secret, rotate_store
+
+    settings, agent_id, workspace = _agent_command()
+    if key is None:
+        _vault_call(rotate_store, agent_id, workspace, settings=settings)
+        _say(f"re-encrypted the store of {agent_id} under a fresh data key")
+    else:
+        change = _vault_call(rotate_secret, agent_id, workspace, key, settings=settings)
+        _say(f"rotated {key} to version {change.version}; the previous value stays in its "
+             "history")
+
+
+@cli.command("list")
+def list_() -> None:
+    """Key names, one per line (no values)."""
+    from ..vault.api import list_keys
+
+    settings, agent_id, workspace = _agent_command()
+    for key in _vault_call(list_keys, agent_id, workspace, settings=settings):
+        click.echo(key)
+
+
+@cli.command()
+@click.argument("key")
+def history(key: str) -> None:
+    """KEY's kept versions, newest first, without values."""
+    from ..vault.api import key_history
+
+    settings, agent_id, workspace = _agent_command()
+    versions = _vault_call(key_history, agent_id, workspace, key, settings=settings)
+    for index, (version, created) in enumerate(versions):
+        click.echo(f"{version}\t{created}" + ("\tcurrent" if index == 0 else ""))
+
+
+@cli.command("set")
+@click.argument("agent_id")
+@click.argument("agent_workspace")
+@click.argument("key")
+@click.argument("passwd")
+@click.argument("admin_passwd")
+def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passwd: str) -> None:
+    """Human only: set KEY for an agent. Give - for a password to type it at the terminal."""
+    from ..vault.api import set_secret
+
+    _refuse_in_agent_context("pass_mgr set")
+    settings = _settings()
+    _require_ready(settings)
+    if passwd != "-" or admin_passwd != "-":
+        _say(ARGV_WARNING)
+    if passwd == "-":
+        passwd = _vault_call(read_tty_twice, f"Secret for {key}: ", f"Repeat secret for {key}: ")
+    if admin_passwd == "-":
+        admin_passwd = _vault_call(read_tty, "Admin password: ")
+    workspace = os.path.abspath(os.path.expanduser(agent_workspace))
+    change = _vault_call(set_secret, agent_id, workspace, key, passwd, admin_passwd,
+                         settings=settings)
+    _say(f"set {key} for {agent_id} (version {change.version})")
+
+
+@cli.group()
+def admin() -> None:
+    """Admin password, status, leak check and recovery (humans only, but status)."""
+
+
+def _stdin_lines(count: int) -> list[str]:
+    lines = sys.stdin.read().splitlines()
+    if len(lines) < count or not all(lines[:count]):
+        _fail(f"--password-stdin expects {count} non-empty line(s) on stdin", 2)
+    return lines[:count]
+
+
+@admin.command("init")
+@click.option("--password-stdin", is_flag=True,
+              help="Read the new password from stdin (and the current one from the next line "
+                   "when changing it), for automation.")
+def admin_init(password_stdin: bool) -> None:
+    """Set the admin password (asked twice at the terminal); after a leak, set a new one."""
+    from ..vault.api import init_admin, vault_status
+
+    _refuse_in_agent_context("pass_mgr admin init")
+    settings = _settings()
+    state = vault_status(settings)
+    current = None
+    if password_stdin:
+        lines = _stdin_lines(2 if state == "ready" else 1)
+        password, current = lines[0], (lines[1] if state == "ready" else None)
+    else:
+        if state == "ready":
+            current = _vault_call(read_tty, "Current admin password: ")
+        elif state == "locked":
+            _say("the vault is locked after an admin password leak; choose a new password")
+        password = _vault_call(read_tty_twice, "New admin password: ",
+                               "Repeat new admin password: ")
+    report = _vault_call(init_admin, password, settings, current_password=current)
+    for failure in report.failed:
+        _say(f"warning: could not re-wrap {failure}")
+    _say(f"initialized (was {report.previous_state}); {report.rewrapped} store(s) re-wrapped "
+         "to the new admin key")
+
+
+@admin.command("status")
+def admin_status() -> None:
+    """Print uninitialized, ready or locked."""
+    from ..vault.api import vault_status
+
+    click.echo(_vault_call(vault_status, _settings()))
+
+
+@admin.command("check-leak")
+@click.option("--source", default="pass_mgr admin check-leak", show_default=True,
+              help="Where the text came from (logged on a hit).")
+def admin_check_leak(source: str) -> None:
+    """Scan stdin for the admin password: exit 10 and lock the vault on a hit."""
+    from ..vault.api import check_leak
+
+    _refuse_in_agent_context("pass_mgr admin check-leak")
+    settings = _settings()
+    text = sys.stdin.buffer.read()
+    if _vault_call(check_leak, text, source, settings=settings):
+        _fail("the admin password was found in the text; the vault is now locked "
+              "(a human must run: pass_mgr admin init)", EXIT_LEAK)
+
+
+@admin.command("recover")
+@click.option("--password-stdin", is_flag=True, help="Read the admin password from stdin.")
+def admin_recover(password_stdin: bool) -> None:
+    """The host key is lost: make a new one and re-open every known store with the admin password."""
+    from ..vault.api import recover
+
+    _refuse_in_agent_context("pass_mgr admin recover")
+    settings = _settings()
+    password = (_stdin_lines(1)[0] if password_stdin
+                else _vault_call(read_tty, "Admin password: "))
+    report = _vault_call(recover, password, settings)
+    for failure in report.failed:
+        _say(f"warning: could not recover {failure}")
+    _say(f"recovered: a new host key; {report.rewrapped} store(s) re-wrapped")

@@ -1,0 +1,254 @@
+"""Admin state under ``PADDEDCELL_HOME``: host key, admin.json, lock marker, registry.
+
+Layout (directories 0700, files 0600)::
+
+    keys/host.key        32 random bytes; opens every store's host wrap, so
+                         agents' ``get`` needs no password
+    vault/admin.json     KDF parameters and verifier, the admin X25519 public key,
+                         its private key sealed under the password-derived key,
+                         the leak detector sealed under the host key; HMAC'd
+    vault/locked.json    present while the vault is locked after a leak
+    vault/stores/<id>    one file per store ever created, holding its path, so
+                         ``admin init`` can re-wrap every store it knows
+    vault/.lock          serialises admin changes
+    security.log         JSON lines; CRITICAL on a leak (time and source only)
+
+Status is decided by two ``stat`` calls (locked.json, admin.json) so that
+``get`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import crypto
+from .errors import IntegrityError, Locked, NotInitialized, VaultError
+from .files import atomic_write, ensure_private_dir, read_private
+
+HOST_KEY_BYTES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class AdminPaths:
+    home: Path
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.home / "keys"
+
+    @property
+    def host_key(self) -> Path:
+        return self.home / "keys" / "host.key"
+
+    @property
+    def vault_dir(self) -> Path:
+        return self.home / "vault"
+
+    @property
+    def admin_file(self) -> Path:
+        return self.home / "vault" / "admin.json"
+
+    @property
+    def locked_file(self) -> Path:
+        return self.home / "vault" / "locked.json"
+
+    @property
+    def registry_dir(self) -> Path:
+        return self.home / "vault" / "stores"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.home / "vault" / ".lock"
+
+    @property
+    def security_log(self) -> Path:
+        return self.home / "security.log"
+
+
+def status(paths: AdminPaths) -> str:
+    """"locked" | "ready" | "uninitialized" (a leak lock outranks everything)."""
+    if os.path.lexists(paths.locked_file):
+        return "locked"
+    if os.path.lexists(paths.admin_file):
+        return "ready"
+    return "uninitialized"
+
+
+def require_ready(paths: AdminPaths) -> None:
+    state = status(paths)
+    if state == "locked":
+        raise Locked()
+    if state == "uninitialized":
+        raise NotInitialized()
+
+
+def subkey(host_key: bytes, purpose: str) -> bytes:
+    """Independent keys for each use of the host key (HMAC-SHA256 as a PRF)."""
+    return crypto.b64d(crypto.tag(host_key, crypto.aad("host-subkey", purpose)))
+
+
+def read_host_key(paths: AdminPaths) -> bytes:
+    try:
+        key = read_private(paths.host_key)
+    except FileNotFoundError:
+        raise IntegrityError(f"the host key {paths.host_key} is missing; restore it from a backup, "
+                             "or have a human run: pass_mgr admin recover") from None
+    if len(key) != HOST_KEY_BYTES:
+        raise IntegrityError(f"the host key {paths.host_key} is corrupt; restore it from a backup, "
+                             "or have a human run: pass_mgr admin recover")
+    return key
+
+
+def create_host_key(paths: AdminPaths) -> bytes:
+    ensure_private_dir(paths.keys_dir)
+    key = os.urandom(HOST_KEY_BYTES)
+    atomic_write(paths.host_key, key)
+    return key
+
+
+def load_admin(paths: AdminPaths, host_key: bytes) -> dict[str, Any]:
+    """admin.json, parsed and verified under the host key."""
+    try:
+        raw = read_private(paths.admin_file)
+    except FileNotFoundError:
+        raise NotInitialized() from None
+    doc = crypto.parse_canonical(raw, str(paths.admin_file))
+    crypto.verify_document(subkey(host_key, "admin-mac"), doc, b"admin.json",
+                           str(paths.admin_file))
+    if doc.get("format") != crypto.FORMAT:
+        raise IntegrityError(f"{paths.admin_file} has an unknown format; upgrade pass_mgr")
+    return doc
+
+
+def parse_admin_unverified(paths: AdminPaths) -> dict[str, Any]:
+    """admin.json without the host-key MAC, for recovery after the host key is lost.
+
+    Only the sealed private key is used from it, and that box authenticates itself
+    under the password-derived key.
+    """
+    try:
+        raw = read_private(paths.admin_file)
+    except FileNotFoundError:
+        raise NotInitialized() from None
+    return crypto.parse_canonical(raw, str(paths.admin_file))
+
+
+def admin_public_key(doc: dict[str, Any]) -> bytes:
+    public = crypto.b64d(doc.get("admin_public"))
+    if len(public) != 32:
+        raise IntegrityError("the admin public key in admin.json is corrupt")
+    return public
+
+
+def unlock_admin_private(doc: dict[str, Any], password: str) -> bytes:
+    """The admin X25519 private key, or :class:`Forbidden` for a wrong password."""
+    from .admin_crypto import derive
+    from .errors import Forbidden
+
+    verifier, kek = derive(password, doc.get("kdf"))
+    expected = crypto.b64d(doc.get("verifier"))
+    if not _equal(verifier, expected):
+        raise Forbidden("wrong admin password")
+    return crypto.unseal(kek, doc.get("admin_private"), crypto.aad("admin-private"),
+                         "the sealed admin key")
+
+
+def _equal(a: bytes, b: bytes) -> bool:
+    import hmac
+
+    return hmac.compare_digest(a, b)
+
+
+def load_detector(doc: dict[str, Any], host_key: bytes):
+    from .leak import LeakDetector
+
+    plain = crypto.unseal(subkey(host_key, "detector"), doc.get("detector"),
+                          crypto.aad("detector"), "the sealed leak detector")
+    try:
+        return LeakDetector.from_json(json.loads(plain))
+    except (ValueError, KeyError, TypeError):
+        raise IntegrityError("the leak detector in admin.json is corrupt") from None
+
+
+def build_admin(settings: Any, password: str, host_key: bytes,
+                keypair: tuple[bytes, bytes] | None = None) -> tuple[bytes, bytes]:
+    """(admin.json bytes, admin public key) for ``password``; a new key pair unless given."""
+    from .admin_crypto import derive, new_admin_keypair, new_kdf_params
+    from .leak import LeakDetector
+
+    kdf = new_kdf_params(settings)
+    verifier, kek = derive(password, kdf)
+    private, public = keypair or new_admin_keypair()
+    detector = LeakDetector.create(password)
+    body = {
+        "format": crypto.FORMAT,
+        "created": now_iso(),
+        "kdf": kdf,
+        "verifier": crypto.b64e(verifier),
+        "admin_public": crypto.b64e(public),
+        "admin_private": crypto.seal(kek, private, crypto.aad("admin-private")),
+        "detector": crypto.seal(subkey(host_key, "detector"),
+                                crypto.canonical(detector.to_json()), crypto.aad("detector")),
+    }
+    return crypto.sign_document(subkey(host_key, "admin-mac"), body, b"admin.json"), public
+
+
+def write_locked(paths: AdminPaths, source: str) -> None:
+    ensure_private_dir(paths.vault_dir)
+    atomic_write(paths.locked_file, crypto.canonical({"time": now_iso(), "source": source}))
+
+
+def clear_locked(paths: AdminPaths) -> None:
+    try:
+        os.unlink(paths.locked_file)
+    except FileNotFoundError:
+        return
+
+
+def register_store(paths: AdminPaths, store_dir: Path) -> None:
+    """Remember a store so that ``admin init`` can re-wrap it later (idempotent)."""
+    import hashlib
+
+    text = str(store_dir)
+    entry = paths.registry_dir / hashlib.sha256(text.encode()).hexdigest()[:32]
+    if os.path.exists(entry):
+        return
+    ensure_private_dir(paths.registry_dir)
+    atomic_write(entry, text.encode("utf-8"))
+
+
+def known_stores(paths: AdminPaths) -> list[Path]:
+    try:
+        names = sorted(os.listdir(paths.registry_dir))
+    except FileNotFoundError:
+        return []
+    stores = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        try:
+            stores.append(Path(read_private(paths.registry_dir / name).decode("utf-8")))
+        except (OSError, UnicodeDecodeError, VaultError):
+            continue
+    return stores
+
+
+def log_security(paths: AdminPaths, level: str, event: str, **fields: Any) -> None:
+    """Append one JSON line to security.log (0600, O_APPEND, one write)."""
+    ensure_private_dir(paths.home)
+    line = json.dumps({"time": now_iso(), "level": level, "event": event, **fields},
+                      ensure_ascii=False) + "\n"
+    fd = os.open(paths.security_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

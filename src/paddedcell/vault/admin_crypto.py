@@ -1,0 +1,114 @@
+"""Password KDF and the public-key admin wrap (not on the ``get`` path).
+
+Why a key pair: an agent's ``generate`` creates stores without knowing the
+admin password, yet every store must be recoverable with that password if the
+host key is lost. So ``admin init`` makes an X25519 key pair, keeps the private
+half sealed under a key derived from the password (Argon2id, RFC 9106's second
+recommended parameters; scrypt where OpenSSL lacks Argon2), and each store
+wraps its data key to the public half (ephemeral X25519 + HKDF-SHA256 +
+AES-256-GCM, the shape of HPKE's base mode).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+from .crypto import b64d, b64e, seal, unseal
+from .errors import IntegrityError
+
+SALT_BYTES = 16
+#: Refuse stored KDF parameters beyond these (a tampered file must not eat the machine).
+MAX_MEMORY_KIB = 4 * 1024 * 1024
+MAX_ITERATIONS = 64
+
+
+def argon2_available() -> bool:
+    try:
+        from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
+
+        Argon2id(salt=b"\0" * SALT_BYTES, length=32, iterations=1, lanes=1, memory_cost=8)
+    except (ImportError, UnsupportedAlgorithm):
+        return False
+    return True
+
+
+def new_kdf_params(settings: Any) -> dict[str, Any]:
+    salt = b64e(os.urandom(SALT_BYTES))
+    if argon2_available():
+        return {"alg": "argon2id", "salt": salt, "iterations": int(settings["vault.kdf_iterations"]),
+                "lanes": int(settings["vault.kdf_lanes"]),
+                "memory_kib": int(settings["vault.kdf_memory_kib"])}
+    return {"alg": "scrypt", "salt": salt, "n": int(settings["vault.scrypt_n"]), "r": 8, "p": 1}
+
+
+def derive(password: str, params: Any) -> tuple[bytes, bytes]:
+    """(verifier, key-encryption key) from the admin password; 64 bytes of KDF output split."""
+    if not isinstance(params, dict):
+        raise IntegrityError("the admin KDF parameters are missing; admin.json is corrupt")
+    salt = b64d(params.get("salt"))
+    secret = password.encode("utf-8")
+    try:
+        if params.get("alg") == "argon2id":
+            from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
+
+            iterations, lanes, memory = (int(params["iterations"]), int(params["lanes"]),
+                                         int(params["memory_kib"]))
+            if not (1 <= iterations <= MAX_ITERATIONS and 1 <= lanes <= 64
+                    and 8 * lanes <= memory <= MAX_MEMORY_KIB):
+                raise ValueError("out of range")
+            out = Argon2id(salt=salt, length=64, iterations=iterations, lanes=lanes,
+                           memory_cost=memory).derive(secret)
+        elif params.get("alg") == "scrypt":
+            n, r, p = int(params["n"]), int(params["r"]), int(params["p"])
+            if not (2 <= n <= 2**22 and n & (n - 1) == 0 and 1 <= r <= 32 and 1 <= p <= 16):
+                raise ValueError("out of range")
+            out = Scrypt(salt=salt, length=64, n=n, r=r, p=p).derive(secret)
+        else:
+            raise ValueError("unknown algorithm")
+    except (KeyError, TypeError, ValueError):
+        raise IntegrityError("the admin KDF parameters are invalid; admin.json is corrupt") from None
+    return out[:32], out[32:]
+
+
+def new_admin_keypair() -> tuple[bytes, bytes]:
+    """(private, public) raw X25519 bytes."""
+    private = X25519PrivateKey.generate()
+    return private.private_bytes_raw(), private.public_key().public_bytes_raw()
+
+
+def _wrap_key(shared: bytes, associated: bytes, epk: bytes, public: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+                info=associated + b"|" + epk + public).derive(shared)
+
+
+def wrap_to_admin(public: bytes, data_key: bytes, associated: bytes) -> dict[str, str]:
+    ephemeral = X25519PrivateKey.generate()
+    epk = ephemeral.public_key().public_bytes_raw()
+    shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(public))
+    box = seal(_wrap_key(shared, associated, epk, public), data_key, associated)
+    box["epk"] = b64e(epk)
+    return box
+
+
+def unwrap_as_admin(private: bytes, box: Any, associated: bytes, what: str) -> bytes:
+    if not isinstance(box, dict):
+        raise IntegrityError(f"{what} is missing; the file is corrupt or was tampered with")
+    epk = b64d(box.get("epk"))
+    key = X25519PrivateKey.from_private_bytes(private)
+    try:
+        shared = key.exchange(X25519PublicKey.from_public_bytes(epk))
+    except ValueError:
+        raise IntegrityError(f"{what} has a bad ephemeral key; the file is corrupt") from None
+    public = key.public_key().public_bytes_raw()
+    return unseal(_wrap_key(shared, associated, epk, public), box, associated, what)
+
+
+def public_of(private: bytes) -> bytes:
+    return X25519PrivateKey.from_private_bytes(private).public_key().public_bytes_raw()

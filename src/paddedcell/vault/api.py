@@ -1,0 +1,406 @@
+"""The vault's operations, as plain functions over ``paddedcell.config.Settings``.
+
+Every function checks the admin state first (not initialized or locked after a
+leak: nothing but ``vault_status`` and ``init_admin`` works), finds the agent's
+store from ``vault.path_template``, and reads under a shared lock or changes
+under an exclusive one. Agents' operations need only the host key; ``set``,
+``init`` and ``recover`` need the admin password.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import admin
+from .admin import AdminPaths
+from .errors import Forbidden, IntegrityError, NoSuchKey, VaultError
+from .files import FileLock, atomic_write, check_private, ensure_private_dir, read_private, \
+    remove_stale_temps
+from .store import OpenStore, StoreRef, check_key_name, locate
+
+#: Punctuation that is safe unquoted in a shell word: no quotes, $, `, \, globs,
+#: braces, redirections or spaces, so `$(pass_mgr get KEY)` never re-splits.
+SYMBOLS = "-_.,:;!@#%^+=~"
+
+
+def _load_settings(settings: Any) -> Any:
+    if settings is None:
+        from .. import config
+
+        return config.load()
+    return settings
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What a write did; ``value`` is set only for generated values."""
+
+    key: str | None
+    version: int | None
+    generation: int
+    value: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class InitReport:
+    previous_state: str
+    rewrapped: int
+    failed: tuple[str, ...]
+
+
+def vault_status(settings: Any = None) -> str:
+    """"uninitialized" | "ready" | "locked"."""
+    return admin.status(AdminPaths(_load_settings(settings).home))
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+def _store_ref(settings: Any, agent_id: str, workspace: str) -> StoreRef:
+    return locate(settings["vault.path_template"], agent_id, workspace)
+
+
+def _read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | None:
+    paths = AdminPaths(settings.home)
+    admin.require_ready(paths)
+    ref = _store_ref(settings, agent_id, workspace)
+    try:
+        check_private(ref.directory)
+    except FileNotFoundError:
+        return None
+    if not os.path.lexists(ref.file):
+        return None
+    host = admin.read_host_key(paths)
+    with FileLock(ref.lock, exclusive=False, timeout=settings["vault.lock_timeout_seconds"]):
+        try:
+            raw = read_private(ref.file)
+        except FileNotFoundError:
+            return None
+    return OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=admin.subkey(host, "wrap"))
+
+
+def _no_store(agent_id: str, key: str) -> NoSuchKey:
+    return NoSuchKey(f"no secret named {key!r} for agent {agent_id}; pass_mgr list shows the keys")
+
+
+def get_secret(agent_id: str, workspace: str, key: str, *, version: int | None = None,
+               settings: Any = None) -> str:
+    """The current value of ``key`` (or an older ``version`` still in its history)."""
+    settings = _load_settings(settings)
+    check_key_name(key)
+    store = _read_store(settings, agent_id, workspace)
+    if store is None:
+        raise _no_store(agent_id, key)
+    return store.value(key, version)
+
+
+def agent_secret_values(agent_id: str, workspace: str, *, settings: Any = None) -> list[str]:
+    """Every current and historical value in the agent's store, for redaction."""
+    store = _read_store(_load_settings(settings), agent_id, workspace)
+    return [] if store is None else store.all_values()
+
+
+def list_keys(agent_id: str, workspace: str, *, settings: Any = None) -> list[str]:
+    store = _read_store(_load_settings(settings), agent_id, workspace)
+    return [] if store is None else store.keys()
+
+
+def key_history(agent_id: str, workspace: str, key: str, *,
+                settings: Any = None) -> list[tuple[int, str]]:
+    """(version, created) of each kept value, newest first; no values."""
+    check_key_name(key)
+    store = _read_store(_load_settings(settings), agent_id, workspace)
+    if store is None:
+        raise _no_store(agent_id, key)
+    return store.history(key)
+
+
+# -- changing --------------------------------------------------------------------------
+
+
+def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[OpenStore], Change],
+            *, create: bool, missing_key: str | None = None) -> Change:
+    paths = AdminPaths(settings.home)
+    admin.require_ready(paths)
+    ref = _store_ref(settings, agent_id, workspace)
+    if not create and not os.path.lexists(ref.file):
+        raise _no_store(agent_id, missing_key or "?")
+    ensure_private_dir(ref.directory)
+    host = admin.read_host_key(paths)
+    with FileLock(ref.lock, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+        remove_stale_temps(ref.directory)
+        try:
+            raw = read_private(ref.file)
+        except FileNotFoundError:
+            if not create:
+                raise _no_store(agent_id, missing_key or "?") from None
+            store, is_new = OpenStore.new(agent_id), True
+        else:
+            store = OpenStore.load(raw, agent_id, str(ref.file),
+                                   host_wrap_key=admin.subkey(host, "wrap"))
+            is_new = False
+        result = change(store)
+        if store.wrap_admin is None:
+            store.rewrap_admin(admin.admin_public_key(admin.load_admin(paths, host)))
+        if is_new:
+            admin.register_store(paths, ref.directory)
+        atomic_write(ref.file, store.serialize(admin.subkey(host, "wrap")))
+    return Change(result.key, result.version, store.generation, result.value)
+
+
+def random_value(length: int, symbols: bool = True) -> str:
+    """``length`` characters from the OS CSPRNG (letters, digits, shell-safe symbols)."""
+    import secrets  # imported here: it pulls in hashlib, which `get` does not need
+    import string
+
+    if not 1 <= length <= 4096:
+        raise VaultError(f"length must be between 1 and 4096, not {length}")
+    alphabet = string.ascii_letters + string.digits + (SYMBOLS if symbols else "")
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def generate_secret(agent_id: str, workspace: str, key: str, *, length: int | None = None,
+                    symbols: bool = True, force: bool = False, settings: Any = None) -> Change:
+    """Store a fresh random value under ``key``; refuses to replace one without ``force``."""
+    settings = _load_settings(settings)
+    check_key_name(key)
+    length = int(length or settings["vault.generate_length"])
+    value = random_value(length, symbols)
+
+    def change(store: OpenStore) -> Change:
+        if key in store.entries and not force:
+            raise VaultError(f"{key!r} already exists; use --force to replace it "
+                             "(the old value stays in its history)")
+        version = store.put(key, value, depth=settings["vault.history_depth"],
+                            created=admin.now_iso(), meta={"length": length, "symbols": symbols})
+        return Change(key, version, 0, value)
+
+    return _mutate(settings, agent_id, workspace, change, create=True)
+
+
+def rotate_secret(agent_id: str, workspace: str, key: str, *, settings: Any = None) -> Change:
+    """Give ``key`` a fresh random value; the previous one stays in its history."""
+    settings = _load_settings(settings)
+    check_key_name(key)
+
+    def change(store: OpenStore) -> Change:
+        entry = store.entries.get(key)
+        if entry is None:
+            raise _no_store(agent_id, key)
+        length = int(entry.get("length") or settings["vault.generate_length"])
+        symbols = bool(entry.get("symbols", True))
+        value = random_value(length, symbols)
+        version = store.put(key, value, depth=settings["vault.history_depth"],
+                            created=admin.now_iso(), meta={"length": length, "symbols": symbols})
+        return Change(key, version, 0, value)
+
+    return _mutate(settings, agent_id, workspace, change, create=False, missing_key=key)
+
+
+def rotate_store(agent_id: str, workspace: str, *, settings: Any = None) -> Change:
+    """Re-encrypt the agent's whole store under a fresh data key, in one atomic replace."""
+    settings = _load_settings(settings)
+
+    def change(store: OpenStore) -> Change:
+        store.rekey()
+        return Change(None, None, 0)
+
+    return _mutate(settings, agent_id, workspace, change, create=False, missing_key="(any)")
+
+
+def unset_secret(agent_id: str, workspace: str, key: str, *, settings: Any = None) -> Change:
+    """Delete ``key`` and its history."""
+    settings = _load_settings(settings)
+    check_key_name(key)
+
+    def change(store: OpenStore) -> Change:
+        store.remove(key)
+        return Change(key, None, 0)
+
+    return _mutate(settings, agent_id, workspace, change, create=False, missing_key=key)
+
+
+def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_password: str,
+               settings: Any = None) -> Change:
+    """A human sets ``key`` to ``value``; the admin password must be right (else Forbidden)."""
+    settings = _load_settings(settings)
+    check_key_name(key)
+    if not isinstance(value, str) or not value:
+        raise VaultError("the secret value is empty; give a value")
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise VaultError("the secret value contains a newline or NUL; give one line")
+    paths = AdminPaths(settings.home)
+    admin.require_ready(paths)
+    admin.unlock_admin_private(admin.load_admin(paths, admin.read_host_key(paths)),
+                               admin_password)
+
+    def change(store: OpenStore) -> Change:
+        version = store.put(key, value, depth=settings["vault.history_depth"],
+                            created=admin.now_iso())
+        return Change(key, version, 0)
+
+    return _mutate(settings, agent_id, workspace, change, create=True)
+
+
+# -- admin -----------------------------------------------------------------------------
+
+
+def _check_new_password(password: str, settings: Any) -> None:
+    minimum = int(settings["vault.admin_password_min_length"])
+    if not isinstance(password, str) or len(password) < minimum:
+        raise VaultError(f"the admin password is too short: use at least {minimum} characters")
+    if password != password.strip() or "\n" in password or "\0" in password:
+        raise VaultError("the admin password must not start or end with spaces "
+                         "or contain a newline")
+
+
+def init_admin(password: str, settings: Any = None, *,
+               current_password: str | None = None) -> InitReport:
+    """Set the admin password and re-wrap every known store to the new admin key.
+
+    Uninitialized: first setup. Locked after a leak: the old password is burnt, so
+    it is not asked for. Ready: a password change, which needs ``current_password``.
+    """
+    settings = _load_settings(settings)
+    _check_new_password(password, settings)
+    paths = AdminPaths(settings.home)
+    ensure_private_dir(paths.home)
+    ensure_private_dir(paths.vault_dir)
+    with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+        previous = admin.status(paths)
+        if previous == "ready":
+            if current_password is None:
+                raise Forbidden("pass_mgr is already initialized; changing the admin password "
+                                "needs the current one")
+            host = admin.read_host_key(paths)
+            admin.unlock_admin_private(admin.load_admin(paths, host), current_password)
+        elif previous == "locked":
+            host = admin.read_host_key(paths)
+        else:
+            try:
+                host = admin.read_host_key(paths)
+            except IntegrityError:
+                host = admin.create_host_key(paths)
+        admin_bytes, public = admin.build_admin(settings, password, host)
+        atomic_write(paths.admin_file, admin_bytes)
+        rewrapped, failed = _rewrap_known_stores(settings, paths, host, public)
+        admin.clear_locked(paths)
+        _forget_detector()
+        admin.log_security(paths, "INFO", "admin-init", previous=previous,
+                           stores_rewrapped=rewrapped, stores_failed=len(failed))
+    return InitReport(previous, rewrapped, tuple(failed))
+
+
+def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: bytes, *,
+                         admin_private: bytes | None = None) -> tuple[int, list[str]]:
+    """Re-wrap each registered store; with ``admin_private``, open it through the admin wrap."""
+    done, failed = 0, []
+    for directory in admin.known_stores(paths):
+        ref = StoreRef(directory.name, directory)
+        try:
+            with FileLock(ref.lock, exclusive=True,
+                          timeout=settings["vault.lock_timeout_seconds"]):
+                remove_stale_temps(ref.directory)
+                raw = read_private(ref.file)
+                agent_id = _agent_id_of(raw)
+                wrap_key = admin.subkey(host, "wrap")
+                try:
+                    store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=wrap_key)
+                except IntegrityError:
+                    if admin_private is None:
+                        raise
+                    store = OpenStore.load(raw, agent_id, str(ref.file),
+                                           admin_private=admin_private)
+                store.rewrap_admin(public)
+                atomic_write(ref.file, store.serialize(wrap_key))
+            done += 1
+        except FileNotFoundError:
+            continue  # the workspace was removed; nothing to re-wrap
+        except (OSError, VaultError) as exc:
+            failed.append(f"{directory}: {exc}")
+    return done, failed
+
+
+def _agent_id_of(raw: bytes) -> str:
+    from .crypto import parse_canonical
+
+    agent_id = parse_canonical(raw, "store").get("agent_id")
+    if not isinstance(agent_id, str):
+        raise IntegrityError("a store has no agent id; it is corrupt")
+    return agent_id
+
+
+def recover(password: str, settings: Any = None) -> InitReport:
+    """After the host key is lost: a new host key, every known store re-opened via the admin wrap."""
+    settings = _load_settings(settings)
+    paths = AdminPaths(settings.home)
+    with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+        previous = admin.status(paths)
+        if previous == "uninitialized":
+            raise admin.NotInitialized()
+        doc = admin.parse_admin_unverified(paths)
+        private = admin.unlock_admin_private(doc, password)
+        from .admin_crypto import public_of
+
+        public = public_of(private)
+        host = admin.create_host_key(paths)
+        admin_bytes, _ = admin.build_admin(settings, password, host, keypair=(private, public))
+        atomic_write(paths.admin_file, admin_bytes)
+        rewrapped, failed = _rewrap_known_stores(settings, paths, host, public,
+                                                 admin_private=private)
+        _forget_detector()
+        admin.log_security(paths, "WARNING", "admin-recover", previous=previous,
+                           stores_rewrapped=rewrapped, stores_failed=len(failed))
+    return InitReport(previous, rewrapped, tuple(failed))
+
+
+# -- leak check -------------------------------------------------------------------------
+
+_detector_cache: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+
+def _forget_detector() -> None:
+    _detector_cache.clear()
+
+
+def _detector(paths: AdminPaths) -> Any:
+    """The leak detector, cached while admin.json is unchanged (the daemon calls often)."""
+    try:
+        st = os.stat(paths.admin_file)
+    except FileNotFoundError:
+        return None
+    stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+    cached = _detector_cache.get(str(paths.admin_file))
+    if cached and cached[0] == stamp:
+        return cached[1]
+    host = admin.read_host_key(paths)
+    detector = admin.load_detector(admin.load_admin(paths, host), host)
+    _detector_cache[str(paths.admin_file)] = (stamp, detector)
+    return detector
+
+
+def check_leak(text: str | bytes, source: str, *, settings: Any = None) -> bool:
+    """True when ``text`` contains the admin password; then the vault is locked and logged."""
+    settings = _load_settings(settings)
+    paths = AdminPaths(settings.home)
+    detector = _detector(paths)
+    if detector is None or not detector.contains(text):
+        return False
+    label = " ".join(str(source).split())[:200] or "unknown"
+    if detector.contains(label):
+        label = "(withheld: the source label contained the password)"
+    with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+        admin.write_locked(paths, label)
+    admin.log_security(paths, "CRITICAL", "admin-password-leak", source=label,
+                       message="the admin password appeared in this source; pass_mgr is locked "
+                               "until a human runs: pass_mgr admin init")
+    return True
+
+
+__all__ = [
+    "Change", "InitReport", "agent_secret_values", "check_leak", "generate_secret", "get_secret",
+    "init_admin", "key_history", "list_keys", "random_value", "recover", "rotate_secret",
+    "rotate_store", "set_secret", "unset_secret", "vault_status",
+]

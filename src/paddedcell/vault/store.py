@@ -1,0 +1,216 @@
+"""One agent's store: a single JSON file of sealed entries with per-key history.
+
+File ``<store dir>/store.json`` (canonical JSON, 0600)::
+
+    {"format": 1, "agent_id", "store_id", "generation",
+     "wrap_host":  box of the data key under a host-key subkey,
+     "wrap_admin": box of the data key to the admin X25519 public key,
+     "entries": {KEY: {"next": N, "length"?, "symbols"?,
+                       "versions": [{"v", "created", "nonce", "ct"}, ...newest first]}},
+     "mac": HMAC-SHA256 over the rest under the data key's MAC half}
+
+The data key is 64 random bytes: 32 for AES-256-GCM entries, 32 for the MAC.
+Each entry's associated data binds format, agent id, store id, key name and
+version, so a box moved to another key, version or agent fails to open; the
+MAC catches deleted, added or reordered entries. ``generation`` grows by one
+on every write, which gives concurrent writers a serial order to check.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import crypto
+from .errors import IntegrityError, NoSuchKey, VaultError
+
+STORE_FILE = "store.json"
+LOCK_FILE = ".lock"
+DATA_KEY_BYTES = 64
+
+_AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
+_KEY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:/@+-]{0,127}")
+
+
+def check_agent_id(agent_id: str) -> str:
+    if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):
+        raise VaultError(f"invalid AGENT_ID {agent_id!r}: use letters, digits and . _ @ + - "
+                         "(at most 128, not starting with a dot or dash)")
+    return agent_id
+
+
+def check_key_name(key: str) -> str:
+    if not isinstance(key, str) or not _KEY_NAME.fullmatch(key) or ".." in key.split("/"):
+        raise VaultError(f"invalid key name {key!r}: use letters, digits and . _ : / @ + - "
+                         "(at most 128 characters)")
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class StoreRef:
+    agent_id: str
+    directory: Path
+
+    @property
+    def file(self) -> Path:
+        return self.directory / STORE_FILE
+
+    @property
+    def lock(self) -> Path:
+        return self.directory / LOCK_FILE
+
+
+def locate(path_template: str, agent_id: str, workspace: str) -> StoreRef:
+    """Where ``agent_id``'s store lives; the workspace must be an absolute path."""
+    check_agent_id(agent_id)
+    if not workspace or not os.path.isabs(workspace):
+        raise VaultError(f"AGENT_WORKSPACE must be an absolute path, not {workspace!r}")
+    path = path_template.replace("{AGENT_WORKSPACE}", os.path.normpath(workspace))
+    path = path.replace("{AGENT_ID}", agent_id)
+    return StoreRef(agent_id, Path(os.path.abspath(os.path.expanduser(path))))
+
+
+class OpenStore:
+    """A decrypted-on-demand view of a store; values are opened one at a time."""
+
+    def __init__(self, agent_id: str, store_id: str, generation: int, data_key: bytes,
+                 entries: dict[str, Any], wrap_admin: Any):
+        self.agent_id = agent_id
+        self.store_id = store_id
+        self.generation = generation
+        self._data_key = data_key
+        self.entries = entries
+        self.wrap_admin = wrap_admin  # kept as is while the data key is unchanged
+
+    # -- reading ---------------------------------------------------------------
+
+    @classmethod
+    def new(cls, agent_id: str) -> "OpenStore":
+        return cls(agent_id, os.urandom(16).hex(), 0, os.urandom(DATA_KEY_BYTES), {}, None)
+
+    @classmethod
+    def load(cls, raw: bytes, agent_id: str, what: str, *, host_wrap_key: bytes | None = None,
+             admin_private: bytes | None = None) -> "OpenStore":
+        """Open through the host wrap, or through the admin wrap when recovering."""
+        doc = crypto.parse_canonical(raw, what)
+        if doc.get("format") != crypto.FORMAT:
+            raise IntegrityError(f"{what} has an unknown format; upgrade pass_mgr or restore it")
+        if doc.get("agent_id") != agent_id:
+            raise IntegrityError(f"{what} belongs to another agent; it was moved or tampered with")
+        store_id = doc.get("store_id")
+        if not isinstance(store_id, str) or not re.fullmatch(r"[0-9a-f]{32}", store_id):
+            raise IntegrityError(f"{what} has a bad store id; it is corrupt")
+        if admin_private is not None:
+            from .admin_crypto import unwrap_as_admin
+
+            data_key = unwrap_as_admin(admin_private, doc.get("wrap_admin"),
+                                       crypto.aad("wrap-admin", agent_id, store_id), what)
+        else:
+            data_key = crypto.unseal(host_wrap_key, doc.get("wrap_host"),
+                                     crypto.aad("wrap-host", agent_id, store_id), what)
+        if len(data_key) != DATA_KEY_BYTES:
+            raise IntegrityError(f"{what} has a bad data key; it is corrupt")
+        crypto.verify_document(data_key[32:], doc, crypto.aad("store", agent_id, store_id), what)
+        generation, entries = doc.get("generation"), doc.get("entries")
+        if not isinstance(generation, int) or not isinstance(entries, dict):
+            raise IntegrityError(f"{what} is malformed; it is corrupt")
+        return cls(agent_id, store_id, generation, data_key, entries, doc.get("wrap_admin"))
+
+    def _entry(self, key: str) -> dict[str, Any]:
+        entry = self.entries.get(key)
+        if entry is None:
+            raise NoSuchKey(f"no secret named {key!r} for agent {self.agent_id}; "
+                            "pass_mgr list shows the keys")
+        if not isinstance(entry, dict) or not isinstance(entry.get("versions"), list) \
+                or not entry["versions"]:
+            raise IntegrityError(f"the entry {key!r} is malformed; the store is corrupt")
+        return entry
+
+    def _open(self, key: str, version: dict[str, Any]) -> str:
+        associated = crypto.aad("entry", self.agent_id, self.store_id, key, version.get("v"))
+        plain = crypto.unseal(self._data_key[:32], version, associated, f"secret {key!r}")
+        return plain.decode("utf-8")
+
+    def value(self, key: str, version: int | None = None) -> str:
+        entry = self._entry(key)
+        if version is None:
+            return self._open(key, entry["versions"][0])
+        for item in entry["versions"]:
+            if item.get("v") == version:
+                return self._open(key, item)
+        kept = ", ".join(str(item.get("v")) for item in entry["versions"])
+        raise NoSuchKey(f"{key!r} has no version {version}; kept versions: {kept} "
+                        "(pass_mgr history shows them)")
+
+    def all_values(self) -> list[str]:
+        return [self._open(key, item) for key in sorted(self.entries)
+                for item in self._entry(key)["versions"]]
+
+    def history(self, key: str) -> list[tuple[int, str]]:
+        """(version, created) newest first, without values."""
+        return [(item.get("v"), item.get("created")) for item in self._entry(key)["versions"]]
+
+    def keys(self) -> list[str]:
+        return sorted(self.entries)
+
+    # -- changing ----------------------------------------------------------------
+
+    def put(self, key: str, value: str, *, depth: int, created: str,
+            meta: dict[str, Any] | None = None) -> int:
+        """Add ``value`` as the key's newest version, keeping ``depth`` versions; returns it."""
+        entry = self.entries.get(key) or {"next": 1, "versions": []}
+        version = int(entry["next"])
+        box = crypto.seal(self._data_key[:32], value.encode("utf-8"),
+                          crypto.aad("entry", self.agent_id, self.store_id, key, version))
+        versions = [{"v": version, "created": created, **box}, *entry["versions"]]
+        new_entry = {k: v for k, v in entry.items() if k not in ("length", "symbols")}
+        new_entry.update(meta or {})
+        new_entry["next"] = version + 1
+        new_entry["versions"] = versions[:max(1, depth)]
+        self.entries[key] = new_entry
+        return version
+
+    def remove(self, key: str) -> None:
+        self._entry(key)
+        del self.entries[key]
+
+    def rekey(self) -> None:
+        """Re-encrypt every version of every key under a fresh data key."""
+        old_key = self._data_key
+        plain = {key: [(item, self._open(key, item)) for item in self._entry(key)["versions"]]
+                 for key in self.entries}
+        self._data_key = os.urandom(DATA_KEY_BYTES)
+        self.wrap_admin = None
+        for key, items in plain.items():
+            self.entries[key]["versions"] = [
+                {"v": item["v"], "created": item.get("created"),
+                 **crypto.seal(self._data_key[:32], value.encode("utf-8"),
+                               crypto.aad("entry", self.agent_id, self.store_id, key, item["v"]))}
+                for item, value in items]
+        del old_key
+
+    def rewrap_admin(self, admin_public: bytes) -> None:
+        from .admin_crypto import wrap_to_admin
+
+        self.wrap_admin = wrap_to_admin(admin_public, self._data_key,
+                                        crypto.aad("wrap-admin", self.agent_id, self.store_id))
+
+    def serialize(self, host_wrap_key: bytes) -> bytes:
+        if self.wrap_admin is None:
+            raise VaultError("internal: the admin wrap is missing; call rewrap_admin first")
+        self.generation += 1
+        body = {
+            "format": crypto.FORMAT,
+            "agent_id": self.agent_id,
+            "store_id": self.store_id,
+            "generation": self.generation,
+            "wrap_host": crypto.seal(host_wrap_key, self._data_key,
+                                     crypto.aad("wrap-host", self.agent_id, self.store_id)),
+            "wrap_admin": self.wrap_admin,
+            "entries": self.entries,
+        }
+        return crypto.sign_document(self._data_key[32:], body,
+                                    crypto.aad("store", self.agent_id, self.store_id))
