@@ -69,6 +69,10 @@ from .redact import redact as _redact_command  # noqa: E402
 
 cli.add_command(_redact_command)
 
+from .process import process as _process_command  # noqa: E402
+
+cli.add_command(_process_command)
+
 
 def main() -> None:
     cli(prog_name="paddedcell")

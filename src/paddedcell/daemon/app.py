@@ -29,6 +29,7 @@ from .http import Request, Router, serve_unix
 ROUTE_MODULES: list[str] = [
     "paddedcell.daemon.routes_restart",
     "paddedcell.daemon.routes_vault",
+    "paddedcell.daemon.routes_exec",
 ]
 
 log = logging.getLogger("paddedcell.daemon")

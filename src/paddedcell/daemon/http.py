@@ -7,6 +7,12 @@ a JSON-able dict, and answered with keep-alive. Handlers raise
 :class:`HTTPError` for anything the caller should fix; every other exception is
 logged and answered 500 with one line, never a stack trace (DESIGN §4.4).
 
+A handler may instead return :class:`Streaming`: the answer is then sent with
+chunked transfer encoding, one chunk per ``write`` (``/exec`` with
+``"stream": true`` sends NDJSON lines this way). A write to a peer that went
+away raises ``trio.BrokenResourceError`` inside the producer, which decides
+whether to carry on without the peer.
+
 Only peers with our own uid are served: the socket is 0600 and every accepted
 connection is checked with ``SO_PEERCRED`` as well, because a 0600 socket in a
 directory someone else controls is not enough on its own.
@@ -57,7 +63,18 @@ class Request:
         return value
 
 
-Handler = Callable[[Request], Awaitable[dict[str, Any]]]
+Write = Callable[[bytes], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Streaming:
+    """A 200 answer produced piece by piece: ``await produce(write)``."""
+
+    produce: Callable[[Write], Awaitable[None]]
+    content_type: str = "application/x-ndjson"
+
+
+Handler = Callable[[Request], Awaitable["dict[str, Any] | Streaming"]]
 
 
 @dataclass
@@ -74,7 +91,7 @@ class Router:
 
         return decorate
 
-    async def dispatch(self, request: Request) -> tuple[int, dict[str, Any]]:
+    async def dispatch(self, request: Request) -> tuple[int, "dict[str, Any] | Streaming"]:
         handler = self.routes.get((request.method, request.path))
         if handler is None:
             if any(path == request.path for _, path in self.routes):
@@ -114,6 +131,26 @@ async def _send(stream: trio.SocketStream, conn: h11.Connection, status: int,
     response, body = _encode(status, payload, keep_alive)
     data = conn.send(response) + conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
     await stream.send_all(data)
+
+
+async def _send_streaming(stream: trio.SocketStream, conn: h11.Connection,
+                          answer: Streaming) -> None:
+    """Chunked 200 answer (h11 chooses chunked: no content-length, HTTP/1.1 peer)."""
+    response = h11.Response(status_code=200, headers=[("content-type", answer.content_type)])
+    await stream.send_all(conn.send(response))
+
+    async def write(data: bytes) -> None:
+        if data:
+            await stream.send_all(conn.send(h11.Data(data=data)))
+
+    try:
+        await answer.produce(write)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        raise
+    except Exception:
+        log.exception("streaming answer failed")
+        raise trio.BrokenResourceError("streaming answer failed") from None
+    await stream.send_all(conn.send(h11.EndOfMessage()))
 
 
 async def _next_event(stream: trio.SocketStream, conn: h11.Connection) -> Any:
@@ -166,7 +203,10 @@ async def serve_connection(stream: trio.SocketStream, router: Router) -> None:
             else:
                 status, payload = await router.dispatch(request)
             try:
-                await _send(stream, conn, status, payload)
+                if isinstance(payload, Streaming):
+                    await _send_streaming(stream, conn, payload)
+                else:
+                    await _send(stream, conn, status, payload)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             if conn.our_state is h11.MUST_CLOSE:

@@ -46,7 +46,9 @@ class Prepared:
 def prepare(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
     """Check the command, resolve its static ``pass_mgr get`` calls, load the mask set."""
     calls = commands.check_command(command, settings["redactor.mask"])
-    static = [c for c in calls if c.subcommand == "get" and c.key is not None]
+    # Direct calls run as written; indirect ones (xargs, bash -c strings) are masked
+    # through the whole store like dynamic keys.
+    static = [c for c in calls if c.direct and c.subcommand == "get" and c.key is not None]
     identity = bool(agent_id and workspace)
     if static and not identity:
         raise SecretResolutionError(

@@ -165,6 +165,8 @@ class Supervisor:
             session.tree.refresh(table, os.getpid())
             if session.tree.live(table):
                 self._leftovers.append(session.tree)
+            if session.removed:
+                self._drop(session)
             self._prune()
 
     def _record(self, event: str, session: Session, **fields: Any) -> None:

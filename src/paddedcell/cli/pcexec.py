@@ -1,0 +1,224 @@
+"""``pcexec``: OpenClaw's ``exec`` with secrets resolved and masked.
+
+Plain mode runs in this process (no daemon) and streams redacted stdout and
+stderr live to our own, then exits with the command's code: 128+N after
+signal N, 124 after a timeout, 3 when a secret could not be resolved (nothing
+ran), 2 when the command was refused (nothing ran). ``--background``,
+``--yield-ms`` and ``--request`` hand the session to the daemon (started on
+demand), because the command must outlive this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+import click
+
+from .. import config
+
+EXIT_REFUSED = 2
+EXIT_SECRET = 3
+EXIT_TIMEOUT = 124
+
+
+def exit_code_of(result: dict[str, Any], signal_number: int | None = None) -> int:
+    """The plain CLI's exit code for an exec result (DESIGN §4.1)."""
+    details = result.get("details", {})
+    status = details.get("status")
+    if status == "running":
+        return 0
+    kind = details.get("failureKind")
+    if kind == "secret-resolution":
+        return EXIT_SECRET
+    if kind in ("overall-timeout", "no-output-timeout"):
+        return EXIT_TIMEOUT
+    sig = details.get("exitSignal")
+    if sig is not None:
+        if signal_number is None:
+            try:
+                signal_number = int(sig) if str(sig).isdigit() else signal.Signals[str(sig)].value
+            except KeyError:
+                signal_number = 0
+        return 128 + signal_number
+    code = details.get("exitCode")
+    if isinstance(code, int):
+        return code
+    return 0 if status == "completed" else 1
+
+
+def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--env")
+        env[name] = value
+    return env
+
+
+def _identity(agent_id: str | None, workspace: str | None, session_key: str | None) -> dict[str, str]:
+    found = {"agentId": agent_id or os.environ.get("AGENT_ID"),
+             "agentWorkspace": workspace or os.environ.get("AGENT_WORKSPACE"),
+             "sessionKey": session_key or os.environ.get("OPENCLAW_SESSION_KEY")}
+    return {k: v for k, v in found.items() if v}
+
+
+def _fail(message: str, as_json: bool, code: int = EXIT_REFUSED) -> None:
+    if as_json:
+        click.echo(json.dumps({"error": message}, ensure_ascii=False))
+    else:
+        click.echo(f"pcexec: {message}", err=True)
+    sys.exit(code)
+
+
+def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
+    """Run in this process: no daemon, live redacted output, the command's exit code."""
+    import trio
+
+    from ..audit import AuditLog
+    from ..execspec.request import RequestError, parse_exec_request
+    from ..execspec.results import failure_reason, result_text
+    from ..supervisor import Supervisor, become_subreaper
+    from ..supervisor.service import ExecRefused, ExecService
+
+    settings = config.load()
+    try:
+        request = parse_exec_request(body, settings)
+    except RequestError as exc:
+        _fail(str(exc), as_json)
+    settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    become_subreaper()
+
+    def live(stream: str, data: bytes) -> None:
+        out = sys.stderr.buffer if stream == "stderr" else sys.stdout.buffer
+        out.write(data)
+        out.flush()
+
+    outcome: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            supervisor = Supervisor(settings, nursery,
+                                    audit=AuditLog.for_settings(settings))
+            nursery.start_soon(supervisor.maintain)
+            service = ExecService(supervisor)
+            try:
+                result, session = await service.exec(
+                    request, wait_ms=None, on_output=None if as_json else live,
+                    stdin_fd=None if request.pty else sys.stdin.fileno(), cwd=os.getcwd())
+            except ExecRefused as exc:
+                outcome["refused"] = exc.message
+            else:
+                outcome["result"] = result
+                outcome["signal"] = (session.outcome.signal_number
+                                     if session is not None and session.outcome else None)
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(main)
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    if "refused" in outcome:
+        _fail(outcome["refused"], as_json)
+    result = outcome["result"]
+    if as_json:
+        click.echo(json.dumps(result, ensure_ascii=False))
+    else:
+        details = result["details"]
+        if details.get("status") == "failed":
+            # The output was already streamed: say only why it failed.
+            reason = (failure_reason(details["failureKind"], exit_signal=details.get("exitSignal"),
+                                     timeout_seconds=request.timeout_seconds)
+                      if details.get("aggregated") else result_text(result))
+            click.echo(f"pcexec: {reason}", err=True)
+    return exit_code_of(result, outcome.get("signal"))
+
+
+def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
+    """Hand the request to the daemon (started on demand); print its answer."""
+    from ..daemon.client import DaemonError, ensure_daemon
+    from ..execspec.results import result_text
+
+    settings = config.load()
+    if not body.get("agentId"):
+        _fail("background and yielded runs belong to an agent: set AGENT_ID "
+              "(and AGENT_WORKSPACE) or pass --agent-id", as_json or raw_request)
+    yield_ms = body.get("yieldMs") or settings["supervisor.default_yield_ms"]
+    try:
+        client = ensure_daemon(settings)
+        client.timeout = max(60.0, float(yield_ms) / 1000 + 60.0)
+        result = client.call("POST", "/exec", body)
+    except DaemonError as exc:
+        code = EXIT_REFUSED if exc.status and 400 <= exc.status < 500 else 1
+        _fail(exc.message, as_json or raw_request, code)
+    if as_json or raw_request:
+        click.echo(json.dumps(result, ensure_ascii=False))
+    else:
+        click.echo(result_text(result))
+    return exit_code_of(result)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"],
+                                 "ignore_unknown_options": False})
+@click.option("--workdir", type=click.Path(file_okay=False), help="Run in this directory.")
+@click.option("--env", "env_pairs", multiple=True, metavar="NAME=VALUE",
+              help="Extra environment (repeatable); PATH and loader variables are refused.")
+@click.option("--timeout-seconds", type=float, help="Kill after this long (0 = never; default 1800).")
+@click.option("--pty/--no-pty", default=False, help="Run under a pseudo-terminal.")
+@click.option("--yield-ms", type=int, help="Answer 'running' after this long (runs in the daemon).")
+@click.option("--background", is_flag=True, help="Start in the daemon and return at once.")
+@click.option("--json", "as_json", is_flag=True, help="Print the exec result JSON instead of the output.")
+@click.option("--request", "request_file", type=click.File("r"), metavar="FILE|-",
+              help="Read an exec request JSON (DESIGN §4.1); print the exec result JSON.")
+@click.option("--agent-id", help="Agent identity (default: $AGENT_ID).")
+@click.option("--agent-workspace", help="Agent workspace (default: $AGENT_WORKSPACE).")
+@click.option("--session-key", help="OpenClaw session key (default: $OPENCLAW_SESSION_KEY).")
+@click.argument("command", nargs=-1, required=False)
+def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json, request_file,
+        agent_id, agent_workspace, session_key, command) -> None:
+    """Run COMMAND like OpenClaw's exec; `$(pass_mgr get KEY)` works, its value never shows."""
+    identity = _identity(agent_id, agent_workspace, session_key)
+    if request_file is not None:
+        if command:
+            _fail("give either --request or a COMMAND, not both", True)
+        try:
+            body = json.load(request_file)
+        except ValueError as exc:
+            _fail(f"--request is not valid JSON: {exc}", True)
+        if not isinstance(body, dict):
+            _fail("--request must hold a JSON object (an exec request)", True)
+        for key, value in identity.items():
+            body.setdefault(key, value)
+        sys.exit(_run_daemon(body, True, True))
+    if not command:
+        raise click.UsageError("give a COMMAND (or --request FILE)")
+    body: dict[str, Any] = {"command": command[0] if len(command) == 1 else " ".join(command)}
+    if workdir:
+        body["workdir"] = os.path.abspath(workdir)
+    if env_pairs:
+        body["env"] = _parse_env(env_pairs)
+    if timeout_seconds is not None:
+        body["timeoutSeconds"] = timeout_seconds
+    if pty:
+        body["pty"] = True
+    body.update(identity)
+    if background or yield_ms is not None:
+        if background:
+            body["background"] = True
+        if yield_ms is not None:
+            body["yieldMs"] = yield_ms
+        body.setdefault("workdir", os.getcwd())
+        sys.exit(_run_daemon(body, as_json, False))
+    sys.exit(_run_foreground(body, as_json))
+
+
+def main() -> None:
+    cli(prog_name="pcexec")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""``POST /exec`` and ``POST /process``: the supervisor behind the daemon socket.
+
+Every request names its ``agentId``; sessions are visible only to the agent
+that started them (another agent's session id is "not found", never
+"forbidden", so ids cannot be probed). ``/exec`` with ``"stream": true``
+answers NDJSON, chunked: ``{"update": {"tail": ...}}`` lines while the command
+runs within its yield, then one ``{"result": ...}`` line (the OpenClaw plugin
+relays the updates as ``onUpdate`` partials). Requests that must not run at all
+are refused before any byte of the stream: HTTP 4xx with ``{"error": ...}``.
+
+At registration the daemon becomes a child subreaper, so processes that leave
+a session by ``setsid`` or double-forking are reparented to it and can be
+found, killed and reaped (see :mod:`paddedcell.supervisor.procs`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import trio
+
+from ..audit import AuditLog
+from ..execspec.request import RequestError, parse_exec_request, parse_process_action
+from ..supervisor import Supervisor, become_subreaper
+from ..supervisor.service import ExecRefused, ExecService
+from .http import HTTPError, Request, Router, Streaming, Write
+
+log = logging.getLogger("paddedcell.daemon")
+
+
+def _line(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def register(router: Router, ctx: Any) -> None:
+    settings = ctx.settings
+    if not become_subreaper():
+        log.warning("cannot become a child subreaper; processes that setsid away from a "
+                    "session are found only while their parent lives")
+    supervisor = Supervisor(settings, ctx.nursery,
+                            audit=AuditLog.for_settings(settings))
+    service = ExecService(supervisor)
+    ctx.services["supervisor"] = supervisor
+    ctx.services["exec"] = service
+    ctx.nursery.start_soon(supervisor.maintain)
+
+    @router.route("POST", "/exec")
+    async def exec_route(request: Request) -> dict[str, Any] | Streaming:
+        try:
+            exec_request = parse_exec_request(request.body, settings)
+        except RequestError as exc:
+            raise HTTPError(400, str(exc)) from None
+        if not exec_request.agent_id:
+            raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
+        try:
+            early, session = await service.launch(exec_request)
+        except ExecRefused as exc:
+            raise HTTPError(exc.status, exc.message) from None
+        if not exec_request.stream:
+            if early is not None:
+                return early
+            return await service.follow(session, exec_request.yield_ms)
+
+        async def produce(write: Write) -> None:
+            if early is not None:
+                await write(_line({"result": early}))
+                return
+            peer = {"alive": True}
+
+            async def update(payload: dict[str, Any]) -> None:
+                if not peer["alive"]:
+                    return
+                try:
+                    await write(_line({"update": payload}))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    peer["alive"] = False  # the command keeps its yield regardless
+
+            result = await service.follow(session, exec_request.yield_ms, update)
+            await write(_line({"result": result}))
+
+        return Streaming(produce)
+
+    @router.route("POST", "/process")
+    async def process_route(request: Request) -> dict[str, Any]:
+        try:
+            action = parse_process_action(request.body)
+        except RequestError as exc:
+            raise HTTPError(400, str(exc)) from None
+        if not action.agent_id:
+            raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
+        return await service.process(action)
