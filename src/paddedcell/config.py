@@ -12,7 +12,6 @@ This module does no I/O at import time; ``load()`` reads the file once per call.
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -183,6 +182,8 @@ def load(
 
     config_file = home / "config.toml"
     if config_file.is_file():
+        import tomllib  # here, not at the top: it costs pass_mgr get ~10 ms of start-up
+
         try:
             from_file = tomllib.loads(config_file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
