@@ -9,9 +9,10 @@ half-way. Its phases are::
 
 Before each phase starts, the coordinator persists it (``persist`` callback),
 so a daemon killed with SIGKILL and started again resumes from that phase: the
-delay keeps its original wall-clock deadline; a restart command that was cut
-off is followed by the status check (which decides whether it worked); a
-status check starts a fresh recovery window; a rollback is run again (rollback
+delay keeps its original wall-clock deadline; a restart command that was
+already spawned (it runs in its own session, so it outlives the daemon) is
+waited for, never run twice, and the status check decides whether it worked;
+a status check starts a fresh recovery window; a rollback is run again (rollback
 scripts must be idempotent, which is also what makes them safe to run by hand).
 
 Every step is appended to the job's log with a UTC timestamp, and the output
@@ -26,8 +27,8 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable
 
 import trio
 
@@ -68,6 +69,9 @@ class JobState:
     finished_at: float | None = None
     resumed: int = 0
     detail: str = ""
+    #: Set once the restart command is spawned: a resumed job then waits for it
+    #: instead of restarting the gateway a second time.
+    restart_pid: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,7 +119,8 @@ def _kill_group(pid: int, sig: int) -> None:
 
 
 async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, label: str,
-                      env: dict[str, str] | None = None) -> CommandResult:
+                      env: dict[str, str] | None = None,
+                      on_spawn: Callable[[int], None] | None = None) -> CommandResult:
     """Run one step in its own process group, copy its output to the log line by line.
 
     On timeout or cancellation the whole group gets SIGTERM, then SIGKILL after
@@ -125,6 +130,8 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
     proc = await trio.lowlevel.open_process(
         argv, shell=shell, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    if on_spawn is not None:
+        on_spawn(proc.pid)
     collected: list[str] = []
     pending = b""
     timed_out = False
@@ -157,12 +164,26 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
     return CommandResult(proc.returncode, "\n".join(collected))
 
 
+def _process_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie nobody reaped yet counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
 def _rollback_argv(path: str) -> list[str]:
     return [path] if os.access(path, os.X_OK) else ["/bin/sh", path]
 
 
 Persist = Callable[[JobState], None]
-Finish = Callable[[JobState], Awaitable[None] | None]
 
 
 async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobLog,
@@ -184,18 +205,31 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
         state = replace(state, phase="restart")
         persist(state)
 
-    if state.phase == "restart":
+    if state.phase == "restart" and state.restart_pid is not None:
+        # Spawned before the daemon died, in its own session: it may still run.
+        log.line(f"the restart command (pid {state.restart_pid}) started before the daemon "
+                 "restarted; waiting for it to end, then checking status")
+        with trio.move_on_after(spec.command_timeout_seconds):
+            while _process_alive(state.restart_pid):
+                await trio.sleep(0.1)
+        state = replace(state, phase="status")
+        persist(state)
+    elif state.phase == "restart":
         log.line(f"running restart command: {spec.restart_cmd}")
+
+        def spawned(pid: int) -> None:
+            nonlocal state
+            state = replace(state, restart_pid=pid)
+            persist(state)
+
         result = await run_command(spec.restart_cmd, timeout=spec.command_timeout_seconds,
-                                   log=log, label="restart", env=env)
+                                   log=log, label="restart", env=env, on_spawn=spawned)
         if result.returncode is None:
             log.line(f"restart command timed out after {spec.command_timeout_seconds} s")
         else:
             log.line(f"restart command exited with code {result.returncode}")
         state = replace(state, phase="status")
         persist(state)
-    elif state.phase == "status" and state.resumed:
-        log.line("the restart command may not have finished; checking status from now")
 
     if state.phase == "status":
         ok, last = await _await_recovery(spec, log, env, clock)

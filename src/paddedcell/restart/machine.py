@@ -16,7 +16,7 @@ Each agent is in one of six states (seed §1.4.1)::
     query-restart:  idle → freeze · busy → pre-freeze · focus → pre-freeze-focus
     pre-freeze, pre-freeze-focus ──(drained)──▶ freeze
     freeze ──restarted──▶ idle          (the gateway came back, or was rolled back)
-    freeze-family ──unfreeze──▶ idle / busy / focus   (cancelled, or a stale freeze)
+    freeze-family ──unfreeze──▶ busy / focus, then drained   (cancelled, or a stale freeze)
 
 Rule 1: transitions are data. ``TRANSITIONS[state][event]`` is the next state
 and the verdict given to a message that asked to start; a pair missing from the
@@ -133,7 +133,8 @@ TRANSITIONS: dict[State, dict[Event, tuple[State, Verdict]]] = {
         E.DRAINED: (S.FREEZE, V.NONE),
         E.WORKFLOW_CLOSE: (S.FREEZE, V.NONE),
         E.QUERY_RESTART: (S.FREEZE, V.NONE),
-        E.UNFREEZE: (S.IDLE, V.NONE),
+        # busy, then drained → idle unless a session (the requester's own) is active.
+        E.UNFREEZE: (S.BUSY, V.NONE),
         E.RESTARTED: (S.IDLE, V.NONE),
     },
     S.PRE_FREEZE: {
@@ -490,14 +491,19 @@ class Fleet:
         global record is left alone.
         """
         released = []
-        for agent_id in list(self.agents if agent_ids is None else agent_ids):
-            if self.agents[agent_id].state in FREEZE_FAMILY:
-                self._step(agent_id, Event.UNFREEZE, now)
-                released.append(agent_id)
         if agent_ids is None and self.restart_pending:
+            # First, so that the requester's own session counts again.
             self._set_global(now, restart_scheduled_by=None, restart_session=None,
                              restart_status=RestartStatus.IDLE, requested_at=None,
                              last_query_at=None)
+        for agent_id in list(self.agents if agent_ids is None else agent_ids):
+            record = self.agents[agent_id]
+            if record.state in FREEZE_FAMILY:
+                self._step(agent_id, Event.UNFREEZE, now)
+                # A focus agent that drained into freeze is still in its workflow.
+                if record.workflow is not None and self.agents[agent_id].state is not State.FOCUS:
+                    self._step(agent_id, Event.WORKFLOW_OPEN, now, workflow=record.workflow)
+                released.append(agent_id)
         return released
 
     def stale_freezes(self, *, now: float, max_age: float) -> list[str]:
