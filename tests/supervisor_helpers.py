@@ -1,0 +1,117 @@
+"""Shared helpers for the supervisor, pcexec, daemon-exec and process tests.
+
+Commands are built from ``sys.executable`` (as trio's own subprocess tests
+do), so they behave the same on every machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from paddedcell import config
+
+PY = shlex.quote(sys.executable)
+BIN = Path(sys.executable).parent
+
+
+def py(code: str) -> str:
+    """A shell command running ``code`` in this Python."""
+    return f"{PY} -c {shlex.quote(code)}"
+
+
+def make_settings(home: Path, **overrides):
+    home.mkdir(parents=True, exist_ok=True)
+    return config.load(environ={"PADDEDCELL_HOME": str(home)},
+                       overrides={k.replace("__", "."): v for k, v in overrides.items()})
+
+
+def alive(pid: int) -> bool:
+    """Running (not a zombie, not gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for_file(path: Path, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} did not appear")
+
+
+def base_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PADDEDCELL_") and k not in
+           ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "OPENCLAW_SHELL")}
+    env["PADDEDCELL_HOME"] = str(home)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.update(extra)
+    return env
+
+
+class Daemon:
+    """A daemon in a temp PADDEDCELL_HOME, stopped with SIGTERM to its own pid."""
+
+    def __init__(self, home: Path, **env: str):
+        self.home = home
+        self.env = base_env(home, **env)
+        self.log = open(home / "daemon-test.log", "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
+                                     env=self.env, stdout=self.log, stderr=self.log,
+                                     start_new_session=True)
+        from paddedcell.daemon.client import DaemonClient
+        self.client = DaemonClient(config.load(environ=self.env), timeout=60)
+        deadline = time.monotonic() + 15
+        while not self.client.healthy():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("daemon did not start: "
+                                     + (home / "daemon-test.log").read_text()[-2000:])
+            time.sleep(0.05)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def call(self, path: str, body: dict) -> dict:
+        return self.client.call("POST", path, body)
+
+    def rss_kib(self, field: str = "VmRSS") -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise AssertionError(field)
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log.close()
+
+
+def init_vault(home: Path, admin_password: str = "admin-pw-for-tests-1") -> str:
+    env = base_env(home)
+    subprocess.run([str(BIN / "pass_mgr"), "admin", "init", "--password-stdin"],
+                   input=admin_password + "\n", env=env, check=True, capture_output=True, text=True)
+    return admin_password
+
+
+def set_secret(home: Path, agent: str, workspace: Path, key: str, value: str,
+               admin_password: str = "admin-pw-for-tests-1") -> None:
+    subprocess.run([str(BIN / "pass_mgr"), "set", agent, str(workspace), key, value, admin_password],
+                   env=base_env(home), check=True, capture_output=True, text=True)

@@ -1,0 +1,307 @@
+"""The supervisor with real processes and real PTYs, in this process."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+import trio
+
+from paddedcell.supervisor import LaunchSpec, LimitReached, Supervisor, become_subreaper
+from paddedcell.supervisor.procs import delegated_cgroup
+
+from supervisor_helpers import alive, make_settings, py
+
+MODES = [pytest.param(True, id="pty"), pytest.param(False, id="pipes")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def subreaper():
+    # Orphans of our sessions reparent to pytest, as they would to the daemon.
+    assert become_subreaper()
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return make_settings(tmp_path / "home", supervisor__kill_grace_seconds=0.5,
+                         supervisor__drain_seconds=0.5, supervisor__scan_interval_seconds=0.1)
+
+
+@pytest.fixture
+async def sup(settings, nursery):
+    supervisor = Supervisor(settings, nursery)
+    nursery.start_soon(supervisor.maintain)
+    yield supervisor
+    await supervisor.kill_all()
+
+
+async def run(sup, command, **kw):
+    session = sup.start(LaunchSpec(command=command, timeout_seconds=kw.pop("timeout_seconds", 30), **kw))
+    with trio.fail_after(30):
+        await session.done.wait()
+    return session
+
+
+@pytest.mark.parametrize("pty", MODES)
+async def test_output_and_exit_code(sup, pty):
+    s = await run(sup, py("import sys; print('hello'); sys.exit(3)"), pty=pty)
+    assert s.outcome.status == "completed"
+    assert s.outcome.exit_code == 3
+    assert s.outcome.aggregated == ("hello\r\n" if pty else "hello\n")
+
+
+async def test_pty_translates_newlines_and_echoes_input(sup):
+    s = sup.start(LaunchSpec(command=py("s = input(); print('got', s)"), pty=True,
+                             timeout_seconds=30))
+    await s.write(b"abc\n")
+    with trio.fail_after(20):
+        await s.done.wait()
+    assert s.outcome.aggregated == "abc\r\ngot abc\r\n"
+
+
+async def test_pipes_interleave_stdout_and_stderr_in_arrival_order(sup):
+    code = ("import sys, time\nfor i in range(3):\n"
+            "    sys.stdout.write(f'out{i}\\n'); sys.stdout.flush(); time.sleep(0.05)\n"
+            "    sys.stderr.write(f'err{i}\\n'); sys.stderr.flush(); time.sleep(0.05)")
+    s = await run(sup, py(code))
+    assert s.outcome.aggregated == "out0\nerr0\nout1\nerr1\nout2\nerr2\n"
+
+
+@pytest.mark.parametrize("pty", MODES)
+async def test_fast_exit_loses_no_output(sup, pty):
+    # Desktop Commander #395: a fast exit lost stderr. Exit and drain are both awaited.
+    for _ in range(20):
+        s = await run(sup, "printf out; printf err >&2", pty=pty)
+        assert sorted(s.outcome.aggregated) == sorted("outerr")
+
+
+@pytest.mark.parametrize("pty", MODES)
+async def test_signal_is_reported(sup, pty):
+    s = await run(sup, "kill -TERM $$", pty=pty)
+    assert s.outcome.status == "failed"
+    assert (s.outcome.exit_signal, s.outcome.signal_number, s.outcome.exit_reason) == (
+        "SIGTERM", signal.SIGTERM, "signal")
+
+
+@pytest.mark.parametrize("pty", MODES)
+async def test_command_not_found_is_127(sup, pty):
+    s = await run(sup, "definitely-not-a-command-xyz", pty=pty)
+    assert (s.outcome.status, s.outcome.exit_code) == ("failed", 127)
+
+
+def _tree_script(tmp_path):
+    """A shell that starts a child, a setsid grandchild ignoring SIGTERM, and a double fork."""
+    setsid_child = py(
+        "import os, signal, sys, time\n"
+        "os.setsid(); signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"open({str(tmp_path / 'setsid.pid')!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(300)")
+    double_fork = py(
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        open({str(tmp_path / 'daemon.pid')!r}, 'w').write(str(os.getpid()))\n"
+        "        time.sleep(300)\n"
+        "    os._exit(0)\n"
+        "os.wait()")
+    return f"{setsid_child} & {double_fork}; sleep 300 & echo started; wait"
+
+
+@pytest.mark.parametrize("pty", MODES)
+async def test_timeout_kills_the_whole_tree_including_setsid_and_double_fork(sup, pty, tmp_path):
+    command = _tree_script(tmp_path)
+    s = sup.start(LaunchSpec(command=command, pty=pty, timeout_seconds=2))
+    with trio.fail_after(30):
+        await s.done.wait()
+    pids = [int((tmp_path / name).read_text()) for name in ("setsid.pid", "daemon.pid")]
+    assert s.outcome.status == "failed" and s.outcome.exit_reason == "overall-timeout"
+    assert s.outcome.timed_out
+    survivors = [pid for pid in pids if alive(pid)]
+    assert survivors == []
+
+
+async def test_manual_kill_ends_the_tree(sup, tmp_path):
+    s = sup.start(LaunchSpec(command=_tree_script(tmp_path), timeout_seconds=0))
+    with trio.fail_after(20):
+        while not (tmp_path / "daemon.pid").exists() or not (tmp_path / "setsid.pid").exists():
+            await trio.sleep(0.05)
+        await trio.sleep(0.2)
+        await s.kill()
+        await s.done.wait()
+    assert (s.outcome.status, s.outcome.exit_reason) == ("killed", "manual-cancel")
+    for name in ("setsid.pid", "daemon.pid"):
+        assert not alive(int((tmp_path / name).read_text()))
+
+
+async def test_unrelated_process_is_never_signalled(sup, tmp_path):
+    # A process we did not start, even one that is our child, survives every kill.
+    import subprocess
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        s = sup.start(LaunchSpec(command=_tree_script(tmp_path), timeout_seconds=1))
+        with trio.fail_after(30):
+            await s.done.wait()
+        assert alive(bystander.pid)
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+async def test_drain_is_bounded_when_a_grandchild_keeps_the_output_open(sup):
+    s = sup.start(LaunchSpec(command="sleep 300 & echo parent-done", timeout_seconds=0))
+    with trio.fail_after(20):
+        await s.done.wait()
+    assert s.outcome.status == "completed" and "parent-done" in s.outcome.aggregated
+    leftover = [pid for pid in s.tree.members if alive(pid)]
+    assert leftover  # the background sleep was left running, as a shell would
+    s.tree.signal(signal.SIGKILL)
+
+
+@pytest.mark.parametrize("pty", MODES)
+async def test_secret_split_across_reads_is_still_masked(sup, pty):
+    secret = "split-secret-ABCDEFGH-1234"
+    code = ("import sys, time\n"
+            f"s = {secret!r}\n"
+            "sys.stdout.write('before ' + s[:9]); sys.stdout.flush(); time.sleep(0.3)\n"
+            "sys.stdout.write(s[9:] + ' after\\n'); sys.stdout.flush()")
+    chunks: list[bytes] = []
+    s = sup.start(LaunchSpec(command=py(code), pty=pty, secrets=[secret], timeout_seconds=30,
+                             on_output=lambda stream, data: chunks.append(data)))
+    with trio.fail_after(20):
+        await s.done.wait()
+    assert "before ###### after" in s.outcome.aggregated
+    everything = b"".join(chunks) + s.buffer.held()
+    assert secret.encode() not in everything and secret[:9].encode() not in b"".join(chunks)
+
+
+async def test_command_display_is_masked(sup):
+    s = await run(sup, "echo nothing  # sekret-value-123", secrets=["sekret-value-123"])
+    assert "sekret-value-123" not in s.command
+
+
+async def test_environment_has_identity_request_env_and_pass_mgr(sup, tmp_path):
+    code = ("import os, shutil\n"
+            "print(os.environ['AGENT_ID'], os.environ['AGENT_WORKSPACE'], "
+            "os.environ['PADDEDCELL_AGENT'], os.environ['EXTRA'], bool(shutil.which('pass_mgr')))")
+    s = await run(sup, py(code), agent_id="ag", agent_workspace=str(tmp_path),
+                  env={"EXTRA": "x y"})
+    assert s.outcome.aggregated == f"ag {tmp_path} 1 x y True\n"
+
+
+async def test_waiting_for_input_on_a_pty(sup):
+    s = sup.start(LaunchSpec(command=py("input('name? ')"), pty=True, timeout_seconds=30))
+    with trio.fail_after(20):
+        while not s.waiting_for_input():
+            await trio.sleep(0.05)
+    await s.write(b"x\n")
+    with trio.fail_after(20):
+        await s.done.wait()
+    assert not s.waiting_for_input()
+
+
+async def test_pipes_never_report_waiting_for_input(sup):
+    s = sup.start(LaunchSpec(command=py("input()"), pty=False, timeout_seconds=30))
+    await trio.sleep(0.5)
+    assert not s.waiting_for_input()
+    await s.write(b"", eof=True)
+    with trio.fail_after(20):
+        await s.done.wait()
+
+
+async def test_write_with_eof_closes_stdin_on_pipes(sup):
+    s = sup.start(LaunchSpec(command=py("import sys; print(sys.stdin.read().upper())"),
+                             timeout_seconds=30))
+    await s.write(b"abc", eof=True)
+    with trio.fail_after(20):
+        await s.done.wait()
+    assert s.outcome.aggregated == "ABC\n"
+    assert not s.stdin_writable
+
+
+async def test_live_session_limit(settings, nursery):
+    settings = make_settings(settings.home, supervisor__max_live_sessions=2)
+    sup = Supervisor(settings, nursery)
+    sessions = [sup.start(LaunchSpec(command="sleep 30", agent_id=f"a{i}")) for i in range(2)]
+    with pytest.raises(LimitReached, match="max_live_sessions"):
+        sup.start(LaunchSpec(command="sleep 30", agent_id="a9"))
+    for s in sessions:
+        await s.kill()
+
+
+async def test_per_agent_limit(settings, nursery):
+    settings = make_settings(settings.home, supervisor__max_concurrent_execs_per_agent=1)
+    sup = Supervisor(settings, nursery)
+    first = sup.start(LaunchSpec(command="sleep 30", agent_id="a"))
+    with pytest.raises(LimitReached, match="max_concurrent_execs_per_agent"):
+        sup.start(LaunchSpec(command="sleep 30", agent_id="a"))
+    other = sup.start(LaunchSpec(command="sleep 30", agent_id="b"))
+    await first.kill()
+    await other.kill()
+
+
+async def test_buffer_budget_refuses_instead_of_growing(settings, nursery):
+    settings = make_settings(settings.home, supervisor__global_buffer_bytes=1 << 20,
+                             supervisor__session_buffer_floor_bytes=512 << 10)
+    sup = Supervisor(settings, nursery)
+    live = [sup.start(LaunchSpec(command="sleep 30")) for _ in range(2)]
+    with pytest.raises(LimitReached, match="global_buffer_bytes"):
+        sup.start(LaunchSpec(command="sleep 30"))
+    for s in live:
+        await s.kill()
+
+
+async def test_finished_sessions_give_their_buffers_back(settings, nursery):
+    settings = make_settings(settings.home, supervisor__global_buffer_bytes=1 << 20,
+                             supervisor__session_buffer_floor_bytes=512 << 10)
+    sup = Supervisor(settings, nursery)
+    for _ in range(5):  # each finished background session is evicted for the next one
+        s = sup.start(LaunchSpec(command="echo hi"))
+        s.backgrounded = True
+        with trio.fail_after(20):
+            await s.done.wait()
+    assert sup.budget.used <= sup.budget.total
+
+
+@pytest.mark.parametrize("pty", MODES)
+async def test_flood_stays_in_the_ring(settings, nursery, pty):
+    sup = Supervisor(settings, nursery)
+    total = 64 << 20 if not pty else 8 << 20
+    code = ("import os\nb = b'0123456789abcde\\n' * 4096\n"
+            f"for _ in range({total} // len(b)): os.write(1, b)")
+    s = sup.start(LaunchSpec(command=py(code), pty=pty, timeout_seconds=120))
+    with trio.fail_after(120):
+        await s.done.wait()
+    assert s.buffer.end >= total
+    assert len(s.buffer) <= int(settings["supervisor.ring_buffer_bytes"])
+    assert sup.budget.used <= sup.budget.total
+    assert s.outcome.truncated and len(s.outcome.aggregated) == 200_000
+
+
+async def test_finished_background_sessions_are_capped(settings, nursery):
+    settings = make_settings(settings.home, supervisor__max_finished_sessions=2)
+    sup = Supervisor(settings, nursery)
+    for _ in range(4):
+        s = sup.start(LaunchSpec(command="true"))
+        s.backgrounded = True
+        with trio.fail_after(20):
+            await s.done.wait()
+        await trio.sleep(0.05)
+    assert len(sup.sessions) == 2
+
+
+def test_this_machine_has_no_delegated_cgroup_v2_so_we_fall_back(tmp_path):
+    # cgroup v1 here: detection must say "none" and the supervisor tracks processes itself.
+    cg = tmp_path / "cgroup"
+    (tmp_path / "self").write_text("4:memory:/x\n0::/\n")
+    assert delegated_cgroup(str(tmp_path / "self"), str(cg)) is None
+    unified = cg / "user.slice" / "me"
+    unified.mkdir(parents=True)
+    (cg / "cgroup.controllers").write_text("")
+    (unified / "cgroup.procs").write_text("")
+    (tmp_path / "self").write_text("0::/user.slice/me\n")
+    assert delegated_cgroup(str(tmp_path / "self"), str(cg)) == unified
+    os.chmod(unified / "cgroup.procs", 0o444)
+    if os.geteuid() != 0:
+        assert delegated_cgroup(str(tmp_path / "self"), str(cg)) is None

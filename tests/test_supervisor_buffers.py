@@ -1,0 +1,101 @@
+"""Ring buffers and the global budget: pure, so tested as plain functions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from paddedcell.supervisor.buffers import (BudgetExhausted, BufferBudget, OutputBuffer,
+                                           complete_utf8_end, decode_tail)
+
+
+def test_offsets_are_absolute_after_eviction():
+    budget = BufferBudget(1000)
+    buf = OutputBuffer(10, budget, floor=10)
+    buf.append(b"0123456789")
+    buf.append(b"abcde")
+    assert (buf.start, buf.end) == (5, 15)
+    assert buf.read(0) == b"56789abcde"
+    assert buf.read(12) == b"cde"
+    assert buf.read(7, 9) == b"78"
+    assert buf.read(20) == b""
+
+
+def test_chunk_bigger_than_capacity_keeps_its_tail():
+    buf = OutputBuffer(4, BufferBudget(100), floor=4)
+    buf.append(b"ab")
+    buf.append(b"0123456789")
+    assert buf.read(0) == b"6789"
+    assert (buf.start, buf.end) == (8, 12)
+
+
+def test_dropped_lines_are_counted():
+    buf = OutputBuffer(6, BufferBudget(100), floor=6)
+    buf.append(b"a\nb\nc\nd\ne\n")
+    assert buf.dropped_lines + buf.held().count(b"\n") == 5
+
+
+def test_growth_stops_at_the_budget_and_evicts_instead():
+    budget = BufferBudget(150)
+    a = OutputBuffer(100, budget, floor=50)
+    b = OutputBuffer(100, budget, floor=50)
+    a.append(b"x" * 100)  # grows to 100: budget now full
+    assert budget.used == 150
+    b.append(b"y" * 100)  # cannot grow: keeps its newest 50 bytes
+    assert len(b) == 50 and b.start == 50
+    assert budget.used <= budget.total
+
+
+def test_admission_fails_when_no_floor_is_left():
+    budget = BufferBudget(100)
+    OutputBuffer(1000, budget, floor=60)
+    with pytest.raises(BudgetExhausted, match="global_buffer_bytes"):
+        OutputBuffer(1000, budget, floor=60)
+
+
+def test_release_returns_everything_once():
+    budget = BufferBudget(100)
+    buf = OutputBuffer(80, budget, floor=20)
+    buf.append(b"z" * 70)
+    buf.release()
+    buf.release()
+    assert budget.used == 0
+    buf.append(b"more")  # ignored after release
+    assert len(buf) == 0
+
+
+@given(st.lists(st.binary(max_size=300), max_size=40), st.integers(1, 200), st.integers(1, 400))
+def test_budget_never_exceeded_and_tail_is_exact(chunks, capacity, total):
+    budget = BufferBudget(total)
+    try:
+        buf = OutputBuffer(capacity, budget, floor=min(capacity, 16))
+    except BudgetExhausted:
+        assert total < min(capacity, 16)
+        return
+    everything = b""
+    for chunk in chunks:
+        buf.append(chunk)
+        everything += chunk
+        assert budget.used <= budget.total
+        assert len(buf) <= buf.reserved <= capacity
+        assert buf.end == len(everything)
+        assert buf.read(0) == everything[buf.start:]
+        assert buf.dropped_lines == everything[:buf.start].count(b"\n")
+
+
+def test_decode_tail_drops_a_cut_character():
+    data = "héllo wörld".encode()
+    text, cut = decode_tail(data[2:], 100, complete=False)
+    assert text == "llo wörld" and cut
+    assert decode_tail(data, 5, complete=True) == ("wörld", True)
+    assert decode_tail(data, 100, complete=True) == ("héllo wörld", False)
+
+
+@pytest.mark.parametrize("text", ["abc", "é", "日本", "🙂x", "a🙂"])
+def test_complete_utf8_end(text):
+    data = text.encode()
+    for cut in range(len(data) + 1):
+        prefix = data[:cut]
+        end = complete_utf8_end(prefix)
+        prefix[:end].decode()  # never ends inside a character
+        assert end >= cut - 3
