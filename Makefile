@@ -17,11 +17,35 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/python -m paddedcell.demo
 
-test: venv
+test: venv binary
 	$(BIN)/pytest -q
 
 bench: venv
 	$(BIN)/python benchmarks/redaction.py
+	$(BIN)/python benchmarks/vault.py
+
+# pass_mgr as a PyInstaller binary: onedir (dist/pass_mgr/pass_mgr, fast start) and
+# onefile (dist/onefile/pass_mgr). Reproducible: a fixed hash seed and the last
+# commit's time as SOURCE_DATE_EPOCH. Rebuilt only when a file it bundles changes.
+PASS_MGR_SOURCES := $(wildcard src/paddedcell/__init__.py src/paddedcell/config.py \
+	src/paddedcell/cli/__init__.py src/paddedcell/cli/pass_mgr*.py src/paddedcell/vault/*.py) \
+	packaging/pass_mgr.spec packaging/pass_mgr_entry.py
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 1700000000)
+PYINSTALLER := PYTHONHASHSEED=1 SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/pyinstaller \
+	--noconfirm --log-level WARN
+
+binary: dist/pass_mgr/pass_mgr
+
+dist/pass_mgr/pass_mgr: $(STAMP) $(PASS_MGR_SOURCES)
+	$(PYINSTALLER) --workpath build/pyinstaller --distpath dist packaging/pass_mgr.spec
+	touch $@
+
+binary-onefile: dist/onefile/pass_mgr
+
+dist/onefile/pass_mgr: $(STAMP) $(PASS_MGR_SOURCES)
+	PASS_MGR_ONEFILE=1 $(PYINSTALLER) --workpath build/pyinstaller-onefile \
+		--distpath dist/onefile packaging/pass_mgr.spec
+	touch $@
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,41 +32,23 @@ from .files import atomic_write, ensure_private_dir, read_private
 HOST_KEY_BYTES = 32
 
 
-@dataclass(frozen=True, slots=True)
 class AdminPaths:
-    home: Path
+    """Where the admin state lives under ``home`` (a plain class: ``dataclasses``
+    costs ``pass_mgr get`` several milliseconds of imports)."""
 
-    @property
-    def keys_dir(self) -> Path:
-        return self.home / "keys"
+    __slots__ = ("home",)
 
-    @property
-    def host_key(self) -> Path:
-        return self.home / "keys" / "host.key"
+    def __init__(self, home: Path):
+        self.home = Path(home)
 
-    @property
-    def vault_dir(self) -> Path:
-        return self.home / "vault"
-
-    @property
-    def admin_file(self) -> Path:
-        return self.home / "vault" / "admin.json"
-
-    @property
-    def locked_file(self) -> Path:
-        return self.home / "vault" / "locked.json"
-
-    @property
-    def registry_dir(self) -> Path:
-        return self.home / "vault" / "stores"
-
-    @property
-    def lock_file(self) -> Path:
-        return self.home / "vault" / ".lock"
-
-    @property
-    def security_log(self) -> Path:
-        return self.home / "security.log"
+    keys_dir = property(lambda self: self.home / "keys")
+    host_key = property(lambda self: self.home / "keys" / "host.key")
+    vault_dir = property(lambda self: self.home / "vault")
+    admin_file = property(lambda self: self.home / "vault" / "admin.json")
+    locked_file = property(lambda self: self.home / "vault" / "locked.json")
+    registry_dir = property(lambda self: self.home / "vault" / "stores")
+    lock_file = property(lambda self: self.home / "vault" / ".lock")
+    security_log = property(lambda self: self.home / "security.log")
 
 
 def status(paths: AdminPaths) -> str:

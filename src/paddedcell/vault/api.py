@@ -10,14 +10,13 @@ under an exclusive one. Agents' operations need only the host key; ``set``,
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from . import admin
 from .admin import AdminPaths
 from .errors import Forbidden, IntegrityError, NoSuchKey, VaultError
-from .files import FileLock, atomic_write, check_private, ensure_private_dir, read_private, \
-    remove_stale_temps
+from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
+                    remove_stale_temps)
 from .store import OpenStore, StoreRef, check_key_name, locate
 
 #: Punctuation that is safe unquoted in a shell word: no quotes, $, `, \, globs,
@@ -33,18 +32,20 @@ def _load_settings(settings: Any) -> Any:
     return settings
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
-    """What a write did; ``value`` is set only for generated values."""
+class Change(NamedTuple):
+    """What a write did; ``value`` is set only for generated values (never in repr)."""
 
     key: str | None
     version: int | None
     generation: int
-    value: str | None = field(default=None, repr=False)
+    value: str | None = None
+
+    def __repr__(self) -> str:
+        return (f"Change(key={self.key!r}, version={self.version!r}, "
+                f"generation={self.generation!r})")
 
 
-@dataclass(frozen=True, slots=True)
-class InitReport:
+class InitReport(NamedTuple):
     previous_state: str
     rewrapped: int
     failed: tuple[str, ...]

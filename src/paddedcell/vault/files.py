@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 
@@ -60,6 +59,8 @@ def read_private(path: Path) -> bytes:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers and crashes see old or new, never a mix."""
+    import tempfile  # only writers pay for it
+
     directory = path.parent
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX + path.name + ".")
     try:

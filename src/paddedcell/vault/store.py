@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +48,14 @@ def check_key_name(key: str) -> str:
     return key
 
 
-@dataclass(frozen=True, slots=True)
 class StoreRef:
-    agent_id: str
-    directory: Path
+    """An agent's store directory, its data file and its lock sentinel."""
+
+    __slots__ = ("agent_id", "directory")
+
+    def __init__(self, agent_id: str, directory: Path):
+        self.agent_id = agent_id
+        self.directory = directory
 
     @property
     def file(self) -> Path:

@@ -1,0 +1,153 @@
+"""Benchmark: `pass_mgr get` start-to-exit latency beside `pass show`, and the leak scan.
+
+Every row is measured in the same run on the same machine:
+  - `python -c pass` (the interpreter floor), `pass show` (Debian pass + gpg with a
+    passphrase-less ed25519/cv25519 key made here in a temp GNUPGHOME),
+  - `pass_mgr get` through the console script, the onedir binary and the onefile binary
+    (rows are skipped with a note when a binary is not built: `make binary binary-onefile`),
+  - the admin-password leak scan (`check_leak`) in ms per MB of text without a hit.
+
+Usage: python benchmarks/vault.py [--runs N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONSOLE = Path(sys.prefix) / "bin" / "pass_mgr"
+ONEDIR = ROOT / "dist" / "pass_mgr" / "pass_mgr"
+ONEFILE = ROOT / "dist" / "onefile" / "pass_mgr"
+SECRET = "bench-secret-value-0123456789"
+ADMIN_PW = "benchmark admin password"
+
+
+def _time_runs(argv: list[str], env: dict[str, str], runs: int, expect: bytes) -> list[float]:
+    """Wall time of each run in ms, after two warm-up runs; checks the output every time."""
+    times = []
+    for index in range(runs + 2):
+        start = time.perf_counter()
+        result = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL)
+        elapsed = (time.perf_counter() - start) * 1000
+        if result.returncode != 0 or result.stdout != expect:
+            raise SystemExit(f"{argv[0]} failed: {result.returncode} {result.stderr[-300:]!r}")
+        if index >= 2:
+            times.append(elapsed)
+    return times
+
+
+def _setup_pass(tmp: Path, env: dict[str, str]) -> dict[str, str] | None:
+    if not shutil.which("pass") or not shutil.which("gpg"):
+        return None
+    gnupg = tmp / "gnupg"
+    gnupg.mkdir(mode=0o700)
+    penv = dict(env, GNUPGHOME=str(gnupg), PASSWORD_STORE_DIR=str(tmp / "pass-store"))
+    subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key",
+                    "PaddedCell Bench <bench@paddedcell.invalid>", "future-default", "default",
+                    "never"], env=penv, check=True, capture_output=True)
+    listing = subprocess.run(["gpg", "--batch", "--with-colons", "--list-keys"], env=penv,
+                             check=True, capture_output=True, text=True).stdout
+    fingerprint = next(line.split(":")[9] for line in listing.splitlines()
+                       if line.startswith("fpr:"))
+    subprocess.run(["pass", "init", fingerprint], env=penv, check=True, capture_output=True)
+    subprocess.run(["pass", "insert", "-m", "db"], input=SECRET + "\n", text=True, env=penv,
+                   check=True, capture_output=True)
+    return penv
+
+
+def _setup_vault(tmp: Path, env: dict[str, str]) -> dict[str, str]:
+    workspace = tmp / "ws"
+    workspace.mkdir(mode=0o700)
+    venv = dict(env, PADDEDCELL_HOME=str(tmp / "pc-home"))
+    subprocess.run([str(CONSOLE), "admin", "init", "--password-stdin"], input=ADMIN_PW + "\n",
+                   text=True, env=venv, check=True, capture_output=True)
+    subprocess.run([str(CONSOLE), "set", "bench", str(workspace), "db", SECRET, ADMIN_PW],
+                   env=venv, check=True, capture_output=True)
+    return dict(venv, AGENT_ID="bench", AGENT_WORKSPACE=str(workspace), PADDEDCELL_AGENT="1")
+
+
+def _leak_scan_ms_per_mb(home: Path, repeats: int = 3) -> float:
+    sys.path.insert(0, str(ROOT / "src"))
+    from paddedcell import config
+    from paddedcell.vault import check_leak
+
+    settings = config.load({"PADDEDCELL_HOME": str(home)})
+    rng = __import__("random").Random(1)
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789 .,\n") for _ in range(1 << 20))
+    check_leak("warm-up", "bench", settings=settings)
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        assert not check_leak(text, "bench", settings=settings)
+        runs.append((time.perf_counter() - start) * 1000)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args()
+
+    base_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("PADDEDCELL_", "AGENT")) and k != "OPENCLAW_SHELL"}
+    rows: list[dict] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="pc-bench-") as raw_tmp:
+        tmp = Path(raw_tmp)
+        expect = (SECRET + "\n").encode()
+        rows.append(("python -c pass", [sys.executable, "-c", "pass"], base_env, b""))
+        penv = _setup_pass(tmp, base_env)
+        if penv is None:
+            notes.append("pass show: not measured (apt-get install pass)")
+        else:
+            rows.append(("pass show", ["pass", "show", "db"], penv, expect))
+        venv = _setup_vault(tmp, base_env)
+        for label, exe in (("pass_mgr get (console script)", CONSOLE),
+                           ("pass_mgr get (onedir binary)", ONEDIR),
+                           ("pass_mgr get (onefile binary)", ONEFILE)):
+            if os.access(exe, os.X_OK):
+                rows.append((label, [str(exe), "get", "db"], venv, expect))
+            else:
+                notes.append(f"{label}: not measured ({exe.relative_to(ROOT)} is not built)")
+        results = []
+        for label, argv, env, want in rows:
+            times = _time_runs(argv, env, args.runs, want)
+            results.append({"name": label, "median_ms": round(statistics.median(times), 1),
+                            "p90_ms": round(sorted(times)[int(0.9 * (len(times) - 1))], 1),
+                            "min_ms": round(min(times), 1), "runs": len(times)})
+        scan = _leak_scan_ms_per_mb(tmp / "pc-home")
+        if penv is not None:
+            subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=penv, capture_output=True)
+
+    reference = next((r["median_ms"] for r in results if r["name"] == "pass show"), None)
+    for row in results:
+        row["vs_pass_show"] = round(row["median_ms"] / reference, 2) if reference else None
+    report = {"runs": args.runs, "latency": results, "leak_scan_ms_per_mb": round(scan, 1),
+              "notes": notes, "cpu_count": os.cpu_count()}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"pass_mgr get latency ({args.runs} runs each, after 2 warm-up runs)")
+    print(f"{'command':34} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} {'x pass show':>12}")
+    for row in results:
+        ratio = f"{row['vs_pass_show']:.2f}" if row["vs_pass_show"] is not None else "-"
+        print(f"{row['name']:34} {row['median_ms']:>10.1f} {row['p90_ms']:>8.1f} "
+              f"{row['min_ms']:>8.1f} {ratio:>12}")
+    print(f"\nleak scan (check_leak, no hit): {scan:.1f} ms per MB")
+    for note in notes:
+        print(f"note: {note}")
+
+
+if __name__ == "__main__":
+    main()
