@@ -120,6 +120,12 @@ class _Word:
     raw_end: int = 0
     quoted: bool = False  # some part was quoted or escaped
     assignment: bool = False
+    dyn_end: int = 0  # ``value`` index just past the last non-static part
+
+    def mark_dynamic(self) -> None:
+        """The text just appended to ``value`` is not static."""
+        self.static = False
+        self.dyn_end = len(self.value)
 
 
 @dataclass(slots=True)
@@ -287,9 +293,9 @@ class _Parser:
         if self.i + 1 < self.n and s[self.i] in "<>" and s[self.i + 1] == "(":
             self.i += 2
             self._substitution(")")
-            w.static = False
             w.value += s[w.raw_start : self.i]
             w.approx += "$_"
+            w.mark_dynamic()
             w.raw_end = self.i
             return w
         first = True
@@ -324,19 +330,19 @@ class _Parser:
                 val, static, approx = self._read_dquoted_text(terminator='"')
                 w.value += val
                 w.approx += approx
-                w.static = w.static and static
+                w.mark_dynamic() if not static else None
                 w.quoted = True
             elif c == "$":
                 self._dollar(w, in_dquote=False)
             elif c == "`":
                 self._backtick(w)
             else:
-                if c in "*?[" or (c == "~" and first) or c == "{" and _looks_like_brace_expansion(s, self.i):
-                    w.static = False
                 if c == "=" and not w.quoted and _ASSIGNMENT.fullmatch(s[w.raw_start : self.i + 1]):
                     w.assignment = True
                 w.value += c
                 w.approx += c
+                if c in "*?[" or (c == "~" and first) or c == "{" and _looks_like_brace_expansion(s, self.i):
+                    w.mark_dynamic()  # globs, tilde and brace expansion change the word
                 self.i += 1
             first = False
         w.raw_end = self.i
@@ -389,7 +395,7 @@ class _Parser:
             val, static, approx = self._read_dquoted_text('"')
             w.value += val
             w.approx += approx
-            w.static = w.static and static
+            w.mark_dynamic() if not static else None
             w.quoted = True
             return
         if nxt == "(":
@@ -399,29 +405,29 @@ class _Parser:
             else:
                 self.i += 2
                 self._substitution(")")
-            w.static = False
             w.value += s[start : self.i]
             w.approx += "$_"
+            w.mark_dynamic()
             return
         if nxt == "{":
             self.i += 2
             self._braced_parameter()
-            w.static = False
             w.value += s[start : self.i]
-            w.approx += s[start : self.i]
+            w.approx += "$_"
+            w.mark_dynamic()
             return
         if nxt and (nxt in _SPECIAL_PARAMS):
             self.i += 2
-            w.static = False
             w.value += s[start : self.i]
             w.approx += s[start : self.i]
+            w.mark_dynamic()
             return
         m = _NAME.match(s, self.i + 1)
         if m:
             self.i = m.end()
-            w.static = False
             w.value += s[start : self.i]
             w.approx += s[start : self.i]
+            w.mark_dynamic()
             return
         w.value += "$"
         w.approx += "$"
@@ -472,12 +478,13 @@ class _Parser:
     def _arithmetic(self) -> None:
         """``$((…))``: skip to the matching ``))``, reading any ``$(…)``/backticks inside."""
         s = self.s
-        start = self.i
         depth = 2
+        plain: list[str] = []  # the text outside substitutions, for the check below
         while True:
             if self.i >= self.n:
                 raise _ParseError("unterminated $((...))")
             c = s[self.i]
+            at = self.i
             if c == "(":
                 depth += 1
                 self.i += 1
@@ -488,6 +495,8 @@ class _Parser:
                     break
             elif c == "$" or c == "`":
                 self._dollar(_Word(), in_dquote=True) if c == "$" else self._backtick(_Word())
+                plain.append("$_")
+                continue
             elif c == "'":
                 end = s.find("'", self.i + 1)
                 if end == -1:
@@ -500,16 +509,18 @@ class _Parser:
                 self.i += 2
             else:
                 self.i += 1
-        content = s[start : self.i - 2]
-        if PASS_MGR in content:
-            # ``$((cmd) )`` is a command substitution holding a subshell; read
-            # the content as commands too rather than guess.
-            self.out.rescans.append((content, self.depth))
+            plain.append(s[at : self.i])
+        text = "".join(plain[:-1])  # without the closing parenthesis
+        if _mentions_pass_mgr(text):
+            # ``$((cmd) )`` is a command substitution holding a subshell, not
+            # arithmetic; read the text as commands too rather than guess.
+            self.out.rescans.append((text, self.depth + 1))
 
     def _braced_parameter(self) -> None:
         """``${…}``: skip to the matching ``}``, reading substitutions inside."""
         s = self.s
         depth = 1
+        plain: list[str] = []
         while True:
             if self.i >= self.n:
                 raise _ParseError("unterminated ${...}")
@@ -518,6 +529,9 @@ class _Parser:
                 depth -= 1
                 self.i += 1
                 if depth == 0:
+                    text = "".join(plain)
+                    if PASS_MGR in text:  # ``${X:-pass_mgr set k}`` as a word
+                        self.out.rescans.append((text, self.depth + 1))
                     return
             elif c == "{":
                 depth += 1
@@ -542,8 +556,10 @@ class _Parser:
                 if PASS_MGR in approx:
                     self.out.rescans.append((approx, self.depth + 1))
             elif c == "\\":
+                plain.append(s[self.i + 1 : self.i + 2])
                 self.i += 2
             else:
+                plain.append(c)
                 self.i += 1
 
     def _backtick(self, w: _Word) -> None:
@@ -568,9 +584,9 @@ class _Parser:
         sub.parse_list(None)
         if sub.pending_heredocs:
             sub._read_heredocs()
-        w.static = False
         w.value += "`" + "".join(inner) + "`"
         w.approx += "$_"
+        w.mark_dynamic()
 
     def _note_mention(self, word: _Word) -> None:
         if PASS_MGR in word.approx:
@@ -589,9 +605,11 @@ def _looks_like_brace_expansion(s: str, i: int) -> bool:
 
 
 def _basename(word: _Word) -> str | None:
-    if not word.static:
+    """The last path component when it is static (``$HOME/bin/pass_mgr`` -> pass_mgr)."""
+    slash = word.value.rfind("/")
+    if not word.static and slash < word.dyn_end:
         return None
-    return word.value.rsplit("/", 1)[-1]
+    return word.value[slash + 1 :]
 
 
 # Wrappers that run their operand as a command: name -> (options taking an
@@ -731,7 +749,7 @@ def _analyze(cmd: _Cmd, scan: _Scan, collector: _Collector) -> None:
         if _basename(head) == PASS_MGR:
             scan.calls.append(_make_call(words, cmd_idx, cmd.direct))
             placed.add(cmd_idx)
-        elif not head.static and PASS_MGR in head.value and not _GET_SUBSTITUTION.fullmatch(head.value):
+        elif not head.static and PASS_MGR in head.value and _PASS_MGR_NOT_GET.search(head.value):
             # ``"$(which pass_mgr)" set x`` runs pass_mgr under a name we cannot see.
             scan.problems.append("builds the pass_mgr command word at run time; write pass_mgr literally")
     for j, w in enumerate(words):
@@ -744,7 +762,9 @@ def _analyze(cmd: _Cmd, scan: _Scan, collector: _Collector) -> None:
             collector.rescans.append((w.approx, cmd.depth + 1))
 
 
-_GET_SUBSTITUTION = re.compile(r"\$\(\s*(?:\S*/)?pass_mgr\s+get\s[^()`$;&|]*\)|`\s*(?:\S*/)?pass_mgr\s+get\s[^`$;&|]*`")
+#: A command word that mentions pass_mgr other than as ``pass_mgr get`` (the
+#: secret itself as a command word is odd but harmless).
+_PASS_MGR_NOT_GET = re.compile(r"pass_mgr(?!\s+get\b)")
 _QUOTING = re.compile(r"[\"'\\\n]")
 
 

@@ -1,0 +1,152 @@
+"""Property tests for the pass_mgr scanner.
+
+1. It never crashes: any text gives calls or a :class:`CommandRefused`.
+2. It never misses a call bash makes: generated commands are run by a real
+   bash with a fake ``pass_mgr`` that logs its arguments, and every ``get``
+   bash ran must be among the scanner's direct calls (with the same key, or
+   key None for a dynamic one).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from paddedcell.execspec.commands import CommandRefused, check_command, find_pass_mgr_calls
+
+SHELL_ALPHABET = st.sampled_from(
+    list("abcdefgk_-=/ \t\n;&|()<>$`'\"\\{}[]*?~#!%0129")
+    + ["pass_mgr", "get", "set", "admin", "status", "$(", "${", "$((", "<<", "<<'E'", "\nE\n",
+       "$'", "--", "--version", "bash -c ", "env ", "######"]
+)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(SHELL_ALPHABET, max_size=60).map("".join))
+@example("$(" * 300)
+@example("`" * 301)
+@example("${" * 200 + "pass_mgr")
+@example("cat <<E\n" * 50)
+@example("$'\\x")
+@example("pass_mgr get $'\\u{110000}'")
+@example("$'\\U7fffffff'")
+def test_never_crashes(text: str) -> None:
+    try:
+        calls = check_command(text)
+    except CommandRefused as exc:
+        assert "\n" not in str(exc)
+        return
+    for call in calls:
+        assert call.subcommand not in ("set",)
+    find_pass_mgr_calls(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_never_crashes_on_any_unicode(text: str) -> None:
+    try:
+        check_command(text)
+    except CommandRefused:
+        pass
+
+
+# --------------------------------------------------------------------------- vs bash
+
+BASH = shutil.which("bash")
+KEYS = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
+
+
+def _quoted_key(draw, key: str) -> str:
+    style = draw(st.sampled_from(["plain", "single", "double", "ansi", "concat", "escaped"]))
+    return {
+        "plain": key,
+        "single": f"'{key}'",
+        "double": f'"{key}"',
+        "ansi": f"$'{key}'",
+        "concat": f"{key[:1]}'{key[1:]}'",
+        "escaped": "\\" + key,
+    }[style]
+
+
+@st.composite
+def get_call(draw) -> tuple[str, str]:
+    key = draw(KEYS)
+    program = draw(st.sampled_from(["pass_mgr", "$PMDIR/pass_mgr", "p'ass_mgr'", "\\pass_mgr"]))
+    wrapper = draw(st.sampled_from(["", "env X=1 ", "command ", "X=2 ", "nohup ", "timeout 5 "]))
+    dashdash = draw(st.sampled_from(["", "-- "]))
+    version = draw(st.sampled_from(["", " --version 1"]))
+    inner = f"{wrapper}{program} get {dashdash}{_quoted_key(draw, key)}{version if not dashdash else ''}"
+    form = draw(
+        st.sampled_from(
+            ["bare", "subst", "dq_subst", "backtick", "dq_backtick", "nested", "procsub",
+             "assign", "default", "heredoc", "subshell", "group", "arith"]
+        )
+    )  # fmt: skip
+    text = {
+        "bare": f"{inner} >/dev/null",
+        "subst": f"echo $({inner})",
+        "dq_subst": f'echo "x$({inner})y"',
+        "backtick": f"echo `{inner}`",
+        "dq_backtick": f'echo "`{inner}`"',
+        "nested": f"echo $(echo $({inner}))",
+        "procsub": f"cat <({inner})",
+        "assign": f"V=$({inner}); echo $V",
+        "default": f"echo ${{UNSET_VAR:-$({inner})}}",
+        "heredoc": f"cat <<EOF\n$({inner})\nEOF\n",
+        "subshell": f"({inner})",
+        "group": f"{{ {inner}; }}",
+        "arith": f"echo $(( $({inner} | wc -c) + 1 ))",
+    }[form]
+    return text, key
+
+
+@st.composite
+def script(draw) -> tuple[str, list[str]]:
+    parts = draw(st.lists(get_call(), min_size=1, max_size=4))
+    filler = st.sampled_from(["echo hi", "true", ": nothing", "echo 'a;b' \"c|d\"", "cat </dev/null"])
+    out: list[str] = []
+    for text, _key in parts:
+        if draw(st.booleans()):
+            out.append(draw(filler))
+        out.append(text)
+    seps = [draw(st.sampled_from(["; ", " && ", "\n", " | cat; "])) for _ in out]
+    joined = ""
+    for piece, sep in zip(out, seps):
+        joined += piece + ("" if piece.endswith("\n") else sep)
+    return joined, [k for _, k in parts]
+
+
+@pytest.fixture(scope="module")
+def fake_pass_mgr(tmp_path_factory):
+    bindir = tmp_path_factory.mktemp("bin")
+    log = bindir / "calls.log"
+    tool = bindir / "pass_mgr"
+    tool.write_text(f"#!{sys.executable}\nimport sys\nopen({str(log)!r}, 'a').write(repr(sys.argv[1:]) + '\\n')\nprint('secret')\n")
+    tool.chmod(0o755)
+    return bindir, log
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script())
+def test_no_call_bash_makes_is_missed(fake_pass_mgr, generated) -> None:
+    bindir, log = fake_pass_mgr
+    command, _keys = generated
+    log.write_text("")
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "PMDIR": str(bindir), "HOME": str(bindir)}
+    subprocess.run([BASH, "-c", command], env=env, cwd=bindir, capture_output=True, timeout=20)
+    ran = [eval(line) for line in log.read_text().splitlines()]  # noqa: S307 - our own repr
+    found = [c for c in check_command(command) if c.direct and c.subcommand == "get"]
+    found_keys = {c.key for c in found}
+    for argv in ran:
+        assert argv[0] == "get"
+        positional = [a for a in argv[1:] if a != "--"]
+        key = positional[0]
+        assert key in found_keys or None in found_keys, (command, argv, found)
+
