@@ -140,14 +140,16 @@ def _render(view: dict[str, Any], headline: str, tail: LogTail | None):
     agents = view.get("agents", [])
     for agent in agents[:40]:
         state = agent["state"]
-        table.add_row(agent["agentId"], Text(state, style=STATE_STYLES.get(state, "")),
-                      agent.get("workflow") or "", ", ".join(agent.get("activeSessions") or []))
+        # Text, not str: ids and log lines are data, never rich markup.
+        table.add_row(Text(agent["agentId"]), Text(state, style=STATE_STYLES.get(state, "")),
+                      Text(agent.get("workflow") or ""),
+                      Text(", ".join(agent.get("activeSessions") or [])))
     if len(agents) > 40:
         frozen = sum(a["state"] == "freeze" for a in agents)
         table.add_row(f"… {len(agents) - 40} more", f"{frozen}/{len(agents)} frozen", "", "")
     parts: list[Any] = [Text(headline, style="bold"), table]
     if tail is not None:
-        parts.append(Panel("\n".join(tail.lines) or "(no output yet)", title=tail.path))
+        parts.append(Panel(Text("\n".join(tail.lines) or "(no output yet)"), title=Text(tail.path)))
     return Group(*parts)
 
 
@@ -163,7 +165,7 @@ def run_interactive(s: Session, interval: float) -> int:
     from rich.console import Console
     from rich.live import Live
 
-    console = Console()
+    console = Console(markup=False, highlight=False)  # paths and ids are data
     job_id: str | None = None
     due_at = 0.0
     tail = LogTail(s.job["log"])  # before the first query: OK writes the first line
