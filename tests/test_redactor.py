@@ -19,6 +19,13 @@ M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 
 
+@pytest.fixture(autouse=True, params=["find-below-threshold", "always-sample"])
+def sampler_mode(request, monkeypatch):
+    """Run every test with the default small-buffer shortcut and without it."""
+    if request.param == "always-sample":
+        monkeypatch.setattr(matcher, "FIND_WORK", 0)
+
+
 def stream(r: StreamRedactor, chunks) -> bytes:
     return b"".join(r.feed(c) for c in chunks) + r.flush()
 
