@@ -49,6 +49,7 @@ __all__ = [
     "FAILURE_KINDS",
     "FOLLOW_UP",
     "LogSlice",
+    "PollBackoff",
     "SessionView",
     "cap_aggregated",
     "derive_session_name",
@@ -701,6 +702,32 @@ def process_poll(
     details = _finished_details(view)
     details["aggregated"] = view.aggregated
     return _text_result(text, details)
+
+
+#: ``BACKOFF_SCHEDULE_MS`` in ``command-poll-backoff.ts``.
+POLL_BACKOFF_SCHEDULE_MS = (5_000, 10_000, 30_000, 60_000)
+
+
+@dataclass(slots=True)
+class PollBackoff:
+    """``retryInMs`` of a running ``poll``: 5 s after output, then 10 s, 30 s, 60 s.
+
+    OpenClaw's ``recordCommandPoll``: each poll without new output moves one
+    step along the schedule; a poll with output starts again. Keep one per
+    session and :meth:`reset` it when the session finishes, is killed or removed.
+    """
+
+    count: int | None = None
+
+    def record(self, has_new_output: bool) -> int:
+        if has_new_output:
+            self.count = 0
+            return POLL_BACKOFF_SCHEDULE_MS[0]
+        self.count = (self.count if self.count is not None else -1) + 1
+        return POLL_BACKOFF_SCHEDULE_MS[min(self.count, len(POLL_BACKOFF_SCHEDULE_MS) - 1)]
+
+    def reset(self) -> None:
+        self.count = None
 
 
 class LogSlice(NamedTuple):

@@ -1,0 +1,303 @@
+"""PaddedCell's exec contract against OpenClaw's own answers, field by field.
+
+``test_execspec_openclaw_vectors.json`` was produced by
+``test_execspec_openclaw_vectors.mjs`` from OpenClaw 2026.9.6's ``dist/``:
+its real ``process`` tool (``bash-tools.process.ts``) over fake sessions in its
+real registry (``bash-process-registry.ts``), its exec outcome and result
+builders (``bash-tools.exec-runtime.ts`` ``buildExecExitOutcome``,
+``bash-tools.exec-support.ts`` ``buildExecForegroundResult``), its pty-keys
+encoder (``pty-keys.ts``), ``sliceLogLines``/``deriveSessionName``
+(``bash-tools.shared.ts``), ``formatDurationCompact`` and the host env guard
+(``host-env-security.ts``).
+
+The only differences allowed are the deliberate ones, all in :func:`ours`
+and :data:`EXTRA_DETAILS`: our tools are called ``pcprocess``/``pcexec``, and
+exec results carry ``details.truncated`` (DESIGN §4.1).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paddedcell.execspec import keys, results
+from paddedcell.execspec.request import RequestError, check_env, forbidden_env_keys
+from paddedcell.execspec.results import PollBackoff, SessionView
+
+VECTORS = json.loads(
+    (Path(__file__).with_name("test_execspec_openclaw_vectors.json")).read_text(encoding="utf-8")
+)
+NOW = VECTORS["now"]
+#: details keys PaddedCell adds on purpose.
+EXTRA_DETAILS = {"truncated"}
+
+
+def ours(openclaw_text: str) -> str:
+    """OpenClaw's text with our tool names (the one intended difference)."""
+    return (
+        openclaw_text.replace("Use process ", "Use pcprocess ")
+        .replace("start it with exec background", "start it with pcexec background")
+        .replace("so OpenClaw can register", "so PaddedCell can register")
+    )
+
+
+def assert_same(mine: dict[str, Any], theirs: dict[str, Any], *, extra: set[str] = frozenset()) -> None:
+    assert mine["content"] == [{"type": "text", "text": ours(theirs["content"][0]["text"])}]
+    mine_details = {k: v for k, v in mine["details"].items() if k not in extra}
+    their_details = dict(theirs["details"])
+    for key in ("followUp", "output"):  # texts that name the tools
+        if key in their_details:
+            their_details[key] = ours(their_details[key])
+    assert mine_details == their_details
+
+
+def test_vectors_are_from_the_pinned_openclaw() -> None:
+    assert VECTORS["openclaw"] == "2026.9.6"
+    assert ours(VECTORS["followUp"]) == results.FOLLOW_UP
+    assert VECTORS["noOutputPlaceholder"] == results.EXEC_NO_OUTPUT_PLACEHOLDER
+
+
+# --------------------------------------------------------------------------- keys
+
+
+@pytest.mark.parametrize("case", VECTORS["keys"], ids=lambda c: json.dumps({k: v for k, v in c.items() if k in ("keys", "hex", "literal", "mode")}))
+def test_send_keys_bytes(case: dict[str, Any]) -> None:
+    encoded = keys.encode_key_request(
+        keys=case.get("keys"), hex=case.get("hex"), literal=case.get("literal"), cursor_mode=case.get("mode")
+    )
+    assert encoded.data.hex() == case["bytes"]
+    assert list(encoded.warnings) == case["warnings"]
+    assert keys.has_cursor_mode_sensitive_keys(case.get("keys")) == case["sensitive"]
+
+
+@pytest.mark.parametrize("case", VECTORS["paste"], ids=lambda c: repr((c["text"], c["bracketed"])))
+def test_paste_bytes(case: dict[str, Any]) -> None:
+    assert keys.encode_paste(case["text"], case["bracketed"]).hex() == case["bytes"]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize("case", VECTORS["sliceLogLines"])
+def test_slice_lines_matches_slice_log_lines(case: dict[str, Any]) -> None:
+    # sliceLogLines itself takes offset/limit as given; the 200-line default is
+    # resolveLogSliceWindow's, which slice_lines also applies.
+    offset, limit = case["offset"], case["limit"]
+    if offset is None and limit is None:
+        got = results.slice_lines(case["text"], None, None)
+        expected = [ln for ln in case["text"].replace("\r\n", "\n").split("\n")]
+        if expected and expected[-1] == "":
+            expected.pop()
+        assert got.text == "\n".join(expected[-200:])
+        assert got.default_tail
+        return
+    got = results.slice_lines(case["text"], offset, limit)
+    assert (got.text, got.total_lines, got.total_chars) == (case["slice"], case["totalLines"], case["totalChars"])
+
+
+@pytest.mark.parametrize("case", VECTORS["deriveSessionName"], ids=lambda c: c["command"][:30])
+def test_derive_session_name(case: dict[str, Any]) -> None:
+    assert results.derive_session_name(case["command"]) == case["name"]
+
+
+@pytest.mark.parametrize("case", VECTORS["formatDurationCompact"], ids=lambda c: str(c["ms"]))
+def test_format_duration_compact(case: dict[str, Any]) -> None:
+    assert results.format_duration_compact(case["ms"]) == case["text"]
+
+
+# --------------------------------------------------------------------------- exec
+
+
+@pytest.mark.parametrize("case", VECTORS["exec"], ids=lambda c: f"{c['input']['reason']}-{c['input']['exitCode']}-{c['input']['exitSignal']}")
+def test_exec_results(case: dict[str, Any]) -> None:
+    e = case["input"]
+    mine = results.exec_from_exit(
+        exit_code=e["exitCode"],
+        exit_signal=e["exitSignal"],
+        exit_reason=e["reason"],
+        duration_ms=e["durationMs"],
+        aggregated=e["aggregated"],
+        truncated=e.get("dropped", False),
+        cwd=e["cwd"],
+        timeout_seconds=e.get("timeoutSec"),
+        warnings=[e["warningText"]] if e.get("warningText") else (),
+        continuation_available=e.get("cont", False),
+    )
+    assert_same(mine, case["result"], extra=EXTRA_DETAILS)
+    assert mine["details"]["truncated"] is e.get("dropped", False)
+
+
+def test_exec_running_shape() -> None:
+    # bash-tools.exec-run.ts: `${warnings}Command still running (session ${id}, pid ${pid ?? "n/a"}). ${FOLLOW_UP}`
+    r = results.exec_running(session_id="quiet-rook", pid=77, started_at=NOW, cwd="/w", tail="x" * 3000)
+    assert r["content"][0]["text"] == (
+        "Command still running (session quiet-rook, pid 77). Use pcprocess "
+        "(list/poll/log/write/send-keys/submit/paste/kill/clear/remove) for follow-up."
+    )
+    assert r["details"] == {
+        "status": "running", "sessionId": "quiet-rook", "pid": 77, "startedAt": NOW, "cwd": "/w",
+        "tail": "x" * 2000, "followUp": results.FOLLOW_UP,
+    }  # fmt: skip
+    r = results.exec_running(session_id="s", pid=None, started_at=NOW, cwd=None, tail="", warnings=["Warning: w"])
+    assert r["content"][0]["text"].startswith("Warning: w\n\nCommand still running (session s, pid n/a). ")
+    assert "pid" not in r["details"]
+
+
+# --------------------------------------------------------------------------- env guard
+
+
+@pytest.mark.parametrize("case", VECTORS["env"], ids=lambda c: ",".join(c["env"]) or "-")
+def test_env_guard(case: dict[str, Any]) -> None:
+    assert forbidden_env_keys(case["env"]) == (case["blocked"], case["invalid"])
+    if case["error"] is None:
+        check_env(case["env"])
+    else:
+        with pytest.raises(RequestError) as info:
+            check_env(case["env"])
+        assert str(info.value) == case["error"]
+
+
+# --------------------------------------------------------------------------- process
+
+
+class Model:
+    """A minimal session as the supervisor would keep it, built from a vector's spec."""
+
+    PENDING_CAP = 30_000
+
+    def __init__(self, spec: dict[str, Any]):
+        self.spec = spec
+        everything = "".join(spec.get("outputs") or [])
+        cap = spec.get("maxOutputChars", 200_000)
+        self.aggregated, cut = results.cap_aggregated(everything, cap)
+        pending_cap = min(self.PENDING_CAP, cap)
+        self.pending = everything[-pending_cap:] if len(everything) > pending_cap else everything
+        self.dropped = len(everything) > pending_cap
+        self.total = len(everything)
+        self.truncated = cut or self.dropped
+        self.stdin_writable = spec.get("stdinWritable", True)
+        self.exit = spec.get("exit")
+        self.killed = False
+        self.gone = False
+        self.backoff = PollBackoff()
+
+    def view(self) -> SessionView:
+        s, x = self.spec, self.exit
+        last = s.get("lastOutputAt") or s["startedAt"]
+        idle = NOW - last
+        status = "running" if x is None else x["status"]
+        return SessionView(
+            session_id=s["id"], status=status, pid=s["pid"], command=s["command"], cwd=s["cwd"],
+            started_at=s["startedAt"], ended_at=s.get("endedAt", None if x is None else NOW),
+            exit_code=None if x is None else x["exitCode"],
+            exit_signal=None if x is None else x["exitSignal"],
+            tail=results.tail(self.aggregated), aggregated=self.aggregated, truncated=self.truncated,
+            waiting_for_input=x is None and self.stdin_writable and idle >= 15_000,
+            exit_reason=None if x is None else x["reason"], stdin_writable=self.stdin_writable,
+            idle_ms=idle, last_output_at=last, total_output_chars=self.total,
+        )  # fmt: skip
+
+    def act(self, args: dict[str, Any]) -> dict[str, Any]:
+        a = args["action"]
+        sid = self.spec["id"]
+        v = self.view()
+        running = v.running and not self.gone
+        if self.gone:
+            kind = {"write": "active", "send-keys": "active", "submit": "active", "paste": "active",
+                    "kill": "active", "clear": "finished"}.get(a, "any")  # fmt: skip
+            return results.process_not_found(sid, kind)
+        if a == "poll":
+            out, dropped = self.pending, self.dropped
+            self.pending, self.dropped = "", False
+            if running:
+                retry = self.backoff.record(bool(out.strip()))
+                return results.process_poll(v, out, output_dropped=dropped, retry_in_ms=retry)
+            self.backoff.reset()
+            return results.process_poll(v, out, output_dropped=dropped)
+        if a == "log":
+            return results.process_log(v, self.aggregated, args.get("offset"), args.get("limit"))
+        if a in ("write", "send-keys", "submit", "paste"):
+            if not running:
+                return results.process_not_found(sid, "active")
+            if not self.stdin_writable:
+                return results.process_stdin_not_writable(sid)
+            if a == "write":
+                if args.get("eof"):
+                    self.stdin_writable = False
+                return results.process_write(v, args.get("data", ""), bool(args.get("eof")))
+            if a == "submit":
+                return results.process_submit(v)
+            if a == "paste":
+                payload = keys.encode_paste(args.get("text", ""), args.get("bracketed", True) is not False)
+                if not payload:
+                    return results.process_paste_empty()
+                return results.process_paste(v, args.get("text", ""))
+            mode = self.spec.get("cursorKeyMode", "normal")
+            if mode == "unknown" and keys.has_cursor_mode_sensitive_keys(args.get("keys")):
+                return results.process_cursor_mode_unknown(sid)
+            enc = keys.encode_key_request(args.get("keys"), args.get("hex"), args.get("literal"), mode)
+            if not enc.data:
+                return results.process_send_keys_no_data()
+            return results.process_send_keys(v, len(enc.data), enc.warnings)
+        if a == "kill":
+            if not running:
+                return results.process_not_found(sid, "active")
+            return results.process_kill(v)
+        if a == "clear":
+            if running:
+                return results.process_not_found(sid, "finished")
+            self.gone = True
+            return results.process_clear(sid)
+        if a == "remove":
+            self.gone = True
+            return results.process_remove(v)
+        raise AssertionError(a)
+
+
+def _written(args: dict[str, Any], spec: dict[str, Any]) -> str:
+    a = args["action"]
+    if a == "write":
+        return args.get("data", "").encode().hex()
+    if a == "submit":
+        return keys.SUBMIT.hex()
+    if a == "paste":
+        return keys.encode_paste(args.get("text", ""), args.get("bracketed", True) is not False).hex()
+    if a == "send-keys":
+        mode = spec.get("cursorKeyMode", "normal")
+        return keys.encode_key_request(args.get("keys"), args.get("hex"), args.get("literal"), mode).data.hex()
+    return ""
+
+
+@pytest.mark.parametrize("scenario", VECTORS["process"], ids=lambda s: s["name"])
+def test_process_actions(scenario: dict[str, Any]) -> None:
+    model = Model(scenario["spec"])
+    for step in scenario["results"]:
+        mine = model.act(step["args"])
+        assert_same(mine, step["result"]), step["args"]
+        if step["written"]:
+            assert _written(step["args"], scenario["spec"]) == step["written"]
+
+
+def test_process_list() -> None:
+    views = [Model(spec).view() for spec in VECTORS["list"]["specs"]]
+    assert_same(results.process_list(views, now_ms=NOW), VECTORS["list"]["result"])
+    assert_same(results.process_list([], now_ms=NOW), VECTORS["listEmpty"])
+
+
+def test_process_errors() -> None:
+    e = VECTORS["errors"]
+    assert_same(results.process_not_found("nope"), e["notFoundPoll"])
+    assert_same(results.process_not_found("nope"), e["notFoundLog"])
+    assert_same(results.process_not_found("nope"), e["notFoundRemove"])
+    assert_same(results.process_not_found("nope", "active"), e["notFoundWrite"])
+    assert_same(results.process_not_found("nope", "active"), e["notFoundKill"])
+    assert_same(results.process_not_found("nope", "finished"), e["notFoundClear"])
+    from paddedcell.execspec.request import parse_process_action
+
+    for body, key in (({"action": "frobnicate"}, "invalidAction"), ({"action": "poll"}, "missingSession")):
+        with pytest.raises(RequestError) as info:
+            parse_process_action(body)
+        assert_same(results.process_failed(str(info.value)), e[key])
