@@ -1,0 +1,331 @@
+"""The vault library: crypto bindings, tampering, permissions, history, leak lock, recovery."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from paddedcell import config
+from paddedcell.vault import (Busy, Forbidden, IntegrityError, Locked, NoSuchKey, NotInitialized,
+                              UnsafePermissions, VaultError, agent_secret_values, check_leak,
+                              generate_secret, get_secret, init_admin, key_history, list_keys,
+                              recover, rotate_secret, rotate_store, set_secret, unset_secret,
+                              vault_status)
+from paddedcell.vault.files import FileLock
+from paddedcell.vault.leak import LeakDetector
+
+PW = "library test admin pw"
+FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1}
+
+
+@pytest.fixture
+def s(tmp_path):
+    return config.load({"PADDEDCELL_HOME": str(tmp_path / "home")}, FAST_KDF)
+
+
+@pytest.fixture
+def ws(tmp_path) -> str:
+    path = tmp_path / "ws"
+    path.mkdir(mode=0o700)
+    return str(path)
+
+
+@pytest.fixture
+def ready(s, ws):
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "db-value", PW, s)
+    return s
+
+
+def store_file(ws: str, agent: str = "a1") -> Path:
+    return Path(ws) / ".paddedcell" / "secrets" / agent / "store.json"
+
+
+def test_exit_codes_of_the_errors():
+    assert [cls("x").exit_code for cls in (VaultError, NoSuchKey, Forbidden, IntegrityError,
+                                           UnsafePermissions, Busy)] == [1, 4, 5, 6, 1, 1]
+    assert NotInitialized().exit_code == Locked().exit_code == 3
+    assert str(NotInitialized()) == ("pass_mgr is not initialized; a human must run: "
+                                     "pass_mgr admin init")
+
+
+def test_uninitialized(s, ws):
+    assert vault_status(s) == "uninitialized"
+    for call in (lambda: get_secret("a1", ws, "k", settings=s),
+                 lambda: agent_secret_values("a1", ws, settings=s),
+                 lambda: generate_secret("a1", ws, "k", settings=s),
+                 lambda: set_secret("a1", ws, "k", "v", PW, s)):
+        with pytest.raises(NotInitialized):
+            call()
+    assert check_leak(PW, "x", settings=s) is False
+
+
+def test_roundtrip_history_and_values(ready, ws):
+    s = ready
+    assert agent_secret_values("a1", ws, settings=s) == ["db-value"]
+    assert agent_secret_values("nobody", ws, settings=s) == []
+    first = generate_secret("a1", ws, "api", settings=s)
+    assert len(first.value) == 32 and first.value not in repr(first)
+    values = [first.value] + [rotate_secret("a1", ws, "api", settings=s).value for _ in range(5)]
+    assert [v for v, _ in key_history("a1", ws, "api", settings=s)] == [6, 5, 4, 3, 2]
+    assert get_secret("a1", ws, "api", settings=s) == values[-1]
+    assert get_secret("a1", ws, "api", version=2, settings=s) == values[1]
+    with pytest.raises(NoSuchKey):
+        get_secret("a1", ws, "api", version=1, settings=s)
+    assert sorted(agent_secret_values("a1", ws, settings=s)) == sorted(values[1:] + ["db-value"])
+    assert list_keys("a1", ws, settings=s) == ["api", "db"]
+    unset_secret("a1", ws, "api", settings=s)
+    assert list_keys("a1", ws, settings=s) == ["db"]
+    with pytest.raises(NoSuchKey):
+        unset_secret("a1", ws, "api", settings=s)
+    with pytest.raises(NoSuchKey):
+        rotate_secret("a1", ws, "nope", settings=s)
+
+
+def test_history_depth_setting(s, ws):
+    s = config.load({"PADDEDCELL_HOME": str(s.home)}, {**FAST_KDF, "vault.history_depth": 2})
+    init_admin(PW, s)
+    for value in ("v1", "v2", "v3"):
+        set_secret("a1", ws, "k", value, PW, s)
+    assert [v for v, _ in key_history("a1", ws, "k", settings=s)] == [3, 2]
+    assert agent_secret_values("a1", ws, settings=s) == ["v3", "v2"]
+
+
+def test_rotate_store_changes_every_ciphertext_not_the_values(ready, ws):
+    s = ready
+    generate_secret("a1", ws, "api", settings=s)
+    before = json.loads(store_file(ws).read_text())
+    values = agent_secret_values("a1", ws, settings=s)
+    rotate_store("a1", ws, settings=s)
+    after = json.loads(store_file(ws).read_text())
+    assert agent_secret_values("a1", ws, settings=s) == values
+    assert after["store_id"] == before["store_id"]
+    assert after["wrap_host"] != before["wrap_host"] and after["wrap_admin"] != before["wrap_admin"]
+    for key in ("api", "db"):
+        assert before["entries"][key]["versions"][0]["ct"] != after["entries"][key]["versions"][0]["ct"]
+
+
+def test_generate_refuses_to_overwrite_and_respects_options(ready, ws):
+    s = ready
+    with pytest.raises(VaultError, match="--force"):
+        generate_secret("a1", ws, "db", settings=s)
+    change = generate_secret("a1", ws, "db", length=20, symbols=False, force=True, settings=s)
+    assert change.value.isalnum() and len(change.value) == 20 and change.version == 2
+    rotated = rotate_secret("a1", ws, "db", settings=s).value
+    assert rotated.isalnum() and len(rotated) == 20  # rotate keeps the generator's shape
+
+
+def _resign(ws: str, s, mutate) -> None:
+    """Rewrite a store with a valid MAC after ``mutate`` (an attacker holding the data key)."""
+    from paddedcell.vault import admin, crypto
+
+    path = store_file(ws)
+    doc = json.loads(path.read_text())
+    host = admin.read_host_key(admin.AdminPaths(s.home))
+    data_key = crypto.unseal(admin.subkey(host, "wrap"), doc["wrap_host"],
+                             crypto.aad("wrap-host", doc["agent_id"], doc["store_id"]), "w")
+    mutate(doc)
+    body = {k: v for k, v in doc.items() if k != "mac"}
+    path.write_bytes(crypto.sign_document(data_key[32:], body,
+                                          crypto.aad("store", doc["agent_id"], doc["store_id"])))
+
+
+def test_entries_are_bound_to_their_key_and_version(ready, ws):
+    """Even with a valid MAC, a box moved to another key or version does not open."""
+    s = ready
+    set_secret("a1", ws, "other", "other-value", PW, s)
+
+    def swap(doc):
+        entries = doc["entries"]
+        entries["db"]["versions"][0], entries["other"]["versions"][0] = \
+            entries["other"]["versions"][0], entries["db"]["versions"][0]
+        entries["db"]["versions"][0]["v"], entries["other"]["versions"][0]["v"] = 1, 1
+
+    _resign(ws, s, swap)
+    with pytest.raises(IntegrityError):
+        get_secret("a1", ws, "db", settings=s)
+
+    set_secret("a1", ws, "db", "second", PW, s)
+
+    def renumber(doc):
+        doc["entries"]["db"]["versions"][0]["v"] = 7
+
+    _resign(ws, s, renumber)
+    with pytest.raises(IntegrityError):
+        get_secret("a1", ws, "db", settings=s)
+
+
+def test_a_store_copied_to_another_agent_does_not_open(ready, ws):
+    target = store_file(ws, "a2")
+    target.parent.mkdir(mode=0o700, parents=True)
+    shutil.copy2(store_file(ws), target)
+    with pytest.raises(IntegrityError):
+        get_secret("a2", ws, "db", settings=ready)
+
+
+@pytest.mark.parametrize("which", ["store", "admin", "host"])
+def test_every_flipped_byte_is_an_integrity_error(ready, ws, which):
+    s = ready
+    path = {"store": store_file(ws), "admin": s.home / "vault" / "admin.json",
+            "host": s.home / "keys" / "host.key"}[which]
+    original = path.read_bytes()
+    for index in range(len(original)):
+        for flip in (0x01, 0x80):
+            data = bytearray(original)
+            data[index] ^= flip
+            path.write_bytes(bytes(data))
+            with pytest.raises(IntegrityError):
+                if which == "admin":
+                    set_secret("a1", ws, "db", "x", PW, s)
+                else:
+                    get_secret("a1", ws, "db", settings=s)
+    path.write_bytes(original)
+    assert get_secret("a1", ws, "db", settings=s) == "db-value"
+
+
+def test_wrong_admin_password_is_forbidden(ready, ws):
+    with pytest.raises(Forbidden):
+        set_secret("a1", ws, "db", "x", "wrong password", ready)
+    with pytest.raises(Forbidden):
+        init_admin("a new admin password", ready)  # ready: needs the current one
+    with pytest.raises(Forbidden):
+        init_admin("a new admin password", ready, current_password="wrong password")
+    with pytest.raises(VaultError, match="too short"):
+        init_admin("short", ready, current_password=PW)
+
+
+@pytest.mark.parametrize("target", ["store", "store_dir", "host", "admin"])
+def test_loose_permissions_are_refused(ready, ws, target):
+    s = ready
+    path, mode = {"store": (store_file(ws), 0o604), "store_dir": (store_file(ws).parent, 0o750),
+                  "host": (s.home / "keys" / "host.key", 0o640),
+                  "admin": (s.home / "vault" / "admin.json", 0o660)}[target]
+    os.chmod(path, mode)
+    with pytest.raises(UnsafePermissions, match="chmod"):
+        if target == "admin":
+            set_secret("a1", ws, "db", "x", PW, s)
+        else:
+            get_secret("a1", ws, "db", settings=s)
+
+
+def test_files_and_directories_are_private(ready, ws):
+    generate_secret("a1", ws, "api", settings=ready)
+    for root in (ready.home, Path(ws) / ".paddedcell"):
+        for path in [root, *root.rglob("*")]:
+            mode = path.stat().st_mode & 0o777
+            assert mode == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_no_file_keeps_the_admin_password(ready, ws):
+    check_leak("warm the cache", "x", settings=ready)
+    forms = [PW.encode(), base64.b64encode(PW.encode()), PW.encode().hex().encode()]
+    for root in (ready.home, Path(ws)):
+        for path in root.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert not any(form in data for form in forms), path
+
+
+def test_leak_locks_and_init_recovers_every_store(ready, ws, tmp_path):
+    s = ready
+    other_ws = tmp_path / "ws2"
+    other_ws.mkdir(mode=0o700)
+    api = generate_secret("a2", str(other_ws), "api", settings=s).value
+    assert check_leak("no password here", "message:in", settings=s) is False
+    assert check_leak(f'{{"cmd": "echo {PW}"}}'.encode(), "tool-call:exec", settings=s) is True
+    assert vault_status(s) == "locked"
+    with pytest.raises(Locked):
+        get_secret("a1", ws, "db", settings=s)
+    with pytest.raises(Locked):
+        agent_secret_values("a1", ws, settings=s)
+    log = [json.loads(line) for line in (s.home / "security.log").read_text().splitlines()]
+    assert [e["source"] for e in log if e["level"] == "CRITICAL"] == ["tool-call:exec"]
+    report = init_admin("the next admin pw", s)
+    assert (report.previous_state, report.rewrapped, report.failed) == ("locked", 2, ())
+    assert get_secret("a1", ws, "db", settings=s) == "db-value"
+    assert get_secret("a2", str(other_ws), "api", settings=s) == api
+    assert check_leak(PW, "x", settings=s) is False  # the old password is no longer watched
+    assert check_leak("..the next admin pw..", "x", settings=s) is True
+
+
+def test_a_source_label_holding_the_password_is_withheld(ready):
+    assert check_leak(PW, f"label {PW}", settings=ready)
+    assert PW not in (ready.home / "security.log").read_text()
+
+
+def test_recover_after_losing_the_host_key(ready, ws):
+    s = ready
+    generate_secret("a1", ws, "api", settings=s)
+    values = agent_secret_values("a1", ws, settings=s)
+    (s.home / "keys" / "host.key").unlink()
+    with pytest.raises(IntegrityError, match="admin recover"):
+        get_secret("a1", ws, "db", settings=s)
+    with pytest.raises(Forbidden):
+        recover("not the password", s)
+    report = recover(PW, s)
+    assert report.rewrapped == 1 and report.failed == ()
+    assert agent_secret_values("a1", ws, settings=s) == values
+    set_secret("a1", ws, "db", "after recovery", PW, s)  # admin.json verifies again
+    assert check_leak(PW, "x", settings=s)  # and the detector still works
+
+
+def test_a_writer_waits_for_the_lock_and_gives_up_with_busy(ready, ws):
+    s = config.load({"PADDEDCELL_HOME": str(ready.home)}, {"vault.lock_timeout_seconds": 0.2})
+    lock = store_file(ws).parent / ".lock"
+    with FileLock(lock, exclusive=True, timeout=1):
+        with pytest.raises(Busy):
+            generate_secret("a1", ws, "x", settings=s)
+    generate_secret("a1", ws, "x", settings=s)
+
+
+def test_names_are_checked(ready, ws):
+    for key in ("", "../x", "a b", "a|b", "x" * 200, "-flag"):
+        with pytest.raises(VaultError):
+            get_secret("a1", ws, key, settings=ready)
+    for agent in ("", "..", "a/b", ".hidden"):
+        with pytest.raises(VaultError):
+            get_secret(agent, ws, "db", settings=ready)
+    with pytest.raises(VaultError, match="absolute"):
+        get_secret("a1", "relative/ws", "db", settings=ready)
+
+
+# -- the leak detector on its own ---------------------------------------------------------
+
+passwords = st.text(min_size=8, max_size=40).filter(lambda p: p == p.strip() and "\0" not in p)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(password=passwords, before=st.binary(max_size=300), after=st.binary(max_size=300))
+def test_detector_finds_the_password_anywhere(password, before, after):
+    detector = LeakDetector.create(password)
+    raw = password.encode("utf-8")
+    assert detector.contains(before + raw + after)
+    assert detector.contains(json.dumps({"text": password}))
+    assert detector.contains(json.dumps({"text": password}, ensure_ascii=False))
+
+
+@hsettings(max_examples=100, deadline=None)
+@given(password=passwords, text=st.binary(min_size=0, max_size=2000))
+def test_detector_has_no_false_positive(password, text):
+    from paddedcell.vault.leak import encoded_forms
+
+    detector = LeakDetector.create(password)
+    assert detector.contains(text) == any(form in text for form in encoded_forms(password))
+
+
+def test_detector_survives_serialisation_and_keeps_no_plaintext():
+    detector = LeakDetector.create("pa\"ss\\wörd 123")
+    blob = json.dumps(detector.to_json())
+    raw = "pa\"ss\\wörd 123".encode()
+    assert not any(form in blob.encode() for form in
+                   (raw, raw.hex().encode(), base64.b64encode(raw), b"ss\\\\w", b"123"))
+    again = LeakDetector.from_json(json.loads(blob))
+    assert again.contains(json.dumps({"x": "pa\"ss\\wörd 123"}))
+    assert again.contains("pa\"ss\\wörd 123")
+    assert not again.contains("pa\"ss\\wörd 12")
