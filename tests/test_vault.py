@@ -324,7 +324,8 @@ def test_detector_survives_serialisation_and_keeps_no_plaintext():
     blob = json.dumps(detector.to_json())
     raw = "pa\"ss\\wörd 123".encode()
     assert not any(form in blob.encode() for form in
-                   (raw, raw.hex().encode(), base64.b64encode(raw), b"ss\\\\w", b"123"))
+                   (raw, raw.hex().encode(), base64.b64encode(raw),
+                    json.dumps("pa\"ss\\wörd 123").encode()))
     again = LeakDetector.from_json(json.loads(blob))
     assert again.contains(json.dumps({"x": "pa\"ss\\wörd 123"}))
     assert again.contains("pa\"ss\\wörd 123")
