@@ -286,3 +286,20 @@ def test_engines_agree_with_each_other():
         assert sorted(set(e.spans(data))) == ref, engine.__name__
         for i in range(len(data)):
             assert e.hold(data[:i]) == matcher.FindMatcher(pats).hold(data[:i])
+
+
+def test_long_secret_hold_uses_regex_path_and_stays_minimal():
+    """A PEM-sized secret makes every tail check long; still exact and minimal."""
+    key = b"-----BEGIN KEY-----\n" + bytes(range(48, 123)) * 5 + b"\n-----END KEY-----"
+    assert len(key) > matcher.PrefixIndex.LOOP_LIMIT
+    patterns = patterns_for([key])
+    data = b"log: " + key[:200] + b" retry: " + key + b" hex " + key.hex().encode()[:300]
+    r = StreamRedactor([key])
+    seen, out = b"", b""
+    for i in range(0, len(data), 37):
+        out += r.feed(data[i : i + 37])
+        seen = data[: i + 37]
+        assert r.held == naive_held(seen, patterns)
+    out += r.flush()
+    assert out == naive_redact(data, patterns)
+    assert key not in out

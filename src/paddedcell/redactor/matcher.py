@@ -24,6 +24,7 @@ Engines (chosen by :func:`build`):
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from typing import Iterable
 
@@ -42,7 +43,12 @@ class PrefixIndex:
     bisection.
     """
 
-    __slots__ = ("_sorted", "_first", "_head4", "_short", "maxlen")
+    __slots__ = ("_sorted", "_first", "_first_re", "_head4", "_short", "maxlen")
+
+    #: Tails longer than this are searched for candidate starts with a regex
+    #: (C speed) instead of a Python loop: a 4 KiB PEM key hex-encoded is an
+    #: 8 KiB pattern, and every feed looks at that many trailing bytes.
+    LOOP_LIMIT = 256
 
     def __init__(self, patterns: Iterable[bytes]):
         self._sorted = sorted(set(patterns))
@@ -50,16 +56,29 @@ class PrefixIndex:
         for p in self._sorted:
             first[p[0]] = 1
         self._first = bytes(first)
+        starts = b"".join(re.escape(bytes([c])) for c in range(256) if first[c])
+        self._first_re = re.compile(b"[" + starts + b"]") if starts else None
         self._head4 = {p[:4] for p in self._sorted if len(p) >= 4}
         self._short = {p[:k] for p in self._sorted for k in range(1, min(len(p), 3) + 1)}
         self.maxlen = max((len(p) for p in self._sorted), default=0)
 
     def hold(self, buf: bytes) -> int:
         n = len(buf)
-        first, head4, ordered = self._first, self._head4, self._sorted
-        for i in range(max(0, n - self.maxlen + 1), n):
-            if not first[buf[i]]:
-                continue
+        lo = max(0, n - self.maxlen + 1)
+        if n - lo > self.LOOP_LIMIT:
+            if self._first_re is None:
+                return 0
+            starts = (m.start() for m in self._first_re.finditer(buf, lo))
+        else:
+            first = self._first
+            starts = (i for i in range(lo, n) if first[buf[i]])
+        return self._longest(buf, starts)
+
+    def _longest(self, buf: bytes, starts) -> int:
+        """The first start (in increasing order) whose tail is a prefix."""
+        n = len(buf)
+        head4, ordered = self._head4, self._sorted
+        for i in starts:
             if n - i < 4:
                 if buf[i:] in self._short:
                     return n - i
@@ -126,9 +145,9 @@ class SampledMatcher:
     gram up finds every occurrence; a slice comparison then verifies it.
 
     The lookup is vectorised with numpy: a strided view reads the grams
-    without copying, a multiplicative hash indexes a bitmap (sized for about
-    1/16 false hits), survivors are checked exactly against the sorted grams,
-    and only true gram hits reach Python. The cost per byte is ~1/s of a scan
+    without copying, a multiplicative hash indexes two bitmaps, survivors are
+    checked exactly against the sorted grams, and only true gram hits reach
+    Python. The cost per byte is ~1/s of a scan
     and does not grow with the number of patterns.
     """
 
@@ -148,14 +167,18 @@ class SampledMatcher:
         count = len(pats)
         grams = np.ndarray((count, s), dtype=self._dtype, buffer=joined, strides=(m, 1))
         grams = grams.astype(np.uint64).ravel()
-        bits = min(27, max(10, int(count * s).bit_length() + 4))
-        self._shift = np.uint64(64 - bits)
-        self._bitmaps = []
-        for mult in self._MULTS:
-            bitmap = np.zeros(1 << (bits - 3), np.uint8)
-            h = self._hash(grams, mult)
-            np.bitwise_or.at(bitmap, h >> 3, np.left_shift(1, h & 7).astype(np.uint8))
-            self._bitmaps.append((mult, bitmap))
+        # Two bitmaps indexed by two bit fields of one multiplicative hash
+        # (the top ``bits`` bits, then the next ``bits``). The first is sparse
+        # enough (< 1/4096 full) that a 64 KiB read usually has no survivor,
+        # so the common case costs five numpy calls; the second thins the
+        # survivors of larger sets before the exact check.
+        bits = min(26, max(18, int(count * s).bit_length() + 12))
+        self._shift1 = np.uint64(64 - bits)
+        self._shift2 = np.uint64(64 - 2 * bits)
+        self._field = np.uint64((1 << bits) - 1)
+        h = grams * self._MULT
+        self._table1 = _bitmap(bits, (h >> self._shift1).view(np.int64))
+        self._table2 = _bitmap(bits, ((h >> self._shift2) & self._field).view(np.int64))
         self._find_work = FIND_WORK
         order = np.argsort(grams, kind="stable")
         self._sorted_grams = grams[order]
@@ -163,12 +186,7 @@ class SampledMatcher:
         self._entries = order
         self._prefix = PrefixIndex(pats)
 
-    # Two independent multiplicative hashes (odd 64-bit constants): a gram
-    # passes only if both bitmaps have its bit, so false hits are ~1/256.
-    _MULTS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
-
-    def _hash(self, grams: np.ndarray, mult: np.uint64) -> np.ndarray:
-        return ((grams * mult) >> self._shift).view(np.int64)
+    _MULT = np.uint64(0x9E3779B97F4A7C15)  # odd; 2**64 / golden ratio
 
     def hold(self, buf: bytes) -> int:
         return self._prefix.hold(buf)
@@ -183,14 +201,16 @@ class SampledMatcher:
         grams = np.ndarray((count,), dtype=self._dtype, buffer=buf, strides=(s,))
         if q == 4:
             grams = grams.astype(np.uint64)
-        hit = None
-        for mult, bitmap in self._bitmaps:
-            h = self._hash(grams, mult)
-            passed = np.flatnonzero((bitmap[h >> 3] >> (h & 7).astype(np.uint8)) & 1)
-            if not passed.size:
-                return []
-            hit = passed if hit is None else hit[passed]
-            grams = grams[passed]
+        h = grams * self._MULT
+        first = _probe(self._table1, (h >> self._shift1).view(np.int64))
+        if not first.any():
+            return []
+        hit = np.flatnonzero(first)
+        second = _probe(self._table2, ((h[hit] >> self._shift2) & self._field).view(np.int64))
+        hit = hit[second.view(bool)]
+        if not hit.size:
+            return []
+        grams = grams[hit]
         table = self._sorted_grams
         lo = np.searchsorted(table, grams, "left")
         lo[lo == len(table)] = 0
@@ -209,6 +229,17 @@ class SampledMatcher:
                 if start >= 0 and buf.startswith(pat, start):
                     found.append((start, start + len(pat)))
         return found
+
+
+def _bitmap(bits: int, index: np.ndarray) -> np.ndarray:
+    table = np.zeros(1 << (bits - 3), np.uint8)
+    np.bitwise_or.at(table, index >> 3, np.left_shift(1, index & 7).astype(np.uint8))
+    return table
+
+
+def _probe(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """1 where the bit ``index`` is set in ``table``, else 0 (uint8)."""
+    return (table[index >> 3] >> (index & 7).astype(np.uint8)) & 1
 
 
 def _find_all(patterns: list[bytes], buf: bytes) -> list[tuple[int, int]]:
@@ -264,7 +295,7 @@ class CompositeMatcher:
 #: Short patterns use ``bytes.find`` up to this many, pyahocorasick beyond.
 FIND_LIMIT = 8
 #: Long patterns use ``bytes.find`` up to this many, sampling beyond.
-FIND_LIMIT_LONG = 0
+FIND_LIMIT_LONG = 1
 #: Below this many (buffer bytes x patterns), ``bytes.find`` per pattern beats
 #: the ~10 us fixed cost of the vectorised sampler (e.g. 4 KiB reads, k = 1).
 FIND_WORK = 32 * 1024
@@ -278,6 +309,8 @@ ENGINES = (FindMatcher, AhoMatcher, SampledMatcher, CompositeMatcher)
 def build(patterns: Iterable[bytes]):
     """The fastest exact engine for this pattern set."""
     patterns = sorted(set(patterns))
-    if all(len(p) < SampledMatcher.MIN_LENGTH for p in patterns) and len(patterns) <= FIND_LIMIT:
+    if len(patterns) <= FIND_LIMIT_LONG or (
+        len(patterns) <= FIND_LIMIT and all(len(p) < SampledMatcher.MIN_LENGTH for p in patterns)
+    ):
         return FindMatcher(patterns)
     return CompositeMatcher(patterns)
