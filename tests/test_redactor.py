@@ -303,3 +303,9 @@ def test_long_secret_hold_uses_regex_path_and_stays_minimal():
     out += r.flush()
     assert out == naive_redact(data, patterns)
     assert key not in out
+
+
+def test_one_shot_warning_points_at_caller():
+    with pytest.warns(ShortSecretWarning) as record:
+        redact(b"xabcx", ["abc"])
+    assert record[0].filename == __file__

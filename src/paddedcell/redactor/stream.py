@@ -217,5 +217,9 @@ def redact(
     **options,
 ) -> bytes:
     """One-shot redaction: what a :class:`StreamRedactor` emits for ``data`` in total."""
-    r = StreamRedactor(secrets, mask=mask, variants=variants, **options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ShortSecretWarning)
+        r = StreamRedactor(secrets, mask=mask, variants=variants, **options)
+    for w in caught:  # re-raised so that they point at our caller
+        warnings.warn(w.message, stacklevel=2)
     return r._advance(bytes(data), final=True)
