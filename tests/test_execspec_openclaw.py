@@ -301,3 +301,43 @@ def test_process_errors() -> None:
         with pytest.raises(RequestError) as info:
             parse_process_action(body)
         assert_same(results.process_failed(str(info.value)), e[key])
+
+
+# --------------------------------------------------------------------------- live exec
+
+
+@pytest.mark.parametrize("case", VECTORS["execLive"], ids=lambda c: c["args"]["command"][:30])
+def test_exec_matches_a_real_openclaw_run(case: dict[str, Any]) -> None:
+    theirs = case["result"]
+    d = theirs["details"]
+    if d["status"] == "running":
+        mine = results.exec_running(
+            session_id=d["sessionId"], pid=d["pid"], started_at=d["startedAt"], cwd=d["cwd"], tail=""
+        )
+        assert_same(mine, theirs)
+        return
+    raw = case.get("raw", d["aggregated"] + "\n")
+    mine = results.exec_from_exit(
+        exit_code=d["exitCode"],
+        exit_signal=d["exitSignal"],
+        exit_reason=d["exitReason"],
+        duration_ms=d["durationMs"],
+        aggregated=raw,
+        cwd=d["cwd"],
+        timeout_seconds=case["args"].get("timeoutSeconds"),
+    )
+    assert_same(mine, theirs, extra=EXTRA_DETAILS)
+
+
+@pytest.mark.parametrize("case", VECTORS["execErrors"], ids=lambda c: json.dumps(c["args"]))
+def test_exec_request_errors_match(case: dict[str, Any]) -> None:
+    from paddedcell.execspec.request import parse_exec_request
+
+    with pytest.raises(RequestError) as info:
+        parse_exec_request(case["args"])
+    assert str(info.value) == case["error"]
+
+
+def test_workdir_unavailable_matches() -> None:
+    case = VECTORS["workdirMissing"]
+    assert_same(results.exec_workdir_unavailable(case["workdir"]), case["result"], extra=EXTRA_DETAILS)

@@ -133,12 +133,59 @@ const exits = [
 ];
 vectors.exec = exits.map((e) => {
   const o = outcome.buildExecExitOutcome({
-    exit: { exitCode: e.exitCode, exitSignal: e.exitSignal, reason: e.reason, timedOut: e.timedOut ?? false },
-    durationMs: 1234, aggregated: e.aggregated, timeoutSec: e.timeoutSec, processContinuationAvailable: e.cont ?? false,
+    exit: { exitCode: e.exitCode, exitSignal: e.exitSignal, reason: e.reason, timedOut: e.timedOut ?? false, noOutputTimedOut: false },
+    // runExecProcess hands buildExecExitOutcome ``session.aggregated.trim()``.
+    durationMs: 1234, aggregated: e.aggregated.trim(), timeoutSec: e.timeoutSec, processContinuationAvailable: e.cont ?? false,
   });
   const result = fg.buildExecForegroundResult({ outcome: o, cwd: "/work", warningText: e.warningText, aggregateOutputDropped: e.dropped ?? false });
   return { input: { ...e, durationMs: 1234, cwd: "/work" }, result: JSON.parse(JSON.stringify(result)) };
 });
+// The real exec tool, running real commands (durations, pids and session ids vary).
+const realNow = Date.now;
+{
+  const os = await import("node:os");
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "oc-vectors-"));
+  const workdir = fs.mkdtempSync(path.join(os.tmpdir(), "oc-work-"));
+  process.env.HOME = home;
+  process.env.OPENCLAW_STATE_DIR = path.join(home, ".openclaw");
+  const execTool = tools.r({ host: "gateway", security: "full", ask: "off", cwd: workdir });
+  const live = [
+    { args: { command: "echo hi" }, raw: "hi\n" },
+    { args: { command: "printf '\\n\\n  x  \\n\\n'" }, raw: "\n\n  x  \n\n" },
+    { args: { command: "printf 'a\\nb'; exit 3" }, raw: "a\nb" },
+    { args: { command: "exit 1" }, raw: "" },
+    { args: { command: "true" }, raw: "" },
+    { args: { command: "nosuchcmd_paddedcell_xyz" } },
+    { args: { command: "sleep 5", timeoutSeconds: 1 }, raw: "" },
+    { args: { command: "kill -TERM $$" }, raw: "" },
+    { args: { command: "sleep 2; echo done", yieldMs: 10 } },
+    { args: { command: "sleep 2", background: true } },
+  ];
+  vectors.execLive = [];
+  for (const c of live) {
+    const result = JSON.parse(JSON.stringify(await execTool.execute("call", c.args)));
+    vectors.execLive.push({ ...c, cwd: workdir, result });
+    if (result.details.status === "running") reg.o(result.details.sessionId);  // keep list clean
+  }
+  const errors = [
+    { command: "echo", env: { LD_PRELOAD: "x" } }, { command: "echo", env: { PATH: "/x" } },
+    { command: "echo", env: { PATH: "/x", LD_X: "1" } }, { command: "echo", host: "nope" },
+    { command: "" }, { command: "echo", timeout: 3 },
+  ];
+  vectors.execErrors = [];
+  for (const args of errors) {
+    try {
+      await execTool.execute("call", args);
+      vectors.execErrors.push({ args, error: null });
+    } catch (error) {
+      vectors.execErrors.push({ args, error: String(error.message) });
+    }
+  }
+  const missing = path.join(workdir, "missing");
+  vectors.workdirMissing = { workdir: missing, result: JSON.parse(JSON.stringify(await execTool.execute("call", { command: "true", workdir: missing }))) };
+}
+Date.now = realNow;
+Date.now = () => FIXED_NOW;
 vectors.followUp = between(toolSrc, 'const BACKGROUND_EXEC_FOLLOW_UP = "', '";').slice('const BACKGROUND_EXEC_FOLLOW_UP = "'.length);
 vectors.noOutputPlaceholder = out.t;
 

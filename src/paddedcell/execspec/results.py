@@ -58,6 +58,8 @@ __all__ = [
     "exec_from_exit",
     "exec_running",
     "exec_update",
+    "exec_workdir_unavailable",
+    "js_trim",
     "failure_reason",
     "format_duration_compact",
     "process_clear",
@@ -160,6 +162,16 @@ def _render_output(value: str) -> str:
     return value or EXEC_NO_OUTPUT_PLACEHOLDER
 
 
+# JavaScript's ``String.prototype.trim`` set (WhiteSpace + LineTerminator);
+# Python's ``str.strip`` differs (it also strips \x1c-\x1f, not \ufeff).
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def js_trim(text: str) -> str:
+    """``text.trim()`` as OpenClaw applies it to exec output and poll output."""
+    return text.strip(_JS_SPACE)
+
+
 def _exit_label(exit_code: int | None, exit_signal: str | int | None) -> str:
     """``renderExecExitLabel``: ``signal SIGTERM`` / ``code 1`` / ``unknown exit code``."""
     if exit_signal is not None:
@@ -257,9 +269,11 @@ def exec_completed(
     """A foreground run that exited normally, whatever its code.
 
     As in OpenClaw a non-zero code is still ``completed``; ``details.aggregated``
-    and the text end with ``(Command exited with code N)``.
+    and the text end with ``(Command exited with code N)``. The output is capped
+    (the tail is kept) and then trimmed of surrounding whitespace, as there.
     """
     aggregated, cut = cap_aggregated(aggregated, max_chars)
+    aggregated = js_trim(aggregated)
     truncated = truncated or cut
     exit_msg = f"\n\n(Command exited with code {exit_code})" if exit_code != 0 else ""
     shown = (_render_output(aggregated) if exit_msg else aggregated) + exit_msg
@@ -277,8 +291,9 @@ def exec_completed(
             "exitReason": exit_reason,
             "durationMs": duration_ms,
             "aggregated": shown,
-            "truncated": truncated,
+            "noOutputTimedOut": False,
             "cwd": cwd,
+            "truncated": truncated,
         },
     )
 
@@ -331,16 +346,20 @@ def exec_failed(
     cwd: str | None = None,
     warnings: Sequence[str] = (),
     max_chars: int = DEFAULT_MAX_AGGREGATED_CHARS,
+    no_output_timed_out: bool | None = None,
 ) -> dict[str, Any]:
     """A run that failed; ``reason`` is a :func:`failure_reason` text.
 
     Text: ``<aggregated>\\n\\n<reason>`` (just the reason without output), after
     the retention-cap note and warnings. ``exitReason`` is left out when None,
-    as OpenClaw's runtime-error outcome leaves it undefined.
+    as OpenClaw's runtime-error outcome leaves it undefined, and so is
+    ``noOutputTimedOut`` (:func:`exec_from_exit` sets it, as OpenClaw's exit
+    outcomes do).
     """
     if failure_kind not in FAILURE_KINDS:
         raise ValueError(f"unknown failure kind {failure_kind!r}; expected one of {FAILURE_KINDS}")
     aggregated, cut = cap_aggregated(aggregated, max_chars)
+    aggregated = js_trim(aggregated)
     truncated = truncated or cut
     joined = f"{aggregated}\n\n{reason}" if aggregated else reason
     text = (EXEC_RETENTION_CAP_NOTE if truncated else "") + _warning_text(warnings) + joined
@@ -356,12 +375,27 @@ def exec_failed(
         {
             "durationMs": duration_ms,
             "aggregated": aggregated,
-            "truncated": truncated,
             "timedOut": timed_out,
-            "cwd": cwd,
         }
     )
+    if no_output_timed_out is not None:
+        details["noOutputTimedOut"] = no_output_timed_out
+    details["cwd"] = cwd
+    details["truncated"] = truncated
     return _text_result(text, details)
+
+
+def exec_workdir_unavailable(workdir: str, *, duration_ms: int = 0) -> dict[str, Any]:
+    """The failed result when ``workdir`` is missing or not a directory (nothing ran)."""
+    reason = (
+        f'workdir "{workdir}" is unavailable or not a directory: command was not executed. '
+        'workdir is treated as a literal path; shell expansions such as "~" are not applied. '
+        "Use an existing directory, omit an explicit workdir to use the default cwd, or "
+        "update the configured default cwd."
+    )
+    return exec_failed(
+        failure_kind="runtime-error", reason=reason, duration_ms=duration_ms, cwd=workdir
+    )
 
 
 def exec_from_exit(
@@ -426,6 +460,7 @@ def exec_from_exit(
         cwd=cwd,
         warnings=warnings,
         max_chars=max_chars,
+        no_output_timed_out=exit_reason == "no-output-timeout",
     )
 
 
@@ -664,7 +699,7 @@ def process_poll(
     ``output_dropped``: unread output overflowed the poll buffer, so the first
     part is missing (OpenClaw's ``pendingOutputDropped``).
     """
-    output = new_output.strip()
+    output = js_trim(new_output)
     body = output or "(no new output)"
     if view.running:
         dropped_note = (
