@@ -1,0 +1,194 @@
+// Lifecycle, policy and leak-scan hooks.
+//
+// Which OpenClaw 2026.9.6 hook does what:
+//   before_tool_call   admin-password scan of every tool call's params (hit: blocked);
+//                      exec policy for pcexec (deny: blocked; approval: requireApproval)
+//   before_agent_reply every agent run's start -> /lifecycle/message-start (heartbeat
+//                      flagged from ctx.trigger); "reject" answers the busy reply
+//                      without a model call; the prompt is scanned first
+//   agent_end          -> /lifecycle/message-end for runs the daemon admitted
+//   message_received   scan of inbound channel messages (observe only)
+//   message_sending    scan of outbound messages (hit: rewritten)
+//   after_tool_call    scan of other plugins' and core tools' results (observe only)
+//   tool_result_persist, before_message_write
+//                      scan of what goes into the transcript (hit: rewritten)
+//   gateway_start/stop the notification loop (deliver, then acknowledge)
+
+import { LeakScanner } from "./leak.js";
+import { pcexecDecision } from "./policy.js";
+import { sharedState, remember } from "./state.js";
+import { TOOL_NAMES, workflowKey, infraFor } from "./tools.js";
+import { startNotifier, stopNotifier } from "./notify.js";
+
+const scanners = new WeakMap(); // client -> LeakScanner
+
+/** The scanner for this daemon, or null when the plugin config turns scanning off. */
+export function leakScannerFor({ client, sync, config, logger }) {
+  if (config.leakScan === false) return null;
+  let scanner = scanners.get(client);
+  if (scanner) return scanner;
+  let warned = false;
+  const warn = (err) => {
+    if (warned) return;
+    warned = true;
+    logger?.warn?.(`paddedcell: admin-password leak scan unavailable: ${err}`);
+  };
+  scanner = new LeakScanner({
+    check: async (text, source) => {
+      try {
+        const answer = await client.call("POST", "/vault/check-leak", { text, source }, { timeoutMs: 10_000 });
+        warned = false;
+        return answer.leak === true;
+      } catch (err) {
+        warn(err?.message ?? err);
+        return false;
+      }
+    },
+    checkSync: (text, source) => {
+      const reply = sync.call("POST", "/vault/check-leak", { text, source }, 2000);
+      if (reply.error || reply.status >= 400) {
+        warn(reply.error ?? reply.answer?.error ?? `HTTP ${reply.status}`);
+        return false;
+      }
+      return reply.answer?.leak === true;
+    },
+  });
+  scanners.set(client, scanner);
+  return scanner;
+}
+
+function runKey(ctx) {
+  return ctx?.runId || `${ctx?.agentId ?? "main"}\0${ctx?.sessionKey ?? ""}`;
+}
+
+const LEAK_REPLY =
+  "PaddedCell: this message contained the PaddedCell admin password, so it was not passed to the model. " +
+  "The vault is now locked; an operator must run `pass_mgr admin init` again with a new password.";
+
+export function registerHooks(deps) {
+  const { api, client, logger } = deps;
+  const scanner = leakScannerFor(deps);
+  const state = sharedState();
+
+  // Policy and params scan for every tool call; highest priority so a leak is
+  // stopped before any other plugin sees the params.
+  api.on("before_tool_call", async (event, ctx) => {
+    if (scanner) {
+      const { leak } = await scanner.scrubValue(event.params ?? {}, `openclaw:tool-params:${event.toolName}:${ctx?.agentId ?? "?"}`);
+      if (leak) {
+        return {
+          block: true,
+          blockReason: `${event.toolName} was not run: its parameters contained the PaddedCell admin password. ` +
+            "The vault is now locked; never put the admin password into a tool call.",
+        };
+      }
+    }
+    if (event.toolName !== "pcexec") return undefined;
+    const cfg = api.runtime?.config?.current?.() ?? api.config ?? {};
+    const decision = await pcexecDecision({
+      cfg, agentId: ctx?.agentId || "main", params: event.params ?? {}, infra: await infraFor(logger),
+    });
+    const id = event.toolCallId ?? ctx?.toolCallId;
+    if (decision.action === "block") return { block: true, blockReason: decision.reason };
+    if (decision.action === "run") {
+      if (id) remember(state.decisions, id, decision);
+      return undefined;
+    }
+    const command = String(event.params?.command ?? "");
+    return {
+      requireApproval: {
+        title: "pcexec: run a shell command",
+        description: `${decision.reason}\nAgent: ${ctx?.agentId ?? "main"}\nCommand: ${command.slice(0, 500)}`,
+        severity: "warning",
+        allowedDecisions: ["allow-once", "deny"],
+        onResolution: (outcome) => {
+          if (!id) return;
+          remember(state.decisions, id, outcome === "allow-once" || outcome === "allow-always"
+            ? { action: "run", reason: `approved (${outcome})` }
+            : { action: "block", reason: `exec approval ${outcome}: the command was not run` });
+        },
+      },
+    };
+  }, { priority: 1000 });
+
+  // Start of every agent run (user, heartbeat, cron, restart notification).
+  api.on("before_agent_reply", async (event, ctx) => {
+    if (scanner && typeof event?.cleanedBody === "string") {
+      const { leak } = await scanner.scrub(event.cleanedBody, `openclaw:inbound:${ctx?.sessionKey ?? "?"}`);
+      if (leak) return { handled: true, reply: { text: LEAK_REPLY }, reason: "paddedcell: admin password in message" };
+    }
+    const agentId = ctx?.agentId || "main";
+    const sessionKey = ctx?.sessionKey;
+    if (!sessionKey) return undefined;
+    const body = { agentId, sessionKey, heartbeat: ctx?.trigger === "heartbeat" };
+    const workflow = state.workflows.get(workflowKey(agentId, sessionKey));
+    if (workflow) body.workflow = workflow;
+    let answer;
+    try {
+      answer = await client.call("POST", "/lifecycle/message-start", body, { timeoutMs: 10_000 });
+    } catch (err) {
+      // Availability over coordination: without the daemon the run goes ahead.
+      logger?.warn?.(`paddedcell: message-start not recorded (${err?.message ?? err}); the run proceeds`);
+      return undefined;
+    }
+    if (answer.action === "reject") {
+      return { handled: true, reply: { text: answer.reply || "在忙，无法应答" }, reason: "paddedcell: agent busy" };
+    }
+    remember(state.runs, runKey(ctx), { agentId, sessionKey, heartbeat: body.heartbeat });
+    return undefined;
+  }, { priority: 1000 });
+
+  api.on("agent_end", async (_event, ctx) => {
+    const key = runKey(ctx);
+    const run = state.runs.get(key);
+    if (!run) return;
+    state.runs.delete(key);
+    try {
+      await client.call("POST", "/lifecycle/message-end", run, { timeoutMs: 10_000 });
+    } catch (err) {
+      logger?.warn?.(`paddedcell: message-end not recorded for ${run.sessionKey}: ${err?.message ?? err}`);
+    }
+  });
+
+  if (scanner) {
+    api.on("message_received", async (event, ctx) => {
+      await scanner.scrub(event?.content, `openclaw:inbound:${ctx?.sessionKey ?? ctx?.channelId ?? "?"}`);
+    });
+
+    api.on("message_sending", async (event, ctx) => {
+      const { leak, text } = await scanner.scrub(event?.content, `openclaw:outbound:${ctx?.sessionKey ?? event?.to ?? "?"}`);
+      return leak ? { content: text } : undefined;
+    });
+
+    api.on("after_tool_call", async (event, ctx) => {
+      if (TOOL_NAMES.includes(event?.toolName)) return; // already scanned in execute()
+      if (event?.result !== undefined) {
+        await scanner.scrubValue(event.result, `openclaw:tool-result:${event.toolName}:${ctx?.agentId ?? "?"}`);
+      }
+    });
+
+    // Synchronous by OpenClaw's contract: a promise would be ignored.
+    api.on("tool_result_persist", (event) => {
+      const message = event?.message;
+      if (!message) return undefined;
+      const { leak, value } = scanner.scrubValueSync(message.content, `openclaw:transcript:${event.toolName ?? "tool"}`);
+      return leak ? { message: { ...message, content: value } } : undefined;
+    });
+
+    api.on("before_message_write", (event) => {
+      const message = event?.message;
+      if (!message || message.content === undefined) return undefined;
+      const { leak, value } = scanner.scrubValueSync(message.content, `openclaw:transcript:${message.role ?? "message"}`);
+      return leak ? { message: { ...message, content: value } } : undefined;
+    });
+  }
+
+  api.on("gateway_start", async (_event, ctx) => {
+    startNotifier({ ...deps, signal: ctx?.abortSignal });
+  });
+
+  api.on("gateway_stop", async () => {
+    stopNotifier();
+  });
+
+}
