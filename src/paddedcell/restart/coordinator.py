@@ -26,6 +26,7 @@ import math
 import os
 import secrets
 import time
+from dataclasses import replace
 from typing import Any, Callable
 
 import trio
@@ -35,7 +36,7 @@ from .job import JobLog, JobSpec, JobState, run_job, timestamp
 from .machine import (FREEZE_FAMILY, AgentRecord, Answer, Event, Fleet, GlobalRecord,
                       IllegalTransition, Notice, RestartStatus, RestartStatusError, State,
                       Verdict, step)
-from .store import Store
+from .store import Store, boot_id
 
 log = logging.getLogger("paddedcell.restart")
 
@@ -64,6 +65,7 @@ class Coordinator:
         self._job_scope: trio.CancelScope | None = None
         self._job_running = False
         self._loaded_job_id: str | None = None
+        self.boot_id: str | None = None
 
     # -- persistence -------------------------------------------------------------
 
@@ -85,6 +87,18 @@ class Coordinator:
                 continue
             self.fleet.agents[record.agent_id] = record
         now = self.clock()
+        if self.fleet.glob.last_query_at is not None:
+            # Polls are not persisted; give the requester a fresh abandon window.
+            self.fleet.glob = replace(self.fleet.glob, last_query_at=now)
+        self.boot_id = boot_id()
+        if doc.get("bootId") and self.boot_id and doc["bootId"] != self.boot_id:
+            # The machine rebooted: the gateway and every turn it ran are gone,
+            # and agent files (not fsynced) may be older than global.json.
+            log.warning("the machine rebooted since the last daemon run; every agent that is "
+                        "not frozen for a pending restart is reset to idle")
+            for record in list(self.fleet.agents.values()):
+                if record.state not in FREEZE_FAMILY:
+                    self.fleet._put(step(record, Event.RESTARTED, now=now)[0])
         if not self.fleet.restart_pending:
             # Global was written (restart over) but the agents were not, yet.
             finished = (self.last_job or {}).get("finishedAt") or 0
@@ -96,10 +110,11 @@ class Coordinator:
                     self.fleet._put(new)
                     log.info("agent %s was left frozen with no restart pending; released",
                              record.agent_id)
-        self._persist(())
+        self._persist((), force_global=doc.get("bootId") != self.boot_id)
 
     def _global_doc(self) -> dict[str, Any]:
         return {"global": self.fleet.glob.to_json(), "job": self.job, "lastJob": self.last_job,
+                "bootId": self.boot_id,
                 "notifications": {"nextId": self.next_id, "pending": self.pending}}
 
     def _persist(self, notices: tuple[Notice, ...] | list[Notice], *, force_global: bool = False) -> None:

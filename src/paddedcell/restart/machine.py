@@ -440,7 +440,8 @@ class Fleet:
                              last_query_at=now)
         elif (g.restart_status is RestartStatus.WAITING and g.restart_scheduled_by == agent_id
               and g.restart_session == session):
-            self._set_global(now, last_query_at=now)
+            # Not a change worth a write: a restarted coordinator restarts the clock.
+            self.glob = replace(g, last_query_at=now)
         else:
             return Answer.ALREADY_SCHEDULED, ()
         notices: tuple[Notice, ...] = ()
