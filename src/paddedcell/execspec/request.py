@@ -341,7 +341,10 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
         if workdir == "":
             workdir = None  # "Omit/empty string: default"
         elif not workdir.strip():
-            raise RequestError('exec parameter "workdir" is whitespace-only; omit it or give a directory')
+            raise RequestError(
+                f'workdir "{workdir}" is unavailable or not a directory: command was not executed. '
+                "Use an existing directory, or omit workdir to use the default cwd."
+            )
         elif "\x00" in workdir:
             raise RequestError('exec parameter "workdir" contains a NUL byte')
 
@@ -388,8 +391,8 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
 
     if _opt_bool(body, "elevated"):
         raise RequestError(
-            "elevated is not available with pcexec: commands run as the agent's own user; "
-            "drop elevated=true"
+            "elevated is not available right now (runtime=direct): pcexec runs commands as "
+            "the agent's own user; drop elevated=true"
         )
 
     host_raw = body.get("host")
@@ -403,7 +406,10 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
         if normalized and normalized not in EXEC_HOST_VALUES:
             raise RequestError(f'Invalid exec host "{host_raw}". Allowed values: {", ".join(EXEC_HOST_VALUES)}.')
         if normalized == "node":
-            raise RequestError("pcexec runs commands on this host only: host=node is not supported; use host=auto or gateway")
+            raise RequestError(
+                "exec host not allowed (requested node; pcexec runs commands on this host only; "
+                "omit host or use host=auto/gateway)."
+            )
         if normalized == "sandbox":
             if str(_setting(settings, "supervisor.sandbox", "none")) == "none":
                 raise RequestError(
