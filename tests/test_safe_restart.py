@@ -175,3 +175,16 @@ def test_usage_errors_say_what_to_fix(env, files, tmp_path):
                           "--log", str(tmp_path / "no" / "dir.log")], env=env,
                          capture_output=True, text=True)
     assert out.returncode == 2 and "does not exist" in out.stderr
+
+
+def test_plain_timeout_gives_up_and_unfreezes(env, files):
+    c = client(env)
+    c.call("POST", "/lifecycle/message-start", {"agentId": "worker", "sessionKey": "w:1"})
+    out = subprocess.run([*SAFE_RESTART, "--rollback", files["rollback"], "--log", files["log"],
+                          "--interval", "0.1", "--timeout", "0.5", "--no-interactive"],
+                         env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1 and out.stdout.startswith("NOT_READY")
+    assert "TIMEOUT: not every agent froze within 0.5 s" in out.stdout
+    view = c.call("GET", "/agents")
+    assert view["global"]["restartStatus"] == "idle"
+    assert [a["state"] for a in view["agents"]] == ["busy"]

@@ -16,8 +16,8 @@ Two faces:
   starts cancels cleanly; after it starts, it asks before leaving the job
   running.
 
-Exit codes: 0 OK / ALREADY_SCHEDULED / restart ok · 1 restart failed or daemon
-error · 2 usage · 130 cancelled.
+Exit codes: 0 OK / ALREADY_SCHEDULED / restart ok · 1 restart failed, daemon
+error or ``--timeout`` expired (plain mode) · 2 usage · 130 cancelled.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def run_plain(s: Session, interval: float) -> int:
+def run_plain(s: Session, interval: float, timeout: float = 0.0) -> int:
+    deadline = time.monotonic() + timeout if timeout > 0 else None
     try:
         while True:
             answer = s.query()
@@ -90,6 +91,11 @@ def run_plain(s: Session, interval: float) -> int:
             blocking = answer.get("blocking") or []
             _say(f"NOT_READY: waiting for {len(blocking)} agent(s) to freeze: "
                  f"{', '.join(blocking) or '-'}")
+            if deadline is not None and time.monotonic() + interval > deadline:
+                s.cancel(f"safe-restart --timeout {timeout:g} s expired")
+                _say(f"TIMEOUT: not every agent froze within {timeout:g} s; the restart was "
+                     "dropped and every agent unfrozen; try again later")
+                return 1
             time.sleep(interval)
     except KeyboardInterrupt:
         s.cancel("safe-restart interrupted (Ctrl-C) while waiting")
@@ -269,11 +275,14 @@ def _default_session_key() -> str:
               help="Seconds for the status command to succeed [restart.recover_timeout_seconds].")
 @click.option("--restart-cmd", default=None, help="Restart command [restart.restart_cmd].")
 @click.option("--status-cmd", default=None, help="Status command [restart.status_cmd].")
+@click.option("--timeout", type=float, default=0.0, show_default=True,
+              help="Give up (and unfreeze everyone) when not OK after this many seconds; 0 = never.")
 @click.option("--interactive/--no-interactive", default=None,
               help="Live view (default: on at a terminal outside agent context).")
 def cli(rollback: Path, log_path: Path, agent_id: str | None, session_key: str | None,
         interval: float | None, delay: float | None, recover_timeout: float | None,
-        restart_cmd: str | None, status_cmd: str | None, interactive: bool | None) -> None:
+        restart_cmd: str | None, status_cmd: str | None, timeout: float,
+        interactive: bool | None) -> None:
     """Restart the gateway once every agent is frozen; roll back if it does not recover."""
     from ..daemon.client import DaemonError, ensure_daemon
 
@@ -299,7 +308,8 @@ def cli(rollback: Path, log_path: Path, agent_id: str | None, session_key: str |
         client = ensure_daemon(settings)
         s = Session(client, agent_id or os.environ.get("AGENT_ID") or "operator",
                     session_key or _default_session_key(), job)
-        code = (run_interactive if interactive else run_plain)(s, float(interval))
+        code = (run_interactive(s, float(interval)) if interactive
+                else run_plain(s, float(interval), timeout))
     except DaemonError as exc:
         click.echo(f"safe-restart: {exc.message}", err=True)
         code = 1

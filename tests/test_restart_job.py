@@ -1,0 +1,147 @@
+"""The restart job under Trio, and the coordinator's store and crash repair, without a daemon."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from paddedcell import config
+from paddedcell.restart import store as store_mod
+from paddedcell.restart.coordinator import Coordinator, job_spec_from_body
+from paddedcell.restart.job import (JobLog, JobSpec, JobState, _process_alive, run_command,
+                                    run_job)
+from paddedcell.restart.store import Store, write_atomic
+
+
+def spec(tmp_path, **kw) -> JobSpec:
+    values = dict(rollback=str(tmp_path / "rollback.sh"), log=str(tmp_path / "job.log"),
+                  delay_seconds=0.0, recover_timeout_seconds=1.0, restart_cmd="true",
+                  status_cmd="true", status_interval_seconds=0.05,
+                  command_timeout_seconds=5.0, rollback_timeout_seconds=5.0)
+    values.update(kw)
+    return JobSpec(**values)
+
+
+async def test_status_retried_until_it_succeeds_within_the_window(tmp_path):
+    counter = tmp_path / "n"
+    status = f'n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; [ $n -ge 3 ]'
+    s = spec(tmp_path, status_cmd=status, recover_timeout_seconds=5.0)
+    persisted = []
+    final = await run_job(s, JobState("j", "delay"), persist=persisted.append,
+                          log=JobLog(s.log, "j"), on_rollback=lambda: pytest.fail("no rollback"))
+    assert final.outcome == "ok" and counter.read_text().strip() == "3"
+    assert [p.phase for p in persisted] == ["restart", "restart", "status", "report"]
+    assert persisted[1].restart_pid is not None  # recorded the moment it was spawned
+    assert "status check 3 succeeded" in Path(s.log).read_text()
+
+
+async def test_hung_restart_command_is_killed_with_its_children(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    s = spec(tmp_path, restart_cmd=f"sleep 30 & echo $! > {pidfile}; wait",
+             command_timeout_seconds=0.5)
+    final = await run_job(s, JobState("j", "restart"), persist=lambda _: None,
+                          log=JobLog(s.log, "j"), on_rollback=lambda: None)
+    assert final.outcome == "ok"
+    grandchild = int(pidfile.read_text())
+    with trio.move_on_after(5):
+        while _process_alive(grandchild):  # dead, or a zombie waiting for init
+            await trio.sleep(0.05)
+    assert not _process_alive(grandchild)
+    assert "restart command timed out after 0.5 s" in Path(s.log).read_text()
+
+
+async def test_non_executable_rollback_runs_under_sh_and_output_is_logged(tmp_path):
+    (tmp_path / "rollback.sh").write_text("echo rolled back from $PADDEDCELL_RESTART_JOB\n")
+    s = spec(tmp_path, status_cmd="echo probe failed; exit 3", recover_timeout_seconds=0.2)
+    rollbacks = []
+    final = await run_job(s, JobState("j", "restart"), persist=lambda _: None,
+                          log=JobLog(s.log, "j"), on_rollback=lambda: rollbacks.append(1),
+                          env={**os.environ, "PADDEDCELL_RESTART_JOB": "j"})
+    assert final.outcome == "failed" and rollbacks == [1]
+    text = Path(s.log).read_text()
+    assert "status| probe failed" in text and "rollback| rolled back from j" in text
+    assert final.detail == "rollback exited with code 0"
+
+
+async def test_command_output_without_trailing_newline_is_kept(tmp_path):
+    log = JobLog(str(tmp_path / "l"), "j")
+    result = await run_command("printf 'a\\nb'", timeout=5, log=log, label="x")
+    assert result.returncode == 0 and result.output == "a\nb"
+
+
+def test_job_fields_are_checked(tmp_path):
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path)})
+    rollback = tmp_path / "rb.sh"
+    rollback.write_text("true\n")
+    good = {"rollback": str(rollback), "log": str(tmp_path / "x.log")}
+    assert job_spec_from_body(good, settings).delay_seconds == 60.0
+    for bad, message in [({**good, "rollback": "rb.sh"}, "absolute path"),
+                         ({**good, "rollback": str(tmp_path / "none")}, "does not exist"),
+                         ({**good, "log": str(tmp_path / "no" / "x.log")}, "does not exist"),
+                         ({**good, "delaySeconds": -1}, ">= 0"),
+                         ({**good, "delaySeconds": True}, ">= 0"),
+                         ({**good, "statusCmd": " "}, "non-empty"),
+                         ({**good, "shell": "x"}, "unknown job field")]:
+        with pytest.raises(ValueError, match=message):
+            job_spec_from_body(bad, settings)
+
+
+# -- store and crash repair ---------------------------------------------------------------
+
+
+def test_write_atomic_leaves_no_temp_file_and_is_private(tmp_path):
+    path = tmp_path / "f.json"
+    write_atomic(path, b"old")
+    write_atomic(path, b"new", durable=False)
+    assert path.read_bytes() == b"new"
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
+
+
+def test_agent_ids_cannot_escape_the_store(tmp_path):
+    store = Store(tmp_path)
+    for agent_id in ("../../etc/passwd", "..", "a/b", "x" * 5000):
+        store.save_agent({"agentId": agent_id, "state": "idle"})
+    files = list((tmp_path / "restart" / "agents").iterdir())
+    assert len(files) == 4 and all(len(f.name) == 37 for f in files)
+    assert sorted(r["agentId"] for r in store.load_agents())[0] == ".."
+
+
+async def test_frozen_agents_with_no_restart_pending_are_released_on_load(tmp_path):
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path)})
+    store = Store(tmp_path)
+    store.save_global({"global": {"restartStatus": "idle"}, "bootId": store_mod.boot_id(),
+                       "lastJob": {"jobId": "j", "outcome": "ok", "finishedAt": 100.0}})
+    store.save_agent({"agentId": "old", "state": "freeze", "frozenAt": 50.0,
+                      "activeSessions": ["dead-turn"]})
+    store.save_agent({"agentId": "new", "state": "pre-freeze", "frozenAt": 150.0,
+                      "activeSessions": ["live-turn"]})
+    (tmp_path / "restart" / "agents" / "garbage.json").write_text("{not json")
+    c = Coordinator(settings)
+    c.load()
+    agents = {a["agentId"]: a for a in c.view()["agents"]}
+    # Frozen before the last restart finished: that restart ended its turns.
+    assert agents["old"]["state"] == "idle" and agents["old"]["activeSessions"] == []
+    # Frozen after it (a cancelled restart): back to its work.
+    assert agents["new"]["state"] == "busy" and agents["new"]["activeSessions"] == ["live-turn"]
+    reloaded = Coordinator(settings)
+    reloaded.load()
+    assert reloaded.view()["agents"] == c.view()["agents"]  # the repair was persisted
+
+
+async def test_a_reboot_resets_agents_that_are_not_frozen(tmp_path):
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path)})
+    store = Store(tmp_path)
+    store.save_global({"global": {"restartStatus": "idle"}, "bootId": "some-earlier-boot"})
+    store.save_agent({"agentId": "a", "state": "busy", "activeSessions": ["s"], "lastSessions": ["s"]})
+    store.save_agent({"agentId": "f", "state": "focus", "workflow": "wf"})
+    c = Coordinator(settings)
+    c.load()
+    if store_mod.boot_id() is None:
+        pytest.skip("no boot id on this kernel")
+    assert {a["agentId"]: (a["state"], a["activeSessions"], a["workflow"]) for a in c.view()["agents"]} \
+        == {"a": ("idle", [], None), "f": ("idle", [], None)}
+    assert json.loads((tmp_path / "restart" / "global.json").read_text())["bootId"] == store_mod.boot_id()
