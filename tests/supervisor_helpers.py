@@ -84,7 +84,8 @@ class Daemon:
         return self.proc.pid
 
     def call(self, path: str, body: dict) -> dict:
-        return self.client.call("POST", path, body)
+        # Explicit timeout: the client's kept-alive socket keeps healthy()'s 2 s otherwise.
+        return self.client.call("POST", path, body, timeout=300)
 
     def rss_kib(self, field: str = "VmRSS") -> int:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

@@ -150,8 +150,9 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
     yield_ms = body.get("yieldMs") or settings["supervisor.default_yield_ms"]
     try:
         client = ensure_daemon(settings)
-        client.timeout = max(60.0, float(yield_ms) / 1000 + 60.0)
-        result = client.call("POST", "/exec", body)
+        # Always pass the timeout: a kept-alive socket keeps the last one set
+        # (healthy() uses 2 s), and a yield may last two minutes.
+        result = client.call("POST", "/exec", body, timeout=float(yield_ms) / 1000 + 60.0)
     except DaemonError as exc:
         code = EXIT_REFUSED if exc.status and 400 <= exc.status < 500 else 1
         _fail(exc.message, as_json or raw_request, code)

@@ -54,8 +54,8 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
         body["bracketed"] = bracketed
     try:
         client = ensure_daemon(config.load())
-        client.timeout = 60.0 + (timeout_ms or 0) / 1000
-        result = client.call("POST", "/process", body)
+        # Explicit: a kept-alive socket keeps the last timeout set (healthy() uses 2 s).
+        result = client.call("POST", "/process", body, timeout=60.0 + (timeout_ms or 0) / 1000)
     except DaemonError as exc:
         click.echo(f"paddedcell process: {exc.message}", err=True)
         sys.exit(2 if exc.status and 400 <= exc.status < 500 else 1)

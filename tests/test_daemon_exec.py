@@ -1,0 +1,251 @@
+"""``POST /exec`` and ``POST /process`` through a real daemon on its Unix socket."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import time
+
+import pytest
+
+from paddedcell.daemon.client import DaemonError
+from supervisor_helpers import Daemon, alive, py
+
+COMPLETED_KEYS = {"status", "exitCode", "exitSignal", "exitReason", "durationMs", "aggregated",
+                  "truncated", "cwd"}
+FAILED_KEYS = {"status", "exitCode", "exitSignal", "failureKind", "exitReason", "durationMs",
+               "aggregated", "truncated", "timedOut", "cwd"}
+#: OpenClaw's newer builds add this one; the rest is DESIGN §4.1.
+OPTIONAL_KEYS = {"noOutputTimedOut"}
+RUNNING_KEYS = {"status", "sessionId", "pid", "startedAt", "cwd", "tail", "followUp"}
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    home = tmp_path_factory.mktemp("daemon-exec") / "home"
+    home.mkdir(mode=0o700)
+    d = Daemon(home, PADDEDCELL_SUPERVISOR_KILL_GRACE_SECONDS="0.5",
+               PADDEDCELL_SUPERVISOR_SCAN_INTERVAL_SECONDS="0.2")
+    yield d
+    d.stop()
+
+
+def exec_(daemon, command, agent="a1", **fields):
+    return daemon.call("/exec", {"command": command, "agentId": agent, **fields})
+
+
+def process(daemon, action, agent="a1", **fields):
+    return daemon.call("/process", {"action": action, "agentId": agent, **fields})
+
+
+def poll_until_exit(daemon, session_id, agent="a1"):
+    text = ""
+    for _ in range(60):
+        result = process(daemon, "poll", agent, sessionId=session_id, timeout=1000)
+        text += result["content"][0]["text"]
+        if result["details"]["status"] != "running":
+            return result, text
+    raise AssertionError("session did not finish")
+
+
+def test_completed_result_has_openclaws_fields(daemon):
+    result = exec_(daemon, "echo hi; exit 3")
+    assert COMPLETED_KEYS <= set(result["details"]) <= COMPLETED_KEYS | OPTIONAL_KEYS
+    assert result["details"]["status"] == "completed" and result["details"]["exitCode"] == 3
+    assert result["content"] == [{"type": "text", "text": result["content"][0]["text"]}]
+    assert result["content"][0]["text"].endswith("(Command exited with code 3)")
+
+
+def test_failed_result_has_openclaws_fields(daemon):
+    result = exec_(daemon, "sleep 10", timeoutSeconds=0.3)
+    details = result["details"]
+    assert FAILED_KEYS <= set(details) <= FAILED_KEYS | OPTIONAL_KEYS
+    assert (details["failureKind"], details["timedOut"], details["exitReason"]) == (
+        "overall-timeout", True, "overall-timeout")
+    assert "Command timed out after 0.3 seconds." in result["content"][0]["text"]
+
+
+def test_yield_returns_a_running_handle_and_poll_collects(daemon):
+    result = exec_(daemon, "echo one; sleep 0.5; echo two", yieldMs=100)
+    details = result["details"]
+    assert set(details) == RUNNING_KEYS and details["status"] == "running"
+    assert result["content"][0]["text"].startswith(f"Command still running (session {details['sessionId']}, pid {details['pid']}).")
+    final, text = poll_until_exit(daemon, details["sessionId"])
+    assert "one" in text and "two" in text
+    assert final["details"]["exitCode"] == 0
+
+
+def test_background_lifecycle(daemon):
+    started = exec_(daemon, py("import sys\nfor line in sys.stdin: print('echo:', line.strip(), flush=True)"),
+                    background=True)
+    sid = started["details"]["sessionId"]
+    listed = process(daemon, "list")
+    assert sid in [s["sessionId"] for s in listed["details"]["sessions"]]
+    wrote = process(daemon, "write", sessionId=sid, data="hello\n")
+    assert wrote["content"][0]["text"] == f"Wrote 6 bytes to session {sid}."
+    for _ in range(50):
+        log = process(daemon, "log", sessionId=sid)
+        if "echo: hello" in log["content"][0]["text"]:
+            break
+        time.sleep(0.05)
+    assert "echo: hello" in log["content"][0]["text"]
+    process(daemon, "write", sessionId=sid, data="bye\n", eof=True)
+    final, text = poll_until_exit(daemon, sid)
+    assert final["details"]["exitCode"] == 0
+    assert process(daemon, "clear", sessionId=sid)["content"][0]["text"] == f"Cleared session {sid}."
+    assert process(daemon, "poll", sessionId=sid)["details"]["status"] == "failed"
+
+
+def test_kill_and_remove(daemon):
+    sid = exec_(daemon, "sleep 60", background=True)["details"]["sessionId"]
+    killed = process(daemon, "kill", sessionId=sid)
+    assert killed["content"][0]["text"] == f"Termination requested for session {sid}."
+    final, text = poll_until_exit(daemon, sid)
+    assert "Process stopped by request" in text
+    removed = process(daemon, "remove", sessionId=sid)
+    assert removed["content"][0]["text"] == f"Removed session {sid}."
+    assert sid not in json.dumps(process(daemon, "list"))
+
+
+def test_another_agents_session_is_not_found(daemon):
+    sid = exec_(daemon, "sleep 30", agent="owner", background=True)["details"]["sessionId"]
+    try:
+        for action, extra in [("poll", {}), ("log", {}), ("write", {"data": "x"}),
+                              ("kill", {}), ("remove", {}), ("send-keys", {"keys": ["C-c"]})]:
+            result = process(daemon, action, agent="intruder", sessionId=sid, **extra)
+            assert result["details"] == {"status": "failed", "error": f"No session found for {sid}"}
+        assert sid not in json.dumps(process(daemon, "list", agent="intruder"))
+        assert process(daemon, "poll", agent="owner", sessionId=sid)["details"]["status"] == "running"
+    finally:
+        process(daemon, "kill", agent="owner", sessionId=sid)
+
+
+def test_send_keys_ctrl_c_reaches_the_pty_foreground_job(daemon):
+    sid = exec_(daemon, py("import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
+                           "    print('interrupted')"), pty=True, background=True)["details"]["sessionId"]
+    time.sleep(0.5)
+    sent = process(daemon, "send-keys", sessionId=sid, keys=["C-c"])
+    assert sent["content"][0]["text"] == f"Sent 1 bytes to session {sid}."
+    final, text = poll_until_exit(daemon, sid)
+    assert "interrupted" in text
+
+
+def test_waiting_for_input_is_listed(daemon):
+    sid = exec_(daemon, py("input('password? ')"), pty=True, background=True)["details"]["sessionId"]
+    try:
+        for _ in range(100):
+            entry = next(s for s in process(daemon, "list")["details"]["sessions"]
+                         if s["sessionId"] == sid)
+            if entry["waitingForInput"]:
+                break
+            time.sleep(0.05)
+        assert entry["waitingForInput"] is True
+        submitted = process(daemon, "submit", sessionId=sid)
+        assert submitted["content"][0]["text"] == f"Submitted session {sid} (sent CR)."
+        final, _ = poll_until_exit(daemon, sid)
+        assert final["details"]["exitCode"] == 0
+    finally:
+        process(daemon, "remove", sessionId=sid)
+
+
+def test_requests_without_an_agent_or_with_bad_fields_are_refused(daemon):
+    with pytest.raises(DaemonError) as err:
+        daemon.call("/exec", {"command": "true"})
+    assert err.value.status == 400 and "agentId" in err.value.message
+    with pytest.raises(DaemonError) as err:
+        exec_(daemon, "true", env={"PATH": "/tmp"})
+    assert err.value.status == 400 and "PATH" in err.value.message
+    with pytest.raises(DaemonError) as err:
+        exec_(daemon, "echo ######")
+    assert err.value.status == 400 and "pass_mgr get" in err.value.message
+
+
+def test_per_agent_limit_is_a_clear_429(daemon):
+    sids = [exec_(daemon, "sleep 30", agent="busy", background=True)["details"]["sessionId"]
+            for _ in range(8)]
+    try:
+        with pytest.raises(DaemonError) as err:
+            exec_(daemon, "sleep 30", agent="busy", background=True)
+        assert err.value.status == 429 and "max_concurrent_execs_per_agent" in err.value.message
+    finally:
+        for sid in sids:
+            process(daemon, "remove", agent="busy", sessionId=sid)
+
+
+class _Unix(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=60)
+        self._path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self._path)
+
+
+def stream_exec(daemon, body):
+    conn = _Unix(daemon.client.path)
+    conn.request("POST", "/exec", body=json.dumps(body), headers={"content-type": "application/json"})
+    response = conn.getresponse()
+    assert response.status == 200
+    assert response.getheader("content-type") == "application/x-ndjson"
+    assert response.getheader("transfer-encoding") == "chunked"
+    lines = [json.loads(line) for line in response.read().decode().splitlines()]
+    conn.close()
+    return lines
+
+
+def test_stream_sends_tail_updates_then_the_result(daemon):
+    lines = stream_exec(daemon, {"command": "for i in 1 2 3 4; do echo line$i; sleep 0.3; done",
+                                 "agentId": "a1", "stream": True})
+    updates, last = lines[:-1], lines[-1]
+    assert updates and all(set(u) == {"update"} and set(u["update"]) == {"tail"} for u in updates)
+    assert updates[0]["update"]["tail"].startswith("line1")
+    assert last["result"]["details"]["status"] == "completed"
+    assert last["result"]["details"]["aggregated"].rstrip() == "line1\nline2\nline3\nline4"
+
+
+def test_stream_that_yields_ends_with_a_running_result(daemon):
+    lines = stream_exec(daemon, {"command": "echo start; sleep 30", "agentId": "a1",
+                                 "stream": True, "yieldMs": 600})
+    result = lines[-1]["result"]
+    assert result["details"]["status"] == "running"
+    process(daemon, "remove", sessionId=result["details"]["sessionId"])
+
+
+def test_a_gigabyte_flood_stays_inside_the_memory_budget(daemon):
+    before = daemon.rss_kib("VmHWM")
+    code = ("import os\nb = b'x' * (1 << 20)\n"
+            "for _ in range(1024): os.write(1, b)")
+    result = exec_(daemon, py(code), yieldMs=120000, timeoutSeconds=300)
+    details = result["details"]
+    assert details["status"] == "completed" and details["truncated"] is True
+    assert len(details["aggregated"]) == 200_000
+    grown_mib = (daemon.rss_kib("VmHWM") - before) / 1024
+    # The budget is 64 MiB; a leak of the flood would be ~1024 MiB.
+    assert grown_mib < 64, f"daemon peak RSS grew by {grown_mib:.0f} MiB"
+
+
+def test_stopping_the_daemon_ends_running_sessions(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    d = Daemon(home, PADDEDCELL_SUPERVISOR_KILL_GRACE_SECONDS="0.5")
+    pidfile = tmp_path / "child.pid"
+    try:
+        exec_(d, py("import os, time\nif os.fork() == 0:\n    os.setsid()\n"
+                    f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+                    "    time.sleep(120)\nos.wait()"), background=True)
+        for _ in range(100):
+            if pidfile.exists() and pidfile.read_text():
+                break
+            time.sleep(0.05)
+        child = int(pidfile.read_text())
+        assert alive(child)
+    finally:
+        d.stop()
+    for _ in range(100):
+        if not alive(child):
+            break
+        time.sleep(0.05)
+    assert not alive(child)

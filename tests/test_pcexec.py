@@ -1,0 +1,186 @@
+"""``pcexec`` end to end: secrets resolved before running, masked in output, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from supervisor_helpers import BIN, Daemon, base_env, init_vault, py, set_secret
+
+AGENT = "agent-one"
+SECRETS = {"db_pass": "Db-Pa55word-0001", "api_key": "ApiKey-zzz-9876-qq", "dyn": "Dynamic-Value-4321"}
+
+
+@pytest.fixture(scope="module")
+def vault_home(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pcexec")
+    home, workspace = root / "home", root / "ws"
+    home.mkdir(mode=0o700)
+    workspace.mkdir(mode=0o700)
+    init_vault(home)
+    for key, value in SECRETS.items():
+        set_secret(home, AGENT, workspace, key, value)
+    return home, workspace
+
+
+def pcexec(home, workspace, *args, agent=True, input=None, timeout=60):
+    extra = {"AGENT_ID": AGENT, "AGENT_WORKSPACE": str(workspace)} if agent else {}
+    return subprocess.run([str(BIN / "pcexec"), *args], env=base_env(home, **extra),
+                          capture_output=True, text=True, input=input, timeout=timeout,
+                          cwd=str(workspace))
+
+
+PASS_MGR = str(BIN / "pass_mgr")
+SYNTAXES = {
+    "dollar-paren": "echo $(pass_mgr get {k})",
+    "backticks": "echo `pass_mgr get {k}`",
+    "double-quoted": 'echo "value=$(pass_mgr get {k})"',
+    "single-quoted-key": "echo $(pass_mgr get '{k}')",
+    "path-before": "echo $(" + PASS_MGR + " get {k})",
+    "double-dash": "echo $(pass_mgr get -- {k})",
+    "pipe": "pass_mgr get {k} | cat",
+    "semicolon-two": "pass_mgr get api_key; echo; pass_mgr get {k}",
+    "and-or": "true && pass_mgr get {k} || echo never",
+    "newline": "echo first\npass_mgr get {k}",
+    "assignment-prefix": "X=1 pass_mgr get {k}",
+    "nested": 'echo "$(echo "$(pass_mgr get {k})")"',
+}
+
+
+@pytest.mark.parametrize("template", SYNTAXES.values(), ids=SYNTAXES.keys())
+def test_secret_resolution_in_every_syntax(vault_home, template, tmp_path):
+    home, ws = vault_home
+    ok = pcexec(home, ws, template.format(k="db_pass"))
+    assert ok.returncode == 0, ok.stderr
+    assert "######" in ok.stdout
+    assert SECRETS["db_pass"] not in ok.stdout + ok.stderr
+    # The same syntax with a missing key fails before anything runs.
+    marker = tmp_path / "ran"
+    bad = pcexec(home, ws, template.format(k="no_such_key") + f"; touch {marker}")
+    assert bad.returncode == 3, bad.stdout + bad.stderr
+    assert "no_such_key" in bad.stderr
+    assert not marker.exists()
+
+
+def test_resolution_failure_runs_nothing_at_all(vault_home, tmp_path):
+    home, ws = vault_home
+    marker = tmp_path / "marker"
+    result = pcexec(home, ws, f"touch {marker}; echo $(pass_mgr get missing_key)", "--json")
+    assert result.returncode == 3
+    details = json.loads(result.stdout)["details"]
+    assert details["status"] == "failed" and details["failureKind"] == "secret-resolution"
+    assert not marker.exists()
+
+
+def test_dynamic_key_and_file_contents_are_masked(vault_home, tmp_path):
+    home, ws = vault_home
+    leak = tmp_path / "leak.txt"
+    leak.write_text(f"from a file: {SECRETS['api_key']}\n")
+    result = pcexec(home, ws, f'K=dy; pass_mgr get "${{K}}n"; echo; cat {leak}')
+    assert result.returncode == 0, result.stderr
+    assert SECRETS["dyn"] not in result.stdout and SECRETS["api_key"] not in result.stdout
+    assert result.stdout.count("######") == 2
+
+
+def test_mask_in_command_is_refused(vault_home, tmp_path):
+    home, ws = vault_home
+    marker = tmp_path / "m"
+    result = pcexec(home, ws, f"curl -u user:###### example.invalid; touch {marker}")
+    assert result.returncode == 2
+    assert "$(pass_mgr get KEY)" in result.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("command", ["pass_mgr set a b c d e", "pass_mgr admin init"])
+def test_pass_mgr_set_and_admin_are_refused(vault_home, command):
+    home, ws = vault_home
+    result = pcexec(home, ws, command)
+    assert result.returncode == 2 and result.stderr.startswith("pcexec: ")
+
+
+def test_static_get_needs_an_identity(vault_home):
+    home, ws = vault_home
+    result = pcexec(home, ws, "echo $(pass_mgr get db_pass)", agent=False)
+    assert result.returncode == 3 and "AGENT_ID" in result.stderr
+
+
+@pytest.mark.parametrize("pty", [True, False], ids=["pty", "pipes"])
+def test_exit_codes(vault_home, pty):
+    home, ws = vault_home
+    flags = ["--pty"] if pty else []
+    assert pcexec(home, ws, *flags, "exit 7").returncode == 7
+    assert pcexec(home, ws, *flags, "kill -TERM $$").returncode == 128 + 15
+    timed_out = pcexec(home, ws, *flags, "--timeout-seconds", "0.5", "sleep 30")
+    assert timed_out.returncode == 124
+    assert "timed out after 0.5 seconds" in timed_out.stderr
+
+
+def test_live_streams_stay_separate_and_stdin_is_passed(vault_home):
+    home, ws = vault_home
+    result = pcexec(home, ws, py("import sys; d = sys.stdin.read(); print(d.upper()); "
+                                 "print('to-err', file=sys.stderr)"), input="abc")
+    assert result.stdout == "ABC\n" and result.stderr == "to-err\n"
+
+
+def test_env_guard(vault_home):
+    home, ws = vault_home
+    result = pcexec(home, ws, "--env", "PATH=/tmp", "true")
+    assert result.returncode == 2 and "PATH" in result.stderr
+    result = pcexec(home, ws, "--env", "LD_PRELOAD=/x.so", "true")
+    assert result.returncode == 2 and "LD_PRELOAD" in result.stderr
+    ok = pcexec(home, ws, "--env", "GREETING=hi there", "echo $GREETING")
+    assert ok.stdout == "hi there\n"
+
+
+@pytest.fixture(scope="module")
+def daemon(vault_home):
+    home, _ = vault_home
+    d = Daemon(home)
+    yield d
+    d.stop()
+
+
+def test_request_file_answers_an_exec_result(vault_home, daemon, tmp_path):
+    home, ws = vault_home
+    request = {"command": "echo $(pass_mgr get db_pass); exit 5", "yieldMs": 5000,
+               "workdir": str(ws)}
+    result = pcexec(home, ws, "--request", "-", input=json.dumps(request))
+    answer = json.loads(result.stdout)
+    assert answer["details"]["status"] == "completed"
+    assert answer["details"]["exitCode"] == 5 and result.returncode == 5
+    assert answer["details"]["aggregated"].startswith("######")
+    assert SECRETS["db_pass"] not in result.stdout
+
+
+def test_request_file_rejects_unknown_fields(vault_home, daemon):
+    home, ws = vault_home
+    result = pcexec(home, ws, "--request", "-", input=json.dumps({"command": "true", "bogus": 1}))
+    assert result.returncode == 2 and "bogus" in json.loads(result.stdout)["error"]
+
+
+def test_background_then_process_poll(vault_home, daemon):
+    home, ws = vault_home
+    started = pcexec(home, ws, "--background", "--json", "sleep 0.3; echo $(pass_mgr get api_key)")
+    details = json.loads(started.stdout)["details"]
+    assert details["status"] == "running"
+    poll = subprocess.run([str(BIN / "paddedcell"), "process", "poll", details["sessionId"],
+                           "--timeout", "5000", "--json"],
+                          env=base_env(home, AGENT_ID=AGENT), capture_output=True, text=True)
+    text = json.loads(poll.stdout)["content"][0]["text"]
+    for _ in range(20):
+        if "Process exited" in text:
+            break
+        poll = subprocess.run([str(BIN / "paddedcell"), "process", "poll", details["sessionId"],
+                               "--timeout", "2000", "--json"],
+                              env=base_env(home, AGENT_ID=AGENT), capture_output=True, text=True)
+        text += json.loads(poll.stdout)["content"][0]["text"]
+    assert "######" in text and SECRETS["api_key"] not in text
+    assert "Process exited with code 0." in text
+
+
+def test_yield_ms_finishes_in_time_like_a_foreground_run(vault_home, daemon):
+    home, ws = vault_home
+    result = pcexec(home, ws, "--yield-ms", "5000", "echo quick")
+    assert result.returncode == 0 and result.stdout == "quick\n"
