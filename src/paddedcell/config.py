@@ -77,6 +77,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # How often live sessions' process trees are rescanned (orphans, reaping).
         "scan_interval_seconds": 1.0,
     },
+    "audit": {
+        # Each string field of an audit record is cut to this many characters,
+        # so a record stays one small write (commands can be 200 KB heredocs).
+        "max_field_chars": 4096,
+    },
     "daemon": {
         "socket_name": "paddedcell.sock",
         "start_timeout_seconds": 10.0,
