@@ -33,9 +33,8 @@ import trio
 
 from .. import config
 from .job import JobLog, JobSpec, JobState, run_job, timestamp
-from .machine import (FREEZE_FAMILY, AgentRecord, Answer, Event, Fleet, GlobalRecord,
-                      IllegalTransition, Notice, RestartStatus, RestartStatusError, State,
-                      Verdict, step)
+from .machine import (FREEZE_FAMILY, AgentRecord, Answer, Fleet, GlobalRecord,
+                      IllegalTransition, Notice, RestartStatus, RestartStatusError, State, Verdict)
 from .store import Store, boot_id
 
 log = logging.getLogger("paddedcell.restart")
@@ -96,20 +95,23 @@ class Coordinator:
             # and agent files (not fsynced) may be older than global.json.
             log.warning("the machine rebooted since the last daemon run; every agent that is "
                         "not frozen for a pending restart is reset to idle")
-            for record in list(self.fleet.agents.values()):
-                if record.state not in FREEZE_FAMILY:
-                    self.fleet._put(step(record, Event.RESTARTED, now=now)[0])
+            self.fleet.restarted([a.agent_id for a in self.fleet.agents.values()
+                                  if a.state not in FREEZE_FAMILY], now=now)
         if not self.fleet.restart_pending:
             # Global was written (restart over) but the agents were not, yet.
+            # Frozen before the last restart ended: that restart ended its turns.
+            # Frozen after (a cancelled restart): back to its work.
             finished = (self.last_job or {}).get("finishedAt") or 0
-            for record in list(self.fleet.agents.values()):
-                if record.state in FREEZE_FAMILY:
-                    event = (Event.RESTARTED if record.frozen_at is not None
-                             and record.frozen_at <= finished else Event.UNFREEZE)
-                    new, _, _ = step(record, event, now=now)
-                    self.fleet._put(new)
-                    log.info("agent %s was left frozen with no restart pending; released",
-                             record.agent_id)
+            stuck = [a for a in self.fleet.agents.values() if a.state in FREEZE_FAMILY]
+            self.fleet.restarted([a.agent_id for a in stuck
+                                  if a.frozen_at is not None and a.frozen_at <= finished], now=now)
+            self.fleet.cancel(now=now, agent_ids=[a.agent_id for a in stuck
+                                                  if a.agent_id in self.fleet.agents
+                                                  and self.fleet.agents[a.agent_id].state
+                                                  in FREEZE_FAMILY])
+            for record in stuck:
+                log.info("agent %s was left frozen with no restart pending; released",
+                         record.agent_id)
         self._persist((), force_global=doc.get("bootId") != self.boot_id)
 
     def _global_doc(self) -> dict[str, Any]:

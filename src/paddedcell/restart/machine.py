@@ -507,6 +507,11 @@ class Fleet:
                 released.append(agent_id)
         return released
 
+    def restarted(self, agent_ids: Iterable[str], *, now: float) -> None:
+        """The gateway went away under these agents (a reboot): idle, no sessions."""
+        for agent_id in agent_ids:
+            self._step(agent_id, Event.RESTARTED, now)
+
     def stale_freezes(self, *, now: float, max_age: float) -> list[str]:
         return [a.agent_id for a in self.agents.values()
                 if a.frozen_at is not None and now - a.frozen_at > max_age]
