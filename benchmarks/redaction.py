@@ -78,17 +78,29 @@ def mbps(nbytes: int, seconds: float) -> float:
     return nbytes / seconds / 1e6 if seconds > 0 else float("inf")
 
 
-def time_stream(secrets, variants, chunks, total) -> tuple[float, int]:
-    r = StreamRedactor(secrets, variants=variants)
-    masks = 0
-    t0 = time.perf_counter()
-    for c in chunks:
-        out = r.feed(c)
-        if MASK in out:
-            masks += out.count(MASK)
-    out = r.flush()
-    dt = time.perf_counter() - t0
-    return mbps(total, dt), masks + out.count(MASK)
+def time_stream(secrets, variants, chunks, total, repeat: int = 1) -> tuple[float, int]:
+    """Best MB/s of a fresh StreamRedactor over ``chunks`` (>= ``repeat`` runs), and its mask count.
+
+    Best, not mean: the machine is shared, and interference only ever slows a run down.
+    """
+    best, masks = 0.0, 0
+    started = time.perf_counter()
+    runs = 0
+    # At least ``repeat`` runs; fast cases get up to 10 within about a second.
+    while runs < repeat or (runs < 10 and time.perf_counter() - started < 1.0):
+        runs += 1
+        r = StreamRedactor(secrets, variants=variants)
+        outs = []
+        keep = outs.append
+        t0 = time.perf_counter()
+        for c in chunks:
+            keep(r.feed(c))
+        keep(r.flush())
+        dt = time.perf_counter() - t0
+        best = max(best, mbps(total, dt))
+        masks = b"".join(outs).count(MASK)  # counted outside the timed loop
+        del outs
+    return best, masks
 
 
 def prefix_for(rate_guess_mbps: float, data: bytes, seconds: float = 2.0) -> bytes:
@@ -189,6 +201,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="8 MiB corpus and a subset of cases")
     ap.add_argument("--json", action="store_true", help="print results as JSON instead of a table")
     ap.add_argument("--size-mib", type=int, default=None, help="corpus size (default 64, --quick 8)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per redactor case; the best is reported")
     args = ap.parse_args(argv)
 
     size = (args.size_mib or (8 if args.quick else 64)) * MIB
@@ -198,7 +211,9 @@ def main(argv=None) -> int:
 
     t_start = time.perf_counter()
     corpus = make_corpus(size)
-    results = {"corpus_bytes": size, "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
+    results = {"corpus_bytes": size, "repeat": args.repeat,
+               "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+               "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
                "rg": shutil.which("rg"), "stream": [], "baselines": [], "build": [], "rss_kib": {}}
     if results["rg"] is None:
         log("NOTE: ripgrep (rg) is not installed; its baseline is skipped "
@@ -214,7 +229,8 @@ def main(argv=None) -> int:
             for variants in (False, True):
                 for chunk in chunk_sizes:
                     for label, data, expect in (("none", corpus, 0), ("1/64KiB", planted, n_planted)):
-                        rate, masks = time_stream(secrets, variants, chunked(data, chunk), len(data))
+                        rate, masks = time_stream(secrets, variants, chunked(data, chunk), len(data),
+                                                  repeat=args.repeat)
                         if masks != expect:
                             raise SystemExit(f"BUG: k={k} variants={variants} chunk={chunk} {label}: "
                                              f"{masks} masks, expected {expect}")
@@ -266,8 +282,9 @@ def _fmt(v) -> str:
 
 
 def print_tables(res) -> None:
-    print(f"\nStreamRedactor throughput, MB/s ({res['corpus_bytes'] // MIB} MiB corpus, "
-          f"24-char secrets, Python {res['python']}, {res['cpu_count']} CPUs)")
+    print(f"\nStreamRedactor throughput, MB/s, best of >= {res['repeat']} runs "
+          f"({res['corpus_bytes'] // MIB} MiB corpus, 24-char secrets, Python {res['python']}, "
+          f"{res['cpu_count']} CPUs, load average at start {res['load_average']})")
     chunks = sorted({r["chunk"] for r in res["stream"]})
     cols = [(v, c, m) for v in (False, True) for c in chunks for m in ("none", "1/64KiB")]
     head = ["k"] + [f"{'var' if v else 'lit'} {c // 1024}K {m}" for v, c, m in cols]
