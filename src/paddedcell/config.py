@@ -104,6 +104,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "watchdog_seconds": 5.0,
         # Upper bound of GET /notifications?wait=...
         "max_poll_seconds": 60.0,
+        # Agent records survive a daemon crash without fsync (see restart/store.py).
+        "fsync_agents": False,
         # A freeze older than this is released with a log line, so no agent
         # stays frozen for ever after a crash.
         "max_freeze_seconds": 3600.0,

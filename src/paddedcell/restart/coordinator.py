@@ -53,7 +53,7 @@ class Coordinator:
     def __init__(self, settings: config.Settings, *, clock: Callable[[], float] = time.time):
         self.settings = settings
         self.clock = clock
-        self.store = Store(settings.home)
+        self.store = Store(settings.home, fsync_agents=bool(settings["restart.fsync_agents"]))
         self.fleet = Fleet()
         self.job: dict[str, Any] | None = None  # {"spec": ..., "state": ...} or {"external": True}
         self.last_job: dict[str, Any] | None = None

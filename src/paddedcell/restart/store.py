@@ -20,6 +20,7 @@ after a crash of the machine itself the gateway restarted too, so every turn
 those files describe is gone; the coordinator sees the new boot id and resets
 them. Two fsyncs per message cost 1–10 ms on a busy disk; the rename costs
 about 0.1 ms, which is what keeps message-start inside its 2 ms budget.
+``restart.fsync_agents = true`` fsyncs them as well, for those who prefer.
 
 Files written in one coordinator step are not replaced together. The order
 (global first, then agents) and the coordinator's resume pass make any mix
@@ -78,7 +79,8 @@ def _dump(value: Any) -> bytes:
 class Store:
     """Reads and writes the coordinator's files; knows nothing of their meaning."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, *, fsync_agents: bool = False):
+        self.fsync_agents = fsync_agents
         self.root = Path(home) / "restart"
         self.agents_dir = self.root / "agents"
         self.agents_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -91,7 +93,8 @@ class Store:
     # -- agents ----------------------------------------------------------------
 
     def save_agent(self, record: dict[str, Any]) -> None:
-        write_atomic(self._agent_path(record["agentId"]), _dump(record), durable=False)
+        write_atomic(self._agent_path(record["agentId"]), _dump(record),
+                     durable=self.fsync_agents)
 
     def delete_agent(self, agent_id: str) -> None:
         try:
