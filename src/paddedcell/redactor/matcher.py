@@ -46,7 +46,7 @@ class PrefixIndex:
     bisection.
     """
 
-    __slots__ = ("_sorted", "_first", "_first_re", "_head4", "_short", "maxlen")
+    __slots__ = ("_sorted", "_first", "_first_re", "_sparse", "_head4", "_short", "maxlen")
 
     #: Tails longer than this are searched for candidate starts with a regex
     #: (C speed) instead of a Python loop: a 4 KiB PEM key hex-encoded is an
@@ -61,6 +61,9 @@ class PrefixIndex:
         self._first = bytes(first)
         starts = b"".join(re.escape(bytes([c])) for c in range(256) if first[c])
         self._first_re = re.compile(b"[" + starts + b"]") if starts else None
+        # With few distinct first bytes, most tail positions cannot start a
+        # pattern and the regex skips them in C; with many, a loop is cheaper.
+        self._sparse = sum(first) <= 16
         self._head4 = {p[:4] for p in self._sorted if len(p) >= 4}
         self._short = {p[:k] for p in self._sorted for k in range(1, min(len(p), 3) + 1)}
         self.maxlen = max((len(p) for p in self._sorted), default=0)
@@ -68,9 +71,9 @@ class PrefixIndex:
     def hold(self, buf: bytes) -> int:
         n = len(buf)
         lo = max(0, n - self.maxlen + 1)
-        if n - lo > self.LOOP_LIMIT:
-            if self._first_re is None:
-                return 0
+        if self._first_re is None:
+            return 0
+        if self._sparse or n - lo > self.LOOP_LIMIT:
             starts = (m.start() for m in self._first_re.finditer(buf, lo))
         else:
             first = self._first
