@@ -100,6 +100,7 @@ export function registerHooks(deps) {
         title: "pcexec: run a shell command",
         description: `${decision.reason}\nAgent: ${ctx?.agentId ?? "main"}\nCommand: ${command.slice(0, 500)}`,
         severity: "warning",
+        timeoutMs: Number(deps.config.approvalTimeoutMs ?? 120_000),
         allowedDecisions: ["allow-once", "deny"],
         onResolution: (outcome) => {
           if (!id) return;
@@ -123,6 +124,10 @@ export function registerHooks(deps) {
     const body = { agentId, sessionKey, heartbeat: ctx?.trigger === "heartbeat" };
     const workflow = state.workflows.get(workflowKey(agentId, sessionKey));
     if (workflow) body.workflow = workflow;
+    // A run we started to deliver a restart notification (see notify.js) is
+    // admitted even while the agent is frozen.
+    const notice = /^paddedcell-notification-(\d+)$/.exec(ctx?.runId ?? "");
+    if (notice) body.notificationId = Number(notice[1]);
     let answer;
     try {
       answer = await client.call("POST", "/lifecycle/message-start", body, { timeoutMs: 10_000 });

@@ -16,6 +16,10 @@ function sleep(ms, signal) {
   });
 }
 
+export function notificationRunId(id) {
+  return `paddedcell-notification-${id}`;
+}
+
 /** Deliver one notification into its session; resolves true when accepted. */
 export async function deliver(api, note, logger) {
   const runtime = api.runtime;
@@ -23,8 +27,10 @@ export async function deliver(api, note, logger) {
   if (!sessionKey || typeof note.text !== "string") return false;
   try {
     if (runtime?.subagent?.run) {
+      // The idempotency key becomes the run id: the lifecycle hook recognises the
+      // run as a notification delivery by it.
       await runtime.subagent.run({
-        sessionKey, message: note.text, deliver: false, idempotencyKey: `paddedcell-notification-${note.id}`,
+        sessionKey, message: note.text, deliver: false, idempotencyKey: notificationRunId(note.id),
       });
       return true;
     }

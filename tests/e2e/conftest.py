@@ -68,6 +68,8 @@ def venv_python() -> str:
 @pytest.fixture(scope="module")
 def stack(request, tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
     exec_mode = getattr(request.module, "EXEC_MODE", "full")
+    extra_config = getattr(request.module, "GATEWAY_CONFIG", {})
+    plugin_config = getattr(request.module, "PLUGIN_CONFIG", {})
     root = tmp_path_factory.mktemp("openclaw")
     fake_restart = root / "fake-restart.sh"
     fake_restart.write_text(f"#!/bin/sh\necho restarted >> {root / 'restarts.txt'}\n")
@@ -87,7 +89,8 @@ def stack(request, tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
         assert init.returncode == 0, f"pass_mgr admin init failed: {init.stderr}"
         put = s.pass_mgr("set", "main", str(workspace), "db", SECRET, ADMIN_PASSWORD)
         assert put.returncode == 0, f"pass_mgr set failed: {put.stderr}"
-        gateway = Gateway(root, openclaw_bin_path, fake_model.port, daemon, exec_mode=exec_mode)
+        gateway = Gateway(root, openclaw_bin_path, fake_model.port, daemon, exec_mode=exec_mode,
+                          plugin_config=plugin_config, extra_config=extra_config)
         gateway.prepare()
         gateway.start()
         s.gateway = gateway

@@ -63,6 +63,13 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def base_env(home: Path, path: str, paddedcell_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in OPENCLAW_VARS + AGENT_VARS}
     env.update(HOME=str(home), PATH=path, PADDEDCELL_HOME=str(paddedcell_home),
@@ -122,7 +129,8 @@ class Gateway:
     """One OpenClaw gateway in a fresh HOME, with the plugin linked and configured."""
 
     def __init__(self, root: Path, path: str, model_port: int, daemon: PaddedcellDaemon,
-                 exec_mode: str = "full", plugin_config: dict[str, Any] | None = None):
+                 exec_mode: str = "full", plugin_config: dict[str, Any] | None = None,
+                 extra_config: dict[str, Any] | None = None):
         self.root = root
         self.home = root / "home"
         self.workspace = root / "workspace"
@@ -138,6 +146,7 @@ class Gateway:
             "notificationsWaitSeconds": 2,
             **(plugin_config or {}),
         }
+        self.extra_config = extra_config or {}
         self.log_path = root / "openclaw.log"
         self.stdout_path = root / "gateway.out"
         self.proc: subprocess.Popen | None = None
@@ -146,6 +155,9 @@ class Gateway:
         return base_env(self.home, self.path, self.daemon.home)
 
     def config(self) -> dict[str, Any]:
+        return deep_merge(self.base_config(), self.extra_config)
+
+    def base_config(self) -> dict[str, Any]:
         return {
             "gateway": {"mode": "local", "bind": "loopback", "port": self.port, "auth": {"mode": "none"}},
             "agents": {"defaults": {
@@ -219,8 +231,8 @@ class Gateway:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
 
-    def agent(self, session: str, message: str, timeout: float = 120) -> dict[str, Any]:
-        proc = self.openclaw("agent", "--agent", "main", "--session-key", session, "--message", message,
+    def agent(self, session: str, message: str, timeout: float = 120, agent: str = "main") -> dict[str, Any]:
+        proc = self.openclaw("agent", "--agent", agent, "--session-key", session, "--message", message,
                              "--timeout", str(int(timeout)), "--json", timeout=timeout + 30, check=False)
         if proc.returncode != 0:
             raise AssertionError(f"openclaw agent failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")

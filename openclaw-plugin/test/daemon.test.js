@@ -1,0 +1,82 @@
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+
+import { DaemonClient, DaemonError } from "../lib/daemon.js";
+import { SyncCaller } from "../lib/sync-call.js";
+import { LeakScanner, MASK } from "../lib/leak.js";
+import { startDaemon, stopByPidfile, tempDir, daemonCommand, SECRET, ADMIN_PASSWORD } from "./helpers.js";
+
+let d;
+before(async () => { d = await startDaemon(); });
+after(async () => { await d?.stop(); });
+
+test("call answers JSON and turns daemon errors into one-line DaemonErrors", async () => {
+  const client = new DaemonClient(d.config);
+  assert.equal((await client.call("GET", "/healthz")).ok, true);
+  await assert.rejects(client.call("POST", "/exec", { command: "true" }),
+    (err) => err instanceof DaemonError && err.status === 400 && !err.message.includes("\n"));
+});
+
+test("streaming exec relays redacted tails, then the final result", async () => {
+  const client = new DaemonClient(d.config);
+  const lines = [];
+  const last = await client.stream("/exec", {
+    command: 'echo "db=$(pass_mgr get db)"; sleep 0.6; echo done',
+    agentId: "main", sessionKey: "agent:main:t", agentWorkspace: d.workspace, stream: true,
+  }, (line) => lines.push(line));
+  const result = last.result;
+  assert.equal(result.details.status, "completed");
+  assert.match(result.content[0].text, /db=######/);
+  assert.ok(!JSON.stringify(lines).includes(SECRET));
+  assert.ok(lines.some((l) => l.update && typeof l.update.tail === "string"), "at least one tail update");
+});
+
+test("starts the daemon when absent, once, with the configured command", async () => {
+  const home = path.join(tempDir("pc-autostart-"), "home");
+  const client = new DaemonClient({ paddedcellHome: home, daemonCommand: daemonCommand() });
+  try {
+    const [a, b] = await Promise.all([client.call("GET", "/healthz"), client.call("GET", "/healthz")]);
+    assert.equal(a.ok && b.ok, true);
+    assert.ok(fs.existsSync(path.join(home, "daemon.log")));
+  } finally {
+    await stopByPidfile(home);
+  }
+});
+
+test("a missing daemon command gives an actionable error", async () => {
+  const home = path.join(tempDir("pc-nostart-"), "home");
+  const client = new DaemonClient({ paddedcellHome: home, daemonCommand: ["/nonexistent/paddedcell", "serve"] });
+  await assert.rejects(client.call("GET", "/healthz"), /daemonCommand/);
+  const off = new DaemonClient({ paddedcellHome: home, autoStart: false });
+  await assert.rejects(off.call("GET", "/healthz"), /paddedcell serve/);
+});
+
+test("the blocking caller reaches the daemon and never throws", () => {
+  const sync = new SyncCaller(d.socketPath);
+  try {
+    const reply = sync.call("POST", "/vault/check-leak", { text: "nothing here", source: "unit" });
+    assert.deepEqual(reply, { status: 200, answer: { leak: false } });
+    const gone = new SyncCaller(path.join(d.root, "no.sock")).call("GET", "/healthz", undefined, 500);
+    assert.ok(gone.error);
+  } finally {
+    sync.close();
+  }
+});
+
+test("leak scan masks exactly the admin password and the vault locks", async () => {
+  const client = new DaemonClient(d.config);
+  const check = async (text, source) => (await client.call("POST", "/vault/check-leak", { text, source })).leak;
+  const scanner = new LeakScanner({ check });
+  assert.deepEqual(await scanner.scrub("hello world", "unit"), { leak: false, text: "hello world" });
+  const { leak, text } = await scanner.scrub(`login with ${ADMIN_PASSWORD} please`, "unit");
+  assert.equal(leak, true);
+  // The daemon keeps answering after it locked the vault, so the hit is narrowed to its word.
+  assert.equal(text, `login with ${MASK} please`);
+  const status = d.passMgr(["admin", "status"]);
+  assert.match(status.stdout + status.stderr, /locked/);
+  assert.match(fs.readFileSync(path.join(d.home, "security.log"), "utf8"), /CRITICAL/);
+  // Remembered: the same text is masked again without the (now locked) vault.
+  assert.deepEqual(await scanner.scrub(`login with ${ADMIN_PASSWORD} please`, "unit"), { leak: true, text });
+});
