@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/python -m paddedcell.demo
 
+# make test also needs Node 24 and OpenClaw 2026.9.6 (plugin tests, e2e suite against a
+# real gateway): scripts/openclaw-env.sh installs them into ~/.cache/paddedcell-openclaw
+# (PADDEDCELL_OPENCLAW_CACHE overrides) and fails loudly when it cannot.
 test: venv binary
+	@scripts/openclaw-env.sh >/dev/null || { echo "make test: cannot install Node 24 + OpenClaw 2026.9.6 (see the message above); the e2e suite needs them" >&2; exit 1; }
 	$(BIN)/pytest -q
+	eval "$$(scripts/openclaw-env.sh)" && node --test 'openclaw-plugin/test/*.test.js'
 
 bench: venv
 	$(BIN)/python benchmarks/redaction.py
