@@ -268,13 +268,27 @@ def test_focus_answers_busy_outside_its_workflow(daemon):
 def test_pre_freeze_focus_completion_queues_prepare_messages(daemon):
     daemon.call("POST", "/workflow/open", {"agentId": "a", "workflow": "wf"})
     start(daemon, "a", "user:1", workflow="wf")
+    start(daemon, "a", "user:2", workflow="wf")
     answer = daemon.call("POST", "/query-restart", {"requesterAgentId": "r", "requesterSessionKey": "r:s"})
     assert answer["result"] == "NOT_READY" and states(daemon) == {"a": "pre-freeze-focus"}
-    assert end(daemon, "a", "user:1") == {"state": "freeze"}
+    end(daemon, "a", "user:1")
+    assert end(daemon, "a", "user:2") == {"state": "freeze"}
     notes = daemon.call("GET", "/notifications")["notifications"]
     assert [(n["sessionKey"], n["kind"], n["text"]) for n in notes] == [
-        (None, "prepare_agent", "整理工作进度准备重启后继续"),
+        ("user:2", "prepare_agent", "整理工作进度准备重启后继续"),
         ("user:1", "prepare_session", "准备重启，重启后继续")]
+    query = {"requesterAgentId": "r", "requesterSessionKey": "r:s"}
+    # Every agent is frozen, but the tidy-up notice has not reached its agent yet.
+    assert daemon.call("POST", "/query-restart", query)["result"] == "NOT_READY"
+    # The plugin delivers it as a run: admitted although frozen, and waited for.
+    assert start(daemon, "a", "user:2", notificationId=notes[0]["id"]) == {"action": "proceed"}
+    # A made-up or mismatched id is an ordinary message: rejected.
+    assert start(daemon, "a", "user:1", notificationId=notes[0]["id"])["action"] == "reject"
+    daemon.call("POST", "/notifications/ack", {"ids": [n["id"] for n in notes]})
+    assert daemon.call("POST", "/query-restart", query)["result"] == "NOT_READY"
+    assert states(daemon) == {"a": "pre-freeze"}
+    assert end(daemon, "a", "user:2") == {"state": "freeze"}
+    assert daemon.call("POST", "/query-restart", query)["result"] == "OK"
 
 
 def test_errors_are_one_line_with_the_fix(daemon, tmp_path):
@@ -348,7 +362,7 @@ def test_long_poll_wakes_on_a_new_notification(daemon):
     end(daemon, "a", "u")
     thread.join(timeout=15)
     assert not thread.is_alive()
-    assert [n["kind"] for n in got["answer"]["notifications"]] == ["prepare_agent", "prepare_session"]
+    assert [n["kind"] for n in got["answer"]["notifications"]] == ["prepare_agent"]
 
 
 # -- safety nets ----------------------------------------------------------------------------

@@ -8,18 +8,19 @@ from paddedcell.restart.machine import (FREEZE_FAMILY, TRANSITIONS, AgentRecord,
                                         RestartStatusError, State, Verdict, step)
 
 # Written out by hand from seed §1.4.1/§1.4.2/§1.4.6, independently of TRANSITIONS.
-# Columns: start, start-foreign, start-exempt, heartbeat, end, drained, workflow-open,
-# workflow-close, query-restart, unfreeze, restarted. "x" = illegal.
+# Columns: start, start-foreign, start-exempt, start-notice, heartbeat, end, drained,
+# workflow-open, workflow-close, query-restart, unfreeze, restarted. "x" = illegal.
 # A trailing P / RB / RF is the verdict: proceed, reject-busy, reject-frozen.
 EXPECTED = """
-idle         busy/P  x         x        idle/P   idle  idle    focus  idle  freeze  idle   idle
-busy         busy/P  x         x        busy/P   busy  idle    focus  busy  pf      busy   idle
-focus        focus/P focus/RB  x        focus/P  focus focus   focus  busy  pff     focus  idle
-freeze       freeze/RF freeze/RF freeze/P freeze/RF freeze freeze x   freeze freeze busy   idle
-pre-freeze   pf/RF   x         pf/P     pf/RF    pf    freeze  pff    pf    pf      busy   idle
-pre-freeze-focus pff/RF pff/RF pff/P    pff/RF   pff   freeze  pff    pf    pff     focus  idle
+idle         busy/P  x         x        busy/P  idle/P   idle  idle    focus  idle  freeze  idle   idle
+busy         busy/P  x         x        busy/P  busy/P   busy  idle    focus  busy  pf      busy   idle
+focus        focus/P focus/RB  x        focus/P focus/P  focus focus   focus  busy  pff     focus  idle
+freeze       freeze/RF freeze/RF freeze/P pf/P freeze/RF freeze freeze x   freeze freeze busy   idle
+pre-freeze   pf/RF   pf/RF     pf/P     pf/P    pf/RF    pf    freeze  pff    pf    pf      busy   idle
+pre-freeze-focus pff/RF pff/RF pff/P    pff/P   pff/RF   pff   freeze  pff    pf    pff     focus  idle
 """
-COLUMNS = [Event.START, Event.START_FOREIGN, Event.START_EXEMPT, Event.HEARTBEAT, Event.END,
+COLUMNS = [Event.START, Event.START_FOREIGN, Event.START_EXEMPT, Event.START_NOTICE,
+           Event.HEARTBEAT, Event.END,
            Event.DRAINED, Event.WORKFLOW_OPEN, Event.WORKFLOW_CLOSE, Event.QUERY_RESTART,
            Event.UNFREEZE, Event.RESTARTED]
 SHORT = {"pf": State.PRE_FREEZE, "pff": State.PRE_FREEZE_FOCUS}
@@ -134,10 +135,28 @@ def test_query_restart_mapping_and_ok_when_all_frozen():
     assert fleet.message_end("busy", "b1", now=4)[0] is State.FREEZE
     state, notices = fleet.message_end("focus", "f1", now=5)
     assert state is State.FREEZE
-    assert [(n.session_key, n.kind) for n in notices] == [
-        (None, NoticeKind.PREPARE_AGENT), ("f1", NoticeKind.PREPARE_SESSION)]
+    assert [(n.session_key, n.kind) for n in notices] == [("f1", NoticeKind.PREPARE_AGENT)]
     assert fleet.query_restart("req", "rs", now=6)[0] is Answer.OK
     assert fleet.glob.restart_status is RestartStatus.RESTARTING
+
+
+def test_tidy_up_turn_is_admitted_into_a_frozen_agent_and_waited_for():
+    fleet = Fleet()
+    fleet.workflow_open("a", "wf", now=1)
+    fleet.message_start("a", "u1", now=1, workflow="wf")
+    fleet.message_start("a", "u2", now=1, workflow="wf")
+    fleet.message_end("a", "u1", now=1)
+    fleet.query_restart("req", "rs", now=2)
+    state, notices = fleet.message_end("a", "u2", now=3)
+    assert [(n.session_key, n.kind) for n in notices] == [
+        ("u2", NoticeKind.PREPARE_AGENT), ("u1", NoticeKind.PREPARE_SESSION)]
+    # Still held by the coordinator while the notice is on its way.
+    assert fleet.query_restart("req", "rs", now=4, hold=True)[0] is Answer.NOT_READY
+    assert fleet.message_start("a", "u2", now=5, notice=True)[0] is Verdict.PROCEED
+    assert fleet.agents["a"].state is State.PRE_FREEZE
+    assert fleet.query_restart("req", "rs", now=6)[0] is Answer.NOT_READY
+    assert fleet.message_end("a", "u2", now=7)[0] is State.FREEZE  # no second prepare notice
+    assert fleet.query_restart("req", "rs", now=8)[0] is Answer.OK
 
 
 def test_requester_session_is_not_frozen_and_does_not_block():
@@ -250,7 +269,7 @@ AGENTS = ["a", "b", "r"]
 SESSIONS = ["s1", "s2", "rs"]
 operations = st.one_of(
     st.tuples(st.just("start"), st.sampled_from(AGENTS), st.sampled_from(SESSIONS),
-              st.booleans(), st.sampled_from([None, "wf", "wf2"])),
+              st.booleans(), st.sampled_from([None, "wf", "wf2"]), st.booleans()),
     st.tuples(st.just("end"), st.sampled_from(AGENTS), st.sampled_from(SESSIONS)),
     st.tuples(st.just("open"), st.sampled_from(AGENTS), st.sampled_from(["wf", "wf2"])),
     st.tuples(st.just("close"), st.sampled_from(AGENTS)),
@@ -260,14 +279,15 @@ operations = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(operations, max_size=40))
 def test_invariants_hold_under_any_event_sequence(ops):
     fleet = Fleet()
     for now, op in enumerate(ops):
         try:
             if op[0] == "start":
-                fleet.message_start(op[1], op[2], now=now, heartbeat=op[3], workflow=op[4])
+                fleet.message_start(op[1], op[2], now=now, heartbeat=op[3], workflow=op[4],
+                                    notice=op[5])
             elif op[0] == "end":
                 fleet.message_end(op[1], op[2], now=now)
             elif op[0] == "open":
@@ -283,7 +303,9 @@ def test_invariants_hold_under_any_event_sequence(ops):
             else:
                 fleet.cancel(now=now)
         except (IllegalTransition, RestartStatusError):
-            pass
+            # Messages come from the gateway whatever our state: they must
+            # always get an answer. Only workflow and restart calls may be refused.
+            assert op[0] in ("open", "close", "finish")
         exempt = fleet.glob.restart_session if fleet.restart_pending else None
         for record in fleet.agents.values():
             counted = [s for s in record.active_sessions

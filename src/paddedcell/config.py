@@ -104,6 +104,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "watchdog_seconds": 5.0,
         # Upper bound of GET /notifications?wait=...
         "max_poll_seconds": 60.0,
+        # query-restart waits this long at most for a "tidy up before the restart"
+        # notice to reach its agent (the gateway plugin delivers it).
+        "prepare_wait_seconds": 120.0,
         # Agent records survive a daemon crash without fsync (see restart/store.py).
         "fsync_agents": False,
         # A freeze older than this is released with a log line, so no agent

@@ -14,7 +14,11 @@ Without ``job`` the caller runs the restart and reports with ``/restart-result``
 ``POST /restart-cancel`` (``{requesterAgentId, requesterSessionKey, reason?}``)
 undoes a restart whose restart command has not started; ``safe-restart`` uses
 it on Ctrl-C. ``message-end`` accepts ``heartbeat`` like ``message-start``;
-``GET /notifications`` accepts ``agentId`` to filter.
+``message-start`` accepts ``notificationId`` when the run delivers that
+notification (admitted even while frozen; a restart waits for it);
+``GET /notifications`` accepts ``agentId`` to filter. Notifications carry
+``kind`` (``prepare_agent``, ``prepare_session``, ``restart_done``,
+``restart_failed``) beside ``text``.
 """
 
 from __future__ import annotations
@@ -53,9 +57,13 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/lifecycle/message-start")
     async def message_start(request: Request) -> dict[str, Any]:
+        notification_id = request.body.get("notificationId")
+        if notification_id is not None and (not isinstance(notification_id, int)
+                                            or isinstance(notification_id, bool)):
+            raise HTTPError(400, "field 'notificationId' must be the integer id of a notification")
         return call(coordinator.message_start, request.require("agentId"),
                     request.require("sessionKey"), heartbeat=_flag(request, "heartbeat"),
-                    workflow=_optional_str(request, "workflow"))
+                    workflow=_optional_str(request, "workflow"), notification_id=notification_id)
 
     @router.route("POST", "/lifecycle/message-end")
     async def message_end(request: Request) -> dict[str, Any]:

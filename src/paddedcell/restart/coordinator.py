@@ -12,6 +12,12 @@ returns every unacknowledged one (long-polling while there is none), and
 gets the same notifications again, so nothing is lost; one that acks what it
 delivered never sees it twice.
 
+A run that delivers a notification says so (``notificationId`` in
+message-start): it is admitted even into a frozen agent, which goes back to
+pre-freeze until the run ends, and while a "tidy up before the restart" notice
+(``prepare_agent``) is undelivered, for up to ``restart.prepare_wait_seconds``,
+query-restart answers NOT_READY. So the agent does get to save its progress.
+
 Safety nets, checked every ``restart.watchdog_seconds``:
 - a requester that stopped polling for ``restart.abandon_seconds`` while
   waiting abandons its restart, and every agent is unfrozen;
@@ -65,6 +71,14 @@ class Coordinator:
         self._job_running = False
         self._loaded_job_id: str | None = None
         self.boot_id: str | None = None
+        #: id → (agent, session) of recent notifications, acked or not, so that a
+        #: run delivering one is recognised (bounded; rebuilt from the queue on load).
+        self.issued: dict[int, tuple[str, str | None]] = {}
+
+    def _remember(self, notification_id: int, agent_id: str, session: str | None) -> None:
+        self.issued[notification_id] = (agent_id, session)
+        while len(self.issued) > 4096:
+            del self.issued[next(iter(self.issued))]
 
     # -- persistence -------------------------------------------------------------
 
@@ -78,6 +92,8 @@ class Coordinator:
         queue = doc.get("notifications") or {}
         self.pending = list(queue.get("pending") or [])
         self.next_id = int(queue.get("nextId") or 1)
+        for n in self.pending:
+            self._remember(n["id"], n["agentId"], n["sessionKey"])
         for raw in self.store.load_agents():
             try:
                 record = AgentRecord.from_json(raw)
@@ -127,6 +143,7 @@ class Coordinator:
                 "id": self.next_id, "agentId": notice.agent_id, "sessionKey": notice.session_key,
                 "kind": notice.kind.value, "text": self.settings[f"messages.{notice.kind.value}"],
                 "createdAt": now})
+            self._remember(self.next_id, notice.agent_id, notice.session_key)
             self.next_id += 1
         agents, glob = self.fleet.take_dirty()
         if glob or notices or force_global:
@@ -147,9 +164,15 @@ class Coordinator:
             raise CoordinatorError(409, str(exc)) from exc
 
     def message_start(self, agent_id: str, session: str, *, heartbeat: bool = False,
-                      workflow: str | None = None) -> dict[str, Any]:
+                      workflow: str | None = None,
+                      notification_id: int | None = None) -> dict[str, Any]:
+        """``notification_id``: this run delivers that notification (it is admitted
+        even while the agent is frozen, and a restart waits for it to end)."""
+        notice = notification_id is not None and self.issued.get(notification_id) == (
+            agent_id, session)
         verdict, notices = self._guard(lambda: self.fleet.message_start(
-            agent_id, session, now=self.clock(), heartbeat=heartbeat, workflow=workflow))
+            agent_id, session, now=self.clock(), heartbeat=heartbeat, workflow=workflow,
+            notice=notice))
         self._persist(notices)
         if verdict is Verdict.PROCEED:
             return {"action": "proceed"}
@@ -179,7 +202,8 @@ class Coordinator:
                       job: JobSpec | None = None) -> dict[str, Any]:
         """Seed §1.4.2; on OK with a ``job`` the daemon runs the restart job itself."""
         now = self.clock()
-        answer, notices = self.fleet.query_restart(agent_id, session, now=now)
+        answer, notices = self.fleet.query_restart(agent_id, session, now=now,
+                                                   hold=self._tidy_up_pending(now))
         result: dict[str, Any] = {"result": answer.value}
         if answer is Answer.OK:
             job_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(now))}-{secrets.token_hex(3)}"
@@ -199,6 +223,12 @@ class Coordinator:
         if answer is Answer.OK and job is not None:
             self._start_job()
         return result
+
+    def _tidy_up_pending(self, now: float) -> bool:
+        """A "tidy up before the restart" notice not yet delivered (for a while)."""
+        wait = float(self.settings["restart.prepare_wait_seconds"])
+        return any(n["kind"] == "prepare_agent" and now - n["createdAt"] < wait
+                   for n in self.pending)
 
     def restart_result(self, status: str, log_path: str | None) -> dict[str, Any]:
         """``POST /restart-result`` from an external restart script (seed §1.4.7)."""

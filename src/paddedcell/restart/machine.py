@@ -62,6 +62,9 @@ class Event(str, enum.Enum):
     START_FOREIGN = "start-foreign"
     #: A message on the restart requester's own session while a restart is pending.
     START_EXEMPT = "start-exempt"
+    #: A run the gateway started to deliver one of our notices (e.g. "tidy up
+    #: before the restart"): admitted even when frozen, and waited for.
+    START_NOTICE = "start-notice"
     #: A heartbeat run begins; it never makes an agent busy.
     HEARTBEAT = "heartbeat"
     END = "end"
@@ -91,6 +94,7 @@ FREEZE_FAMILY = frozenset({S.FREEZE, S.PRE_FREEZE, S.PRE_FREEZE_FOCUS})
 TRANSITIONS: dict[State, dict[Event, tuple[State, Verdict]]] = {
     S.IDLE: {
         E.START: (S.BUSY, V.PROCEED),
+        E.START_NOTICE: (S.BUSY, V.PROCEED),
         E.HEARTBEAT: (S.IDLE, V.PROCEED),
         E.END: (S.IDLE, V.NONE),
         E.DRAINED: (S.IDLE, V.NONE),
@@ -102,6 +106,7 @@ TRANSITIONS: dict[State, dict[Event, tuple[State, Verdict]]] = {
     },
     S.BUSY: {
         E.START: (S.BUSY, V.PROCEED),
+        E.START_NOTICE: (S.BUSY, V.PROCEED),
         E.HEARTBEAT: (S.BUSY, V.PROCEED),
         E.END: (S.BUSY, V.NONE),
         E.DRAINED: (S.IDLE, V.NONE),
@@ -114,6 +119,7 @@ TRANSITIONS: dict[State, dict[Event, tuple[State, Verdict]]] = {
     S.FOCUS: {
         E.START: (S.FOCUS, V.PROCEED),
         E.START_FOREIGN: (S.FOCUS, V.REJECT_BUSY),
+        E.START_NOTICE: (S.FOCUS, V.PROCEED),
         E.HEARTBEAT: (S.FOCUS, V.PROCEED),
         E.END: (S.FOCUS, V.NONE),
         E.DRAINED: (S.FOCUS, V.NONE),
@@ -128,6 +134,8 @@ TRANSITIONS: dict[State, dict[Event, tuple[State, Verdict]]] = {
         E.START: (S.FREEZE, V.REJECT_FROZEN),
         E.START_FOREIGN: (S.FREEZE, V.REJECT_FROZEN),
         E.START_EXEMPT: (S.FREEZE, V.PROCEED),
+        # Back to pre-freeze: OK waits until this turn ends (then drained → freeze).
+        E.START_NOTICE: (S.PRE_FREEZE, V.PROCEED),
         E.HEARTBEAT: (S.FREEZE, V.REJECT_FROZEN),
         E.END: (S.FREEZE, V.NONE),
         E.DRAINED: (S.FREEZE, V.NONE),
@@ -139,7 +147,10 @@ TRANSITIONS: dict[State, dict[Event, tuple[State, Verdict]]] = {
     },
     S.PRE_FREEZE: {
         E.START: (S.PRE_FREEZE, V.REJECT_FROZEN),
+        # Kept workflow: a frozen focus agent back in pre-freeze for a notice run.
+        E.START_FOREIGN: (S.PRE_FREEZE, V.REJECT_FROZEN),
         E.START_EXEMPT: (S.PRE_FREEZE, V.PROCEED),
+        E.START_NOTICE: (S.PRE_FREEZE, V.PROCEED),
         E.HEARTBEAT: (S.PRE_FREEZE, V.REJECT_FROZEN),
         E.END: (S.PRE_FREEZE, V.NONE),
         E.DRAINED: (S.FREEZE, V.NONE),
@@ -154,6 +165,7 @@ TRANSITIONS: dict[State, dict[Event, tuple[State, Verdict]]] = {
         E.START: (S.PRE_FREEZE_FOCUS, V.REJECT_FROZEN),
         E.START_FOREIGN: (S.PRE_FREEZE_FOCUS, V.REJECT_FROZEN),
         E.START_EXEMPT: (S.PRE_FREEZE_FOCUS, V.PROCEED),
+        E.START_NOTICE: (S.PRE_FREEZE_FOCUS, V.PROCEED),
         E.HEARTBEAT: (S.PRE_FREEZE_FOCUS, V.REJECT_FROZEN),
         E.END: (S.PRE_FREEZE_FOCUS, V.NONE),
         E.DRAINED: (S.FREEZE, V.NONE),
@@ -261,7 +273,8 @@ def _apply(agent: AgentRecord, event: Event, now: float, session: str | None,
     changes: dict[str, Any] = {"state": new_state}
     notices: tuple[Notice, ...] = ()
 
-    if event is Event.START and verdict is Verdict.PROCEED and session is not None:
+    if (event in (Event.START, Event.START_NOTICE) and verdict is Verdict.PROCEED
+            and session is not None):
         changes["active_sessions"] = _add(agent.active_sessions, session)
         last = () if old is State.IDLE else agent.last_sessions
         changes["last_sessions"] = _add(last, session)
@@ -275,9 +288,13 @@ def _apply(agent: AgentRecord, event: Event, now: float, session: str | None,
         changes["workflow"] = None
     elif event is Event.QUERY_RESTART and old in (State.BUSY, State.FOCUS):
         changes["resume_sessions"] = agent.last_sessions
-    elif event is Event.DRAINED and old is State.PRE_FREEZE_FOCUS and new_state is State.FREEZE:
-        notices = (Notice(agent.agent_id, None, NoticeKind.PREPARE_AGENT),) + tuple(
-            Notice(agent.agent_id, s, NoticeKind.PREPARE_SESSION) for s in agent.last_sessions)
+    elif (event is Event.DRAINED and old is State.PRE_FREEZE_FOCUS and new_state is State.FREEZE
+          and agent.last_sessions):
+        # The agent is told in the session it worked in last; its other sessions
+        # get the short notice. (No session worked in: nobody to tell.)
+        *others, latest = agent.last_sessions
+        notices = (Notice(agent.agent_id, latest, NoticeKind.PREPARE_AGENT),) + tuple(
+            Notice(agent.agent_id, s, NoticeKind.PREPARE_SESSION) for s in others)
     elif event is Event.UNFREEZE:
         changes["resume_sessions"] = ()
     elif event is Event.RESTARTED:
@@ -402,10 +419,14 @@ class Fleet:
     # -- lifecycle events ----------------------------------------------------
 
     def message_start(self, agent_id: str, session: str, *, now: float, heartbeat: bool = False,
-                      workflow: str | None = None) -> tuple[Verdict, tuple[Notice, ...]]:
+                      workflow: str | None = None,
+                      notice: bool = False) -> tuple[Verdict, tuple[Notice, ...]]:
+        """``notice``: the run delivers one of our notices into this session."""
         record = self._agent(agent_id, now)
         if session == self._exempt(agent_id):
             event = Event.START_EXEMPT
+        elif notice:
+            event = Event.START_NOTICE
         elif heartbeat:
             event = Event.HEARTBEAT
         elif record.workflow is not None and workflow != record.workflow:
@@ -431,8 +452,13 @@ class Fleet:
 
     # -- restart -------------------------------------------------------------
 
-    def query_restart(self, agent_id: str, session: str, *, now: float) -> tuple[Answer, tuple[Notice, ...]]:
-        """Seed §1.4.2: freeze what can be frozen, OK when everything is."""
+    def query_restart(self, agent_id: str, session: str, *, now: float,
+                      hold: bool = False) -> tuple[Answer, tuple[Notice, ...]]:
+        """Seed §1.4.2: freeze what can be frozen, OK when everything is.
+
+        ``hold`` keeps the answer NOT_READY although every agent is frozen (the
+        coordinator still has a "tidy up" notice on its way to an agent).
+        """
         g = self.glob
         if g.restart_status is RestartStatus.IDLE:
             self._set_global(now, restart_scheduled_by=agent_id, restart_session=session,
@@ -448,7 +474,7 @@ class Fleet:
         for record in list(self.agents.values()):
             if record.state not in FREEZE_FAMILY:
                 notices += self._step(record.agent_id, Event.QUERY_RESTART, now)[1]
-        if not self.all_frozen():
+        if hold or not self.all_frozen():
             return Answer.NOT_READY, notices
         self._set_global(now, restart_status=RestartStatus.RESTARTING)
         return Answer.OK, notices
