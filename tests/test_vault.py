@@ -330,3 +330,18 @@ def test_detector_survives_serialisation_and_keeps_no_plaintext():
     assert again.contains(json.dumps({"x": "pa\"ss\\wörd 123"}))
     assert again.contains("pa\"ss\\wörd 123")
     assert not again.contains("pa\"ss\\wörd 12")
+
+
+def test_non_canonical_base64_in_a_mac_is_caught(ready, ws):
+    """Regression: the unused low bits of the MAC's last base64 character went unchecked."""
+    path = store_file(ws)
+    doc = json.loads(path.read_text())
+    mac = doc["mac"]
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = mac.rstrip("=")[-1]
+    twin = alphabet[alphabet.index(last) ^ 1]  # differs only in a discarded bit
+    doc["mac"] = mac.rstrip("=")[:-1] + twin + "=" * (len(mac) - len(mac.rstrip("=")))
+    assert base64.b64decode(doc["mac"]) == base64.b64decode(mac)
+    path.write_bytes(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+    with pytest.raises(IntegrityError):
+        get_secret("a1", ws, "db", settings=ready)

@@ -123,11 +123,18 @@ def key_history(agent_id: str, workspace: str, key: str, *,
 
 def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[OpenStore], Change],
             *, create: bool, missing_key: str | None = None) -> Change:
+    """Read-modify-write the agent's store under its exclusive lock, in one atomic replace."""
     paths = AdminPaths(settings.home)
     admin.require_ready(paths)
     ref = _store_ref(settings, agent_id, workspace)
+
+    def missing() -> NoSuchKey:
+        if missing_key is None:
+            return NoSuchKey(f"agent {agent_id} has no secrets yet; nothing to rotate")
+        return _no_store(agent_id, missing_key)
+
     if not create and not os.path.lexists(ref.file):
-        raise _no_store(agent_id, missing_key or "?")
+        raise missing()
     ensure_private_dir(ref.directory)
     host = admin.read_host_key(paths)
     with FileLock(ref.lock, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
@@ -136,7 +143,7 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
             raw = read_private(ref.file)
         except FileNotFoundError:
             if not create:
-                raise _no_store(agent_id, missing_key or "?") from None
+                raise missing() from None
             store, is_new = OpenStore.new(agent_id), True
         else:
             store = OpenStore.load(raw, agent_id, str(ref.file),
@@ -208,7 +215,7 @@ def rotate_store(agent_id: str, workspace: str, *, settings: Any = None) -> Chan
         store.rekey()
         return Change(None, None, 0)
 
-    return _mutate(settings, agent_id, workspace, change, create=False, missing_key="(any)")
+    return _mutate(settings, agent_id, workspace, change, create=False)
 
 
 def unset_secret(agent_id: str, workspace: str, key: str, *, settings: Any = None) -> Change:

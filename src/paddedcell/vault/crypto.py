@@ -36,9 +36,14 @@ def b64d(text: Any) -> bytes:
     if not isinstance(text, str):
         raise IntegrityError("a vault field is not base64 text; the file is corrupt")
     try:
-        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+        data = binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
     except (binascii.Error, UnicodeEncodeError):
         raise IntegrityError("a vault field is not valid base64; the file is corrupt") from None
+    # Strict mode still ignores the unused low bits of the last character, so two
+    # texts decode alike; a flipped bit there in a MAC field would go unnoticed.
+    if b64e(data) != text:
+        raise IntegrityError("a vault field is not canonical base64; the file was tampered with")
+    return data
 
 
 def aad(*parts: object) -> bytes:
