@@ -424,3 +424,29 @@ def test_restart_result_is_refused_while_the_daemon_runs_the_job(daemon, scripts
     assert info.value.status == 409
     daemon.call("POST", "/restart-cancel", {"requesterAgentId": "req", "requesterSessionKey": "req:s"})
     assert "restart cancelled" in scripts.log.read_text()
+
+
+def test_simultaneous_raw_queries_schedule_exactly_one(daemon, scripts):
+    import threading
+
+    barrier = threading.Barrier(20)
+    answers = [None] * 20
+
+    def ask(i):
+        with daemon.client() as c:
+            c.call("GET", "/healthz")  # connect first, so the queries race
+            barrier.wait()
+            answers[i] = c.call("POST", "/query-restart", {
+                "requesterAgentId": f"r{i}", "requesterSessionKey": f"r{i}:s",
+                "job": {"rollback": scripts.rollback, "log": str(scripts.log), "delaySeconds": 60}})
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    results = [a["result"] for a in answers]
+    assert results.count("OK") == 1 and results.count("ALREADY_SCHEDULED") == 19
+    owner = results.index("OK")
+    assert daemon.call("POST", "/restart-cancel", {"requesterAgentId": f"r{owner}",
+                                                   "requesterSessionKey": f"r{owner}:s"})["cancelled"]
