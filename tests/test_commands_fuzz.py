@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,8 @@ def get_call(draw) -> tuple[str, str]:
     form = draw(
         st.sampled_from(
             ["bare", "subst", "dq_subst", "backtick", "dq_backtick", "nested", "procsub",
-             "assign", "default", "heredoc", "subshell", "group", "arith"]
+             "assign", "default", "heredoc", "subshell", "group", "arith", "if", "or", "case",
+             "for", "func", "pipe", "coproc_free_while"]
         )
     )  # fmt: skip
     text = {
@@ -102,6 +104,13 @@ def get_call(draw) -> tuple[str, str]:
         "subshell": f"({inner})",
         "group": f"{{ {inner}; }}",
         "arith": f"echo $(( $({inner} | wc -c) + 1 ))",
+        "if": f"if {inner} >/dev/null; then echo y; else echo n; fi",
+        "or": f"false || {inner}",
+        "case": f"case x in x) {inner};; *) :;; esac",
+        "for": f"for i in 1; do {inner}; done",
+        "func": f"f() {{ {inner}; }}; f",
+        "pipe": f"echo in | {inner} | cat",
+        "coproc_free_while": f"n=0; while [ $n -lt 1 ]; do {inner}; n=1; done",
     }[form]
     return text, key
 
@@ -132,9 +141,16 @@ def fake_pass_mgr(tmp_path_factory):
     return bindir, log
 
 
+#: Raise for a longer hunt: PADDEDCELL_FUZZ_EXAMPLES=3000 pytest tests/test_commands_fuzz.py
+BASH_EXAMPLES = int(os.environ.get("PADDEDCELL_FUZZ_EXAMPLES", "120"))
+
+
 @pytest.mark.skipif(BASH is None, reason="needs bash")
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=BASH_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script())
+@example(("{ X=2 pass_mgr get a; }; ", ["a"]))
+@example(("if X=1 pass_mgr get a >/dev/null; then :; fi", ["a"]))
+@example(("! X=1 pass_mgr get a", ["a"]))
 def test_no_call_bash_makes_is_missed(fake_pass_mgr, generated) -> None:
     bindir, log = fake_pass_mgr
     command, _keys = generated

@@ -68,6 +68,10 @@ PASS_MGR = "pass_mgr"
 MAX_NESTING = 48
 MAX_RESCAN_DEPTH = 4
 
+# Runs of characters with no special meaning in a word / in "..." / in a here-document.
+_WORD_RUN = re.compile(r"[^ \t\n;&|()<>\\'\"$`*?\[~{=]+")
+_DQUOTE_RUN = re.compile(r'[^"\\$`]+')
+_HEREDOC_RUN = re.compile(r"[^\\$`]+")
 _REDIRECTION_OP = re.compile(r"&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
@@ -111,21 +115,51 @@ class PassMgrCall:
 # --------------------------------------------------------------------------- scanner
 
 
-@dataclass(slots=True)
 class _Word:
-    value: str = ""  # quote-removed text; dynamic parts as written
-    static: bool = True  # no expansion, glob or brace that bash would change
-    approx: str = ""  # script text for re-reading: substitutions as ``$_``
-    raw_start: int = 0
-    raw_end: int = 0
-    quoted: bool = False  # some part was quoted or escaped
-    assignment: bool = False
-    dyn_end: int = 0  # ``value`` index just past the last non-static part
+    """One shell word as read: its quote-removed value and what we know about it.
+
+    Text is collected in lists (``+=`` on an attribute string is quadratic in
+    CPython, and a here-document can be 200 KB).
+    """
+
+    __slots__ = ("_v", "_a", "_vlen", "_value", "_approx", "static", "raw_start", "raw_end",
+                 "quoted", "assignment", "dyn_end")  # fmt: skip
+
+    def __init__(self, raw_start: int = 0):
+        self._v: list[str] = []  # quote-removed text; dynamic parts as written
+        self._a: list[str] = []  # script text for re-reading: substitutions as ``$_``
+        self._vlen = 0
+        self._value: str | None = None
+        self._approx: str | None = None
+        self.static = True  # no expansion, glob or brace that bash would change
+        self.raw_start = raw_start
+        self.raw_end = raw_start
+        self.quoted = False  # some part was quoted or escaped
+        self.assignment = False
+        self.dyn_end = 0  # ``value`` index just past the last non-static part
+
+    def add(self, value: str, approx: str | None = None) -> None:
+        self._v.append(value)
+        self._a.append(value if approx is None else approx)
+        self._vlen += len(value)
+        self._value = self._approx = None
 
     def mark_dynamic(self) -> None:
-        """The text just appended to ``value`` is not static."""
+        """The text just added is not static."""
         self.static = False
-        self.dyn_end = len(self.value)
+        self.dyn_end = self._vlen
+
+    @property
+    def value(self) -> str:
+        if self._value is None:
+            self._value = "".join(self._v)
+        return self._value
+
+    @property
+    def approx(self) -> str:
+        if self._approx is None:
+            self._approx = "".join(self._a)
+        return self._approx
 
 
 @dataclass(slots=True)
@@ -289,17 +323,22 @@ class _Parser:
     # ------------------------------------------------------------ words
     def _read_word(self) -> _Word:
         s = self.s
-        w = _Word(raw_start=self.i)
+        w = _Word(self.i)
         if self.i + 1 < self.n and s[self.i] in "<>" and s[self.i + 1] == "(":
             self.i += 2
             self._substitution(")")
-            w.value += s[w.raw_start : self.i]
-            w.approx += "$_"
+            w.add(s[w.raw_start : self.i], "$_")
             w.mark_dynamic()
             w.raw_end = self.i
             return w
         first = True
         while self.i < self.n:
+            run = _WORD_RUN.match(s, self.i)
+            if run:  # ordinary characters, taken in one step
+                w.add(run.group())
+                self.i = run.end()
+                first = False
+                continue
             c = s[self.i]
             if c in " \t\n;&|()<>":
                 break
@@ -309,8 +348,7 @@ class _Parser:
                     self.i += 2
                     if nxt == "\n":
                         continue
-                    w.value += nxt
-                    w.approx += nxt
+                    w.add(nxt)
                     w.quoted = True
                 else:
                     self.i += 1
@@ -321,15 +359,13 @@ class _Parser:
                 if end == -1:
                     raise _ParseError("unterminated single quote")
                 content = s[self.i + 1 : end]
-                w.value += content
-                w.approx += content
+                w.add(content)
                 w.quoted = True
                 self.i = end + 1
             elif c == '"':
                 self.i += 1
                 val, static, approx = self._read_dquoted_text(terminator='"')
-                w.value += val
-                w.approx += approx
+                w.add(val, approx)
                 w.mark_dynamic() if not static else None
                 w.quoted = True
             elif c == "$":
@@ -339,8 +375,7 @@ class _Parser:
             else:
                 if c == "=" and not w.quoted and _ASSIGNMENT.fullmatch(s[w.raw_start : self.i + 1]):
                     w.assignment = True
-                w.value += c
-                w.approx += c
+                w.add(c)
                 if c in "*?[" or (c == "~" and first) or c == "{" and _looks_like_brace_expansion(s, self.i):
                     w.mark_dynamic()  # globs, tilde and brace expansion change the word
                 self.i += 1
@@ -352,11 +387,17 @@ class _Parser:
         """Text inside ``"…"`` (or an unquoted here-document when ``terminator`` is None)."""
         s = self.s
         w = _Word()
+        plain = _DQUOTE_RUN if terminator is not None else _HEREDOC_RUN
         while True:
             if self.i >= self.n:
                 if terminator is None:
                     break
                 raise _ParseError("unterminated double quote")
+            run = plain.match(s, self.i)
+            if run:
+                w.add(run.group())
+                self.i = run.end()
+                continue
             c = s[self.i]
             if terminator is not None and c == terminator:
                 self.i += 1
@@ -365,8 +406,7 @@ class _Parser:
                 nxt = s[self.i + 1]
                 self.i += 2
                 if nxt != "\n":
-                    w.value += nxt
-                    w.approx += nxt
+                    w.add(nxt)
                 continue
             if c == "$":
                 self._dollar(w, in_dquote=True)
@@ -374,8 +414,7 @@ class _Parser:
             if c == "`":
                 self._backtick(w)
                 continue
-            w.value += c
-            w.approx += c
+            w.add(c)
             self.i += 1
         return w.value, w.static, w.approx
 
@@ -386,15 +425,13 @@ class _Parser:
         if nxt == "'" and not in_dquote:
             self.i += 2
             val = self._ansi_c()
-            w.value += val
-            w.approx += val
+            w.add(val)
             w.quoted = True
             return
         if nxt == '"' and not in_dquote:
             self.i += 2
             val, static, approx = self._read_dquoted_text('"')
-            w.value += val
-            w.approx += approx
+            w.add(val, approx)
             w.mark_dynamic() if not static else None
             w.quoted = True
             return
@@ -405,32 +442,27 @@ class _Parser:
             else:
                 self.i += 2
                 self._substitution(")")
-            w.value += s[start : self.i]
-            w.approx += "$_"
+            w.add(s[start : self.i], "$_")
             w.mark_dynamic()
             return
         if nxt == "{":
             self.i += 2
             self._braced_parameter()
-            w.value += s[start : self.i]
-            w.approx += "$_"
+            w.add(s[start : self.i], "$_")
             w.mark_dynamic()
             return
         if nxt and (nxt in _SPECIAL_PARAMS):
             self.i += 2
-            w.value += s[start : self.i]
-            w.approx += s[start : self.i]
+            w.add(s[start : self.i])
             w.mark_dynamic()
             return
         m = _NAME.match(s, self.i + 1)
         if m:
             self.i = m.end()
-            w.value += s[start : self.i]
-            w.approx += s[start : self.i]
+            w.add(s[start : self.i])
             w.mark_dynamic()
             return
-        w.value += "$"
-        w.approx += "$"
+        w.add("$")
         self.i += 1
 
     def _ansi_c(self) -> str:
@@ -584,8 +616,7 @@ class _Parser:
         sub.parse_list(None)
         if sub.pending_heredocs:
             sub._read_heredocs()
-        w.value += "`" + "".join(inner) + "`"
-        w.approx += "$_"
+        w.add("`" + "".join(inner) + "`", "$_")
         w.mark_dynamic()
 
     def _note_mention(self, word: _Word) -> None:
@@ -730,9 +761,11 @@ def _analyze(cmd: _Cmd, scan: _Scan, collector: _Collector) -> None:
             scan.problems.append(
                 "keeps pass_mgr in a variable; call pass_mgr directly, e.g. $(pass_mgr get KEY)"
             )
-    while idx < len(words) and words[idx].assignment:
-        idx += 1
-    while idx < len(words) and words[idx].static and words[idx].value in _RESERVED:
+    # ``{ X=1 pass_mgr …; }``, ``if X=1 pass_mgr …``, ``! X=1 …``: reserved
+    # words and assignments may alternate before the command word.
+    while idx < len(words) and (
+        words[idx].assignment or (words[idx].static and words[idx].value in _RESERVED)
+    ):
         idx += 1
     cmd_idx: int | None = idx if idx < len(words) else None
     seen_wrappers = 0
