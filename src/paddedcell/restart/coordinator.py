@@ -325,10 +325,11 @@ class Coordinator:
                 return
             self._job_scope = None
             ok = final.outcome == "ok"
-            self._finish(ok, outcome=final.outcome or "failed", log_path=spec.log,
-                         detail=final.detail)
+            # Logged first: whoever follows the log stops at the outcome.
             joblog.line("restart finished: every agent unfrozen" if ok else
                         "restart failed and was rolled back: every agent unfrozen")
+            self._finish(ok, outcome=final.outcome or "failed", log_path=spec.log,
+                         detail=final.detail)
         except Exception:
             # A bug here must not leave the fleet frozen: resolve as failed.
             log.exception("restart job %s crashed", job_id)
