@@ -242,11 +242,14 @@ def _follow(s: Session, live: Any, job_id: str, due_at: float, tail: LogTail,
             from ..daemon.client import DaemonError
 
             try:
-                s.cancel("safe-restart interrupted (Ctrl-C) before the restart command")
-                raise Cancelled from None
+                answer = s.cancel("safe-restart interrupted (Ctrl-C) before the restart command")
             except DaemonError as exc:
                 if exc.status != 409:
                     raise
+            else:
+                if answer.get("cancelled"):
+                    raise Cancelled from None
+                continue  # the job already ended: the next pass shows its outcome
             live.stop()
             if _ask_leave(console):
                 return None
