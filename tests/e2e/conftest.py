@@ -1,8 +1,10 @@
 """Fixtures for the end-to-end suite: a real OpenClaw gateway with the plugin linked.
 
-One gateway per test module (starting one takes 10-20 s), one fake model for the
-whole run, one paddedcell daemon per module in its own PADDEDCELL_HOME with an
-initialised vault. These tests are not skipped when OpenClaw is missing: the
+One gateway for the whole run (starting one takes 10-20 s), one fake model, one
+paddedcell daemon in its own PADDEDCELL_HOME with an initialised vault. The
+gateway's exec policy is `tools.exec.mode: deny` with per-agent overrides, so one
+gateway serves every scenario: agent `main` runs with mode `full`, `denier`
+inherits `deny`, `asker` has `ask` (allowlist + approval on a miss). These tests are not skipped when OpenClaw is missing: the
 fixture installs it (scripts/openclaw-env.sh) and fails with the reason if it
 cannot.
 """
@@ -65,11 +67,20 @@ def venv_python() -> str:
     return os.path.abspath(sys.executable)
 
 
-@pytest.fixture(scope="module")
-def stack(request, tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
-    exec_mode = getattr(request.module, "EXEC_MODE", "full")
-    extra_config = getattr(request.module, "GATEWAY_CONFIG", {})
-    plugin_config = getattr(request.module, "PLUGIN_CONFIG", {})
+EXEC_MODE = "deny"
+# The legacy `agents.list` form: OpenClaw 2026.9.6 migrates it to `agents.entries`
+# with ownership on start (written directly, entries need more ownership keys).
+GATEWAY_CONFIG = {"agents": {"list": [
+    {"id": "main", "default": True, "tools": {"exec": {"mode": "full"}}},
+    {"id": "denier"},
+    {"id": "asker", "tools": {"exec": {"mode": "ask"}}},
+]}}
+PLUGIN_CONFIG = {"approvalTimeoutMs": 3000}
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
+    exec_mode, extra_config, plugin_config = EXEC_MODE, GATEWAY_CONFIG, PLUGIN_CONFIG
     root = tmp_path_factory.mktemp("openclaw")
     fake_restart = root / "fake-restart.sh"
     fake_restart.write_text(f"#!/bin/sh\necho restarted >> {root / 'restarts.txt'}\n")

@@ -1,7 +1,9 @@
-"""(e) The host's exec policy applies to pcexec: a gateway with tools.exec.mode=deny.
+"""(e) The host's exec policy applies to pcexec (the gateway has tools.exec.mode=deny).
 
-A second agent, `asker`, overrides the mode to `ask` (allowlist + on-miss):
-its pcexec call needs an approval, nobody is there to give it, so nothing runs.
+Agent `denier` inherits deny: pcexec is blocked with the reason. Agent `asker`
+overrides the mode to `ask` (allowlist + on-miss): its pcexec call needs an
+approval through OpenClaw's plugin approval flow; a CLI turn has nobody to ask,
+so nothing runs. Agent `main` overrides to full (the other scenarios).
 """
 
 from __future__ import annotations
@@ -9,13 +11,6 @@ from __future__ import annotations
 import json
 
 from fake_model import ToolCall
-
-EXEC_MODE = "deny"
-GATEWAY_CONFIG = {"agents": {"list": [
-    {"id": "main", "default": True},
-    {"id": "asker", "tools": {"exec": {"mode": "ask"}}},
-]}}
-PLUGIN_CONFIG = {"approvalTimeoutMs": 3000}
 
 
 def last_tool_result(model, case: str) -> str:
@@ -30,7 +25,7 @@ def test_e_exec_mode_deny_blocks_pcexec(stack):
     marker = stack.root / "e-ran"
     model = stack.model.model
     model.script("e", [ToolCall("pcexec", {"command": f"touch {marker}"})])
-    stack.gateway.agent("case-e", "[case:e] touch a file")
+    stack.gateway.agent("case-e", "[case:e] touch a file", agent="denier")
     assert not marker.exists()
     result = last_tool_result(model, "e")
     assert "security=deny" in result, result
