@@ -172,8 +172,10 @@ class StreamRedactor:
         cut = end if final else end - engine.hold(buf)
         # 2. Every occurrence in the buffer, merged into runs.
         runs = _merge(engine.spans(buf)) if buf else []
-        # 3. Emit plain bytes up to each run, one mask per new run.
+        # 3. Emit plain bytes up to each run, one mask per new run. Slices
+        #    are memoryviews so that the join below is the only copy.
         out = []
+        view = memoryview(buf) if runs else buf
         for s, t in runs:
             s += base
             t += base
@@ -189,7 +191,7 @@ class StreamRedactor:
                     is_open = True
                 pos = t
             elif s <= cut:
-                out.append(buf[pos - base : s - base])
+                out.append(view[pos - base : s - base])
                 out.append(mask)
                 is_open = True
                 pos = t
@@ -197,7 +199,8 @@ class StreamRedactor:
                 break
         # 4. Plain bytes between the last run and the cut.
         if pos < cut:
-            out.append(buf[pos - base : cut - base])
+            # Without runs this is buf itself when nothing is held: no copy.
+            out.append(view[pos - base : cut - base])
             is_open = False
             pos = cut
         # 5. Keep the scan buffer from the cut: the live tail, plus any masked
@@ -206,6 +209,8 @@ class StreamRedactor:
         self._base = cut
         self._pos = pos
         self._open = is_open
+        if len(out) == 1 and type(out[0]) is bytes:
+            return out[0]
         return b"".join(out)
 
 
