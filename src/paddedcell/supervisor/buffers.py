@@ -8,7 +8,10 @@ Theory of operation. A session starts with ``floor`` bytes reserved (enough to
 build OpenClaw's 200,000-character ``aggregated`` tail), which is what admission
 control checks. While the budget has room, a buffer grows its reservation up to
 ``capacity`` (2 MiB by default); when it cannot grow it evicts its own oldest
-bytes instead. Offsets are absolute byte positions in the session's redacted
+bytes instead. Growth never eats into ``budget.protected``: the floors of the
+sessions that may still be admitted, so a few floods cannot lock later
+sessions out (64 sessions x 512 KiB floors fit the 64 MiB default, and the
+other half is shared growth). Offsets are absolute byte positions in the session's redacted
 output since it started, so ``log``/``poll`` cursors stay exact even after
 eviction: reading before ``start`` simply returns what is left.
 
@@ -25,17 +28,23 @@ class BudgetExhausted(Exception):
 class BufferBudget:
     """A shared count of reserved bytes, never above ``total``."""
 
-    __slots__ = ("total", "used")
+    __slots__ = ("total", "used", "protected")
 
     def __init__(self, total: int):
         if total <= 0:
             raise ValueError("buffer budget must be a positive number of bytes")
         self.total = total
         self.used = 0
+        #: Bytes growth must leave free (admission may still use them).
+        self.protected = 0
 
     @property
     def free(self) -> int:
         return self.total - self.used
+
+    @property
+    def growth_room(self) -> int:
+        return max(0, self.free - self.protected)
 
     def try_reserve(self, n: int) -> bool:
         if n <= self.free:
@@ -51,9 +60,16 @@ class BufferBudget:
 
 
 class OutputBuffer:
-    """A ring of redacted output bytes with absolute offsets."""
+    """A ring of redacted output bytes with absolute offsets.
 
-    __slots__ = ("capacity", "budget", "reserved", "_data", "start", "dropped_lines", "_released")
+    A true circular buffer: once full, an append overwrites the oldest bytes
+    in place (no reallocation, no copying of what is kept). The physical
+    array grows by doubling only while the buffer fills up, so an idle or
+    quiet session holds little memory.
+    """
+
+    __slots__ = ("capacity", "budget", "reserved", "_buf", "_head", "_len", "start",
+                 "dropped_lines", "_released")
 
     def __init__(self, capacity: int, budget: BufferBudget, floor: int):
         floor = min(floor, capacity)
@@ -65,7 +81,9 @@ class OutputBuffer:
         self.capacity = capacity
         self.budget = budget
         self.reserved = floor
-        self._data = bytearray()
+        self._buf = bytearray()
+        self._head = 0  # physical index of the oldest byte
+        self._len = 0
         #: Absolute offset of the first byte still held.
         self.start = 0
         #: Newlines in the bytes evicted so far: line numbers stay absolute too.
@@ -75,39 +93,62 @@ class OutputBuffer:
     @property
     def end(self) -> int:
         """Absolute offset just past the newest byte (= total bytes ever appended)."""
-        return self.start + len(self._data)
+        return self.start + self._len
 
     def __len__(self) -> int:
-        return len(self._data)
+        return self._len
+
+    def _span(self, first: int, count: int) -> list[tuple[int, int]]:
+        """Physical ``(from, to)`` slices of ``count`` bytes starting ``first`` after head."""
+        size = len(self._buf)
+        a = (self._head + first) % size if size else 0
+        if a + count <= size:
+            return [(a, a + count)]
+        return [(a, size), (0, a + count - size)]
+
+    def _evict(self, n: int) -> None:
+        if n <= 0:
+            return
+        for a, b in self._span(0, n):
+            self.dropped_lines += self._buf.count(b"\n", a, b)
+        self._head = (self._head + n) % len(self._buf)
+        self._len -= n
+        self.start += n
+
+    def _relayout(self, size: int) -> None:
+        kept = self.read(self.start)
+        self._buf = bytearray(size)
+        self._buf[:len(kept)] = kept
+        self._head = 0
 
     def append(self, data: bytes) -> None:
         if not data or self._released:
             return
-        if len(data) >= self.capacity:
-            # Only the newest ``capacity`` bytes could survive anyway.
-            cut = len(data) - self.capacity
-            self.dropped_lines += self._data.count(b"\n") + data.count(b"\n", 0, cut)
-            self.start += len(self._data) + cut
-            self._data.clear()
-            data = data[cut:]
-        need = len(self._data) + len(data)
-        if need > self.reserved:
-            grow = min(min(need, self.capacity) - self.reserved, self.budget.free)
+        n = len(data)
+        need = self._len + n
+        if need > self.reserved and self.reserved < self.capacity:
+            # Reserve ahead (doubling): growing by each chunk would re-lay out the ring per append.
+            target = min(self.capacity, max(need, 2 * self.reserved))
+            grow = min(target - self.reserved, self.budget.growth_room)
             if grow > 0 and self.budget.try_reserve(grow):
                 self.reserved += grow
-        excess = need - self.reserved
-        if excess > 0:
-            dropped = min(excess, len(self._data))
-            self.dropped_lines += self._data.count(b"\n", 0, dropped)
-            # bytearray deletes from the front in O(1) (it moves its start pointer).
-            del self._data[:dropped]
-            self.start += dropped
-            excess -= dropped
-            if excess > 0:
-                self.dropped_lines += data.count(b"\n", 0, excess)
-                data = data[excess:]
-                self.start += excess
-        self._data += data
+        if n >= self.reserved:
+            # Only the newest ``reserved`` bytes can survive.
+            cut = n - self.reserved
+            self.dropped_lines += data.count(b"\n", 0, cut)
+            self._evict(self._len)
+            self.start += cut
+            data = memoryview(data)[cut:]
+            n = len(data)
+        else:
+            self._evict(need - self.reserved)
+        if self._len + n > len(self._buf):
+            self._relayout(min(self.reserved, max(self._len + n, 2 * len(self._buf), 4096)))
+        pos = 0
+        for a, b in self._span(self._len, n):
+            self._buf[a:b] = data[pos:pos + b - a]
+            pos += b - a
+        self._len += n
 
     def read(self, start: int, end: int | None = None) -> bytes:
         """Bytes in ``[start, end)`` that are still held (clamped to what is left)."""
@@ -115,13 +156,16 @@ class OutputBuffer:
         first = max(start, self.start)
         if first >= stop:
             return b""
-        return bytes(self._data[first - self.start: stop - self.start])
+        parts = self._span(first - self.start, stop - first)
+        if len(parts) == 1:
+            return bytes(self._buf[parts[0][0]:parts[0][1]])
+        return b"".join(bytes(self._buf[a:b]) for a, b in parts)
 
     def held(self) -> bytes:
-        return bytes(self._data)
+        return self.read(self.start)
 
     def tail(self, n: int) -> bytes:
-        return bytes(self._data[-n:]) if n > 0 else b""
+        return self.read(self.end - n) if n > 0 else b""
 
     def release(self) -> None:
         """Give the reservation back to the budget; the buffer is empty afterwards."""
@@ -129,7 +173,9 @@ class OutputBuffer:
             self._released = True
             self.budget.release(self.reserved)
             self.reserved = 0
-            self._data = bytearray()
+            self._buf = bytearray()
+            self.start += self._len
+            self._head = self._len = 0
 
 
 def decode_tail(data: bytes, max_chars: int, *, complete: bool) -> tuple[str, bool]:

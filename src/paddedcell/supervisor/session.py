@@ -17,6 +17,7 @@ to whatever is left after ``supervisor.kill_grace_seconds``, then reap.
 from __future__ import annotations
 
 import errno
+import fcntl
 import logging
 import os
 import secrets as _secrets
@@ -35,7 +36,13 @@ from .spawn import Spawned, set_window_size
 
 log = logging.getLogger("paddedcell.supervisor")
 
-READ_SIZE = 1024 * 1024
+#: Bytes per read. Small enough that 64 flooding sessions hold little in
+#: flight; large enough that per-chunk overhead stays small at GB/s.
+PIPE_READ_SIZE = 64 * 1024
+PTY_READ_SIZE = 64 * 1024
+#: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
+#: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
+PIPE_SIZE = 256 * 1024
 #: Reads between two forced yields to the scheduler during a flood.
 READS_PER_YIELD = 16
 F_SETPIPE_SZ = 1031
@@ -225,30 +232,44 @@ class Session:
 
     async def _pump(self, stream: str, fd: int) -> None:
         redactor = self._redactors[stream]
-        if not self.pty:
-            try:  # bigger pipe buffers: fewer wakeups at gigabyte rates
-                import fcntl
-                fcntl.fcntl(fd, F_SETPIPE_SZ, READ_SIZE)
+        size = PTY_READ_SIZE if self.pty else PIPE_READ_SIZE
+        if stream == "stdout":
+            try:  # a bigger pipe: fewer wakeups at gigabyte rates
+                fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
             except OSError:
                 pass
         reads = 0
         try:
             while True:
-                try:
-                    data = os.read(fd, READ_SIZE)
-                except BlockingIOError:
-                    await trio.lowlevel.wait_readable(fd)
-                    continue
-                except OSError as exc:
-                    if exc.errno == errno.EIO:  # PTY: every slave holder is gone
+                # A PTY hands out at most one 4 KiB line-discipline buffer per
+                # read: gather what is ready so the per-chunk work runs once.
+                chunks, got, eof = [], 0, False
+                while got < size:
+                    try:
+                        data = os.read(fd, size)
+                    except BlockingIOError:
                         break
-                    raise
-                if not data:
+                    except OSError as exc:
+                        if exc.errno != errno.EIO:  # PTY: EIO = every slave holder is gone
+                            raise
+                        data = b""
+                    if not data:
+                        eof = True
+                        break
+                    chunks.append(data)
+                    got += len(data)
+                    if not self.pty:
+                        break
+                if chunks:
+                    self._emit(stream, redactor.feed(chunks[0] if len(chunks) == 1
+                                                     else b"".join(chunks)))
+                    reads += 1
+                    if reads % READS_PER_YIELD == 0:
+                        await trio.sleep(0)
+                if eof:
                     break
-                self._emit(stream, redactor.feed(data))
-                reads += 1
-                if reads % READS_PER_YIELD == 0:
-                    await trio.sleep(0)
+                if not chunks:
+                    await trio.lowlevel.wait_readable(fd)
         finally:
             self._emit(stream, redactor.flush())
             self._open_pumps -= 1

@@ -8,7 +8,10 @@ Admission is decided before anything is spawned, and every refusal is a
 - ``supervisor.max_concurrent_execs_per_agent`` running sessions per agent;
 - ``supervisor.global_buffer_bytes``: the output budget must hold another
   session's floor; finished sessions give up their buffers (oldest first)
-  before a new one is refused. Never an out-of-memory.
+  before a new one is refused. Never an out-of-memory. Live buffers grow
+  only into what the floors of still-admissible sessions leave free, so with
+  consistent settings (max_live_sessions x floor <= budget) floods never
+  lock new sessions out.
 
 Finished background sessions stay listable for
 ``supervisor.finished_session_ttl_seconds`` (30 min), at most
@@ -146,6 +149,7 @@ class Supervisor:
                           timeout_seconds=spec.timeout_seconds, name=spec.name,
                           on_output=spec.on_output, cgroup=cgroup)
         self.sessions[session_id] = session
+        self._protect_floors()
         self._record("exec.started", session, pid=session.pid, cwd=cwd, pty=spec.pty)
         self.nursery.start_soon(self._run, session)
         self._wake.set()
@@ -167,7 +171,15 @@ class Supervisor:
                 self._leftovers.append(session.tree)
             if session.removed:
                 self._drop(session)
+            self._protect_floors()
             self._prune()
+
+    def _protect_floors(self) -> None:
+        """Keep room for the floors of every session that may still be admitted."""
+        floor = min(int(self.settings["supervisor.session_buffer_floor_bytes"]),
+                    int(self.settings["supervisor.ring_buffer_bytes"]))
+        admissible = int(self.settings["supervisor.max_live_sessions"]) - len(self.live_sessions())
+        self.budget.protected = max(0, admissible) * floor
 
     def _record(self, event: str, session: Session, **fields: Any) -> None:
         if self.audit is None:
