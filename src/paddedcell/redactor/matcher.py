@@ -98,22 +98,31 @@ class PrefixIndex:
         return 0
 
 
-class FindMatcher:
+class _Engine:
+    """Shared ``hold``: a :class:`PrefixIndex` over the patterns, built on first use
+    (engines inside a :class:`CompositeMatcher` never need their own)."""
+
+    patterns: list[bytes]
+    _prefix: PrefixIndex | None = None
+
+    def hold(self, buf: bytes) -> int:
+        if self._prefix is None:
+            self._prefix = PrefixIndex(self.patterns)
+        return self._prefix.hold(buf)
+
+
+class FindMatcher(_Engine):
     """One ``bytes.find`` pass per pattern: fastest for few patterns."""
 
     def __init__(self, patterns: Iterable[bytes]):
         self.patterns = sorted(set(patterns))
-        self._prefix = PrefixIndex(self.patterns)
-        self.maxlen = self._prefix.maxlen
-
-    def hold(self, buf: bytes) -> int:
-        return self._prefix.hold(buf)
+        self.maxlen = max(map(len, self.patterns), default=0)
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         return _find_all(self.patterns, buf)
 
 
-class AhoMatcher:
+class AhoMatcher(_Engine):
     """pyahocorasick over the buffer decoded as latin-1 (a 1:1 byte map).
 
     The PyPI wheel is a unicode build that refuses bytes; latin-1 maps each
@@ -122,8 +131,7 @@ class AhoMatcher:
 
     def __init__(self, patterns: Iterable[bytes]):
         self.patterns = sorted(set(patterns))
-        self._prefix = PrefixIndex(self.patterns)
-        self.maxlen = self._prefix.maxlen
+        self.maxlen = max(map(len, self.patterns), default=0)
         automaton = ahocorasick.Automaton(ahocorasick.STORE_LENGTH)
         for p in self.patterns:
             automaton.add_word(p.decode("latin-1"))
@@ -131,16 +139,13 @@ class AhoMatcher:
             automaton.make_automaton()
         self._automaton = automaton
 
-    def hold(self, buf: bytes) -> int:
-        return self._prefix.hold(buf)
-
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         if not self.patterns:
             return []
         return [(end + 1 - m, end + 1) for end, m in self._automaton.iter(buf.decode("latin-1"))]
 
 
-class SampledMatcher:
+class SampledMatcher(_Engine):
     """Wu–Manber style sampling for many patterns that are all long.
 
     Every pattern has at least ``m`` bytes. Read one ``q``-byte gram at buffer
@@ -174,28 +179,27 @@ class SampledMatcher:
         grams = np.ndarray((count, s), dtype=self._dtype, buffer=joined, strides=(m, 1))
         grams = grams.astype(np.uint64).ravel()
         # Two bitmaps indexed by two bit fields of one multiplicative hash
-        # (the top ``bits`` bits, then the next ``bits``). The first is sparse
-        # enough (< 1/4096 full) that a 64 KiB read usually has no survivor,
-        # so the common case costs five numpy calls; the second thins the
-        # survivors of larger sets before the exact check.
-        bits = min(26, max(18, int(count * s).bit_length() + 12))
-        self._shift1 = np.uint64(64 - bits)
-        self._shift2 = np.uint64(64 - 2 * bits)
-        self._field = np.uint64((1 << bits) - 1)
+        # (the top ``bits1`` bits, then the next ``bits2``). The first is
+        # 2**-EXTRA1 full, so a clean 64 KiB read has few survivors; the second
+        # thins those before the exact check. Bigger tables would filter more
+        # but cost page faults at build time, and the supervisor builds two
+        # redactors per command.
+        grams_bits = int(count * s).bit_length()
+        bits1 = min(26, max(16, grams_bits + EXTRA_BITS_1))
+        bits2 = min(26, max(12, grams_bits + EXTRA_BITS_2))
+        self._shift1 = np.uint64(64 - bits1)
+        self._shift2 = np.uint64(64 - bits1 - bits2)
+        self._field = np.uint64((1 << bits2) - 1)
         h = grams * self._MULT
-        self._table1 = _bitmap(bits, (h >> self._shift1).view(np.int64))
-        self._table2 = _bitmap(bits, ((h >> self._shift2) & self._field).view(np.int64))
+        self._table1 = _bitmap(bits1, (h >> self._shift1).view(np.int64))
+        self._table2 = _bitmap(bits2, ((h >> self._shift2) & self._field).view(np.int64))
         self._find_work = FIND_WORK
         order = np.argsort(grams, kind="stable")
         self._sorted_grams = grams[order]
         # Entry t of the sorted table is pattern order[t] // s at offset order[t] % s.
         self._entries = order
-        self._prefix = PrefixIndex(pats)
 
     _MULT = np.uint64(0x9E3779B97F4A7C15)  # odd; 2**64 / golden ratio
-
-    def hold(self, buf: bytes) -> int:
-        return self._prefix.hold(buf)
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         n, q, s = len(buf), self._q, self._s
@@ -238,8 +242,14 @@ class SampledMatcher:
 
 
 def _bitmap(bits: int, index: np.ndarray) -> np.ndarray:
+    """A ``2**bits``-bit table with the bits at ``index`` set."""
     table = np.zeros(1 << (bits - 3), np.uint8)
-    np.bitwise_or.at(table, index >> 3, np.left_shift(1, index & 7).astype(np.uint8))
+    low = index & 7
+    for bit in range(8):
+        # Plain fancy assignment (duplicates write the same value): much
+        # faster than np.bitwise_or.at.
+        at = index[low == bit] >> 3
+        table[at] |= np.uint8(1 << bit)
     return table
 
 
@@ -262,7 +272,7 @@ def _find_all(patterns: list[bytes], buf: bytes) -> list[tuple[int, int]]:
     return found
 
 
-class CompositeMatcher:
+class CompositeMatcher(_Engine):
     """Each pattern goes to the engine that suits its length; spans are the union.
 
     Patterns shorter than ``SampledMatcher.MIN_LENGTH`` (short secrets) go to
@@ -274,8 +284,8 @@ class CompositeMatcher:
 
     def __init__(self, patterns: Iterable[bytes]):
         self.patterns = sorted(set(patterns))
+        self.maxlen = max(map(len, self.patterns), default=0)
         self._prefix = PrefixIndex(self.patterns)
-        self.maxlen = self._prefix.maxlen
         short = [p for p in self.patterns if len(p) < SampledMatcher.MIN_LENGTH]
         medium = [p for p in self.patterns if SampledMatcher.MIN_LENGTH <= len(p) < LONG_LENGTH]
         long = [p for p in self.patterns if len(p) >= LONG_LENGTH]
@@ -285,9 +295,6 @@ class CompositeMatcher:
         for band in (medium, long):
             if band:
                 self.engines.append(FindMatcher(band) if len(band) <= FIND_LIMIT_LONG else SampledMatcher(band))
-
-    def hold(self, buf: bytes) -> int:
-        return self._prefix.hold(buf)
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         if len(self.engines) == 1:
@@ -305,6 +312,9 @@ FIND_LIMIT_LONG = 1
 #: Below this many (buffer bytes x patterns), ``bytes.find`` per pattern beats
 #: the ~10 us fixed cost of the vectorised sampler (e.g. 4 KiB reads, k = 1).
 FIND_WORK = 32 * 1024
+#: Sizes of the sampler's two bitmaps, in bits above the gram count's bit length.
+EXTRA_BITS_1 = 10
+EXTRA_BITS_2 = 6
 #: Patterns at least this long are sampled with 8-byte grams.
 LONG_LENGTH = 16
 
