@@ -237,9 +237,9 @@ def test_daemon_sigkilled_mid_job_resumes_and_unfreezes(tmp_path, scripts, kill_
 
 
 def states_from_disk(daemon):
-    agents = daemon.home / "restart" / "agents"
-    return {d["agentId"]: d["state"] for d in
-            (json.loads(p.read_text()) for p in agents.glob("*.json"))}
+    from paddedcell.restart.store import Store
+
+    return {a: r["state"] for a, r in Store(daemon.home).load_agents().items()}
 
 
 # -- lifecycle details ------------------------------------------------------------------

@@ -101,13 +101,33 @@ def test_write_atomic_leaves_no_temp_file_and_is_private(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
 
 
-def test_agent_ids_cannot_escape_the_store(tmp_path):
+def test_journal_skips_a_torn_line_and_compacts_without_losing_changes(tmp_path):
     store = Store(tmp_path)
-    for agent_id in ("../../etc/passwd", "..", "a/b", "x" * 5000):
-        store.save_agent({"agentId": agent_id, "state": "idle"})
-    files = list((tmp_path / "restart" / "agents").iterdir())
-    assert len(files) == 4 and all(len(f.name) == 37 for f in files)
-    assert sorted(r["agentId"] for r in store.load_agents())[0] == ".."
+    store.save_agents([{"agentId": "a", "state": "busy"}, {"agentId": "b", "state": "idle"}])
+    store.save_agents([{"agentId": "a", "state": "idle"}])
+    store.close()
+    with open(tmp_path / "restart" / "agents.jsonl", "ab") as journal:
+        journal.write(b'{"seq": 4, "agent": {"agentId": "a", "sta')  # killed mid-write
+    again = Store(tmp_path)
+    assert again.load_agents() == {"a": {"agentId": "a", "state": "idle"},
+                                   "b": {"agentId": "b", "state": "idle"}}
+    # Compaction: snapshot first, then an empty journal. A crash between the two
+    # leaves old lines whose sequence numbers the snapshot already covers.
+    old_journal = (tmp_path / "restart" / "agents.jsonl").read_bytes()
+    again.save_agents([{"agentId": "b", "state": "busy"}])
+    again.compact([{"agentId": "a", "state": "idle"}, {"agentId": "b", "state": "busy"}])
+    assert (tmp_path / "restart" / "agents.jsonl").read_bytes() == b""
+    (tmp_path / "restart" / "agents.jsonl").write_bytes(old_journal)
+    assert Store(tmp_path).load_agents()["b"] == {"agentId": "b", "state": "busy"}
+
+
+def test_journal_compacts_when_it_outgrows_the_agents(tmp_path):
+    store = Store(tmp_path)
+    for i in range(1100):
+        store.save_agents([{"agentId": f"a{i % 3}", "n": i}],
+                          everyone=lambda: [{"agentId": "a0"}, {"agentId": "a1"}, {"agentId": "a2"}])
+    assert store.journal_lines < 1000 and (tmp_path / "restart" / "agents.json").exists()
+    assert sorted(Store(tmp_path).load_agents()) == ["a0", "a1", "a2"]
 
 
 async def test_frozen_agents_with_no_restart_pending_are_released_on_load(tmp_path):
@@ -115,11 +135,11 @@ async def test_frozen_agents_with_no_restart_pending_are_released_on_load(tmp_pa
     store = Store(tmp_path)
     store.save_global({"global": {"restartStatus": "idle"}, "bootId": store_mod.boot_id(),
                        "lastJob": {"jobId": "j", "outcome": "ok", "finishedAt": 100.0}})
-    store.save_agent({"agentId": "old", "state": "freeze", "frozenAt": 50.0,
-                      "activeSessions": ["dead-turn"]})
-    store.save_agent({"agentId": "new", "state": "pre-freeze", "frozenAt": 150.0,
-                      "activeSessions": ["live-turn"]})
-    (tmp_path / "restart" / "agents" / "garbage.json").write_text("{not json")
+    store.save_agents([{"agentId": "old", "state": "freeze", "frozenAt": 50.0,
+                        "activeSessions": ["dead-turn"]},
+                       {"agentId": "new", "state": "pre-freeze", "frozenAt": 150.0,
+                        "activeSessions": ["live-turn"]}])
+    store.close()
     c = Coordinator(settings)
     c.load()
     agents = {a["agentId"]: a for a in c.view()["agents"]}
@@ -136,8 +156,10 @@ async def test_a_reboot_resets_agents_that_are_not_frozen(tmp_path):
     settings = config.load({"PADDEDCELL_HOME": str(tmp_path)})
     store = Store(tmp_path)
     store.save_global({"global": {"restartStatus": "idle"}, "bootId": "some-earlier-boot"})
-    store.save_agent({"agentId": "a", "state": "busy", "activeSessions": ["s"], "lastSessions": ["s"]})
-    store.save_agent({"agentId": "f", "state": "focus", "workflow": "wf"})
+    store.save_agents([{"agentId": "a", "state": "busy", "activeSessions": ["s"],
+                        "lastSessions": ["s"]},
+                       {"agentId": "f", "state": "focus", "workflow": "wf"}])
+    store.close()
     c = Coordinator(settings)
     c.load()
     if store_mod.boot_id() is None:

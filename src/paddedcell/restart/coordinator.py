@@ -94,7 +94,7 @@ class Coordinator:
         self.next_id = int(queue.get("nextId") or 1)
         for n in self.pending:
             self._remember(n["id"], n["agentId"], n["sessionKey"])
-        for raw in self.store.load_agents():
+        for raw in self.store.load_agents().values():
             try:
                 record = AgentRecord.from_json(raw)
             except (KeyError, ValueError, TypeError):
@@ -148,8 +148,10 @@ class Coordinator:
         agents, glob = self.fleet.take_dirty()
         if glob or notices or force_global:
             self.store.save_global(self._global_doc())
-        for agent_id in agents:
-            self.store.save_agent(self.fleet.agents[agent_id].to_json())
+        if agents:
+            self.store.save_agents(
+                [self.fleet.agents[agent_id].to_json() for agent_id in agents],
+                everyone=lambda: [a.to_json() for a in self.fleet.agents.values()])
         if notices:
             self._wake.set()
             self._wake = trio.Event()
