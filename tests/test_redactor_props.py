@@ -148,3 +148,60 @@ def test_warning_is_a_user_warning_category():
         warnings.simplefilter("always")
         StreamRedactor([b"ab"])
     assert [w.category for w in caught] == [ShortSecretWarning]
+
+
+def _reference(data: bytes, patterns, mask: bytes = MASK) -> bytes:
+    """An independent, obviously correct redactor fast enough for 100 KB inputs."""
+    cover = bytearray(len(data))
+    for p in patterns:
+        i = data.find(p)
+        while i >= 0:
+            cover[i : i + len(p)] = b"\x01" * len(p)
+            i = data.find(p, i + 1)
+    out, i = bytearray(), 0
+    while i < len(data):
+        if cover[i]:
+            out += mask
+            while i < len(data) and cover[i]:
+                i += 1
+        else:
+            out.append(data[i])
+            i += 1
+    return bytes(out)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(1, 60),
+    variants=st.booleans(),
+    chunk_sizes=st.lists(st.sampled_from([1, 7, 4096, 5000, 65536, 70000]), min_size=1, max_size=4),
+    find_work=st.sampled_from([0, 32 * 1024]),
+)
+def test_realistic_sizes_through_the_sampler(seed, k, variants, chunk_sizes, find_work):
+    """Real-size secrets and reads (the vectorised path), planted at random offsets."""
+    import random
+
+    matcher.FIND_WORK = find_work  # the module fixture restores it
+
+    rng = random.Random(seed)
+    alnum = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    secrets = [bytes(rng.choices(alnum, k=rng.choice([8, 12, 16, 24, 40]))) for _ in range(k)]
+    patterns = sorted(patterns_for(secrets, variants=variants))
+    text = bytearray(rng.randbytes(150_000).translate(bytes(32 + i % 95 for i in range(256))))
+    for _ in range(40):
+        p = rng.choice(patterns)
+        at = rng.randrange(len(text) - len(p))
+        text[at : at + len(p)] = p
+    data = bytes(text)
+    expected = _reference(data, patterns)
+    r = StreamRedactor(secrets, variants=variants)
+    out, i, n = [], 0, 0
+    while i < len(data):
+        # Small reads for the first 3000 feeds only, so 1-byte reads stay quick.
+        size = chunk_sizes[n % len(chunk_sizes)] if n < 3000 else len(data)
+        out.append(r.feed(data[i : i + size]))
+        i += size
+        n += 1
+    out.append(r.flush())
+    assert b"".join(out) == expected
