@@ -57,6 +57,23 @@ export function leakScannerFor({ client, sync, config, logger }) {
   return scanner;
 }
 
+function registerResultMiddleware(api, scanner, logger) {
+  if (typeof api.registerAgentToolResultMiddleware !== "function") return false;
+  try {
+    api.registerAgentToolResultMiddleware(async (event, ctx) => {
+      if (TOOL_NAMES.includes(event?.toolName) || !event?.result) return undefined; // scanned in execute()
+      const { leak, value } = await scanner.scrubValue(
+        { content: event.result.content, details: event.result.details },
+        `openclaw:tool-result:${event.toolName}:${ctx?.agentId ?? "?"}`);
+      return leak ? { result: { ...event.result, ...value } } : undefined;
+    }, { runtimes: ["openclaw"] });
+    return true;
+  } catch (err) {
+    logger?.warn?.(`paddedcell: tool-result middleware unavailable (${err?.message ?? err}); other tools' results are scanned after the fact`);
+    return false;
+  }
+}
+
 function runKey(ctx) {
   return ctx?.runId || `${ctx?.agentId ?? "main"}\0${ctx?.sessionKey ?? ""}`;
 }
@@ -165,12 +182,18 @@ export function registerHooks(deps) {
       return leak ? { content: text } : undefined;
     });
 
-    api.on("after_tool_call", async (event, ctx) => {
-      if (TOOL_NAMES.includes(event?.toolName)) return; // already scanned in execute()
-      if (event?.result !== undefined) {
-        await scanner.scrubValue(event.result, `openclaw:tool-result:${event.toolName}:${ctx?.agentId ?? "?"}`);
-      }
-    });
+    // Other tools' results, before the model sees them: the tool-result middleware
+    // (an installed plugin may use it when enabled and declared in
+    // contracts.agentToolResultMiddleware). Without it, after_tool_call can only
+    // observe: the vault still locks, and the transcript copy is rewritten below.
+    if (!registerResultMiddleware(api, scanner, logger)) {
+      api.on("after_tool_call", async (event, ctx) => {
+        if (TOOL_NAMES.includes(event?.toolName)) return; // already scanned in execute()
+        if (event?.result !== undefined) {
+          await scanner.scrubValue(event.result, `openclaw:tool-result:${event.toolName}:${ctx?.agentId ?? "?"}`);
+        }
+      });
+    }
 
     // Synchronous by OpenClaw's contract: a promise would be ignored.
     api.on("tool_result_persist", (event) => {

@@ -105,3 +105,18 @@ def test_d_admin_password_in_a_user_message_locks_the_vault(stack):
     assert ADMIN_PASSWORD not in transcript
     log = (stack.daemon.home / "security.log").read_text()
     assert "CRITICAL" in log and ADMIN_PASSWORD not in log
+
+
+def test_admin_password_in_a_core_tool_result_never_reaches_the_model(stack):
+    # Runs after (d): the vault is locked, and the daemon still recognises the password.
+    notes = stack.workspace / "notes.txt"
+    notes.write_text(f"admin: {ADMIN_PASSWORD}\n")
+    model = stack.model.model
+    model.script("f", [ToolCall("read", {"path": str(notes)})])
+    stack.gateway.agent("case-f", "[case:f] read my notes")
+    requests = model.requests_for("f")
+    assert len(requests) == 2
+    assert ADMIN_PASSWORD not in json.dumps(requests[1], ensure_ascii=False)
+    assert "admin: ######" in "\n".join(tool_messages(requests[1]))
+    transcript = json.dumps(stack.gateway.history("case-f"), ensure_ascii=False)
+    assert ADMIN_PASSWORD not in transcript
