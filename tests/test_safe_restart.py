@@ -107,6 +107,8 @@ def test_ctrl_c_while_waiting_cancels_and_unfreezes(env, files):
     assert {a["agentId"]: a["state"] for a in view["agents"]} == {"worker": "busy", "idler": "idle"}
     assert view["global"]["restartStatus"] == "idle"
     assert ran(files) == []
+    assert "restart cancelled before OK (safe-restart interrupted (Ctrl-C) while waiting); " \
+        "every agent unfrozen" in Path(files["log"]).read_text()
 
 
 def test_ctrl_c_during_countdown_cancels_with_a_log_line(env, files):

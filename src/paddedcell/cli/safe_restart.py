@@ -61,12 +61,29 @@ class Session:
             "job": self.job})
 
     def cancel(self, reason: str) -> dict[str, Any]:
-        return self.client.call("POST", "/restart-cancel", {
+        answer = self.client.call("POST", "/restart-cancel", {
             "requesterAgentId": self.agent_id, "requesterSessionKey": self.session_key,
             "reason": reason})
+        if answer.get("cancelled") and answer.get("phase") == "waiting":
+            # No job yet, so the daemon has no log to write to: we do.
+            _log_line(self.job["log"], f"restart cancelled before OK ({reason}); "
+                                       "every agent unfrozen")
+        return answer
 
     def agents(self) -> dict[str, Any]:
         return self.client.call("GET", "/agents")
+
+
+def _log_line(path: str, text: str) -> None:
+    """One line in the job log's format (see paddedcell.restart.job.JobLog)."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{now} [safe-restart {os.getpid()}] {text}\n")
+    except OSError:
+        pass
 
 
 def _say(text: str) -> None:
