@@ -194,12 +194,14 @@ def flood(daemon: Daemon, seconds: float) -> dict:
     while time.monotonic() < deadline:
         peak = max(peak, daemon.rss_mib())
         time.sleep(0.1)
+    flooding_peak = max(peak, daemon.rss_mib("VmHWM"))
     log = daemon.call("/process", {"action": "list", "agentId": "flood0"})
     running = sum(1 for s in log["details"]["sessions"] if s["status"] == "running")
     for agent, sid in sessions:
         daemon.call("/process", {"action": "remove", "agentId": agent, "sessionId": sid})
     peak = max(peak, daemon.rss_mib("VmHWM"))
-    return {"idle_mib": idle, "peak_mib": peak, "sessions": len(sessions),
+    return {"idle_mib": idle, "peak_mib": peak, "flooding_peak_mib": flooding_peak,
+            "after_mib": daemon.rss_mib(), "sessions": len(sessions),
             "running_per_agent": running}
 
 

@@ -48,7 +48,7 @@ async def test_output_and_exit_code(sup, pty):
     s = await run(sup, py("import sys; print('hello'); sys.exit(3)"), pty=pty)
     assert s.outcome.status == "completed"
     assert s.outcome.exit_code == 3
-    assert s.outcome.aggregated == ("hello\r\n" if pty else "hello\n")
+    assert s.text()[0] == ("hello\r\n" if pty else "hello\n")
 
 
 async def test_pty_translates_newlines_and_echoes_input(sup):
@@ -57,7 +57,7 @@ async def test_pty_translates_newlines_and_echoes_input(sup):
     await s.write(b"abc\n")
     with trio.fail_after(20):
         await s.done.wait()
-    assert s.outcome.aggregated == "abc\r\ngot abc\r\n"
+    assert s.text()[0] == "abc\r\ngot abc\r\n"
 
 
 async def test_pipes_interleave_stdout_and_stderr_in_arrival_order(sup):
@@ -65,7 +65,7 @@ async def test_pipes_interleave_stdout_and_stderr_in_arrival_order(sup):
             "    sys.stdout.write(f'out{i}\\n'); sys.stdout.flush(); time.sleep(0.05)\n"
             "    sys.stderr.write(f'err{i}\\n'); sys.stderr.flush(); time.sleep(0.05)")
     s = await run(sup, py(code))
-    assert s.outcome.aggregated == "out0\nerr0\nout1\nerr1\nout2\nerr2\n"
+    assert s.text()[0] == "out0\nerr0\nout1\nerr1\nout2\nerr2\n"
 
 
 @pytest.mark.parametrize("pty", MODES)
@@ -73,7 +73,7 @@ async def test_fast_exit_loses_no_output(sup, pty):
     # Desktop Commander #395: a fast exit lost stderr. Exit and drain are both awaited.
     for _ in range(20):
         s = await run(sup, "printf out; printf err >&2", pty=pty)
-        assert sorted(s.outcome.aggregated) == sorted("outerr")
+        assert sorted(s.text()[0]) == sorted("outerr")
 
 
 @pytest.mark.parametrize("pty", MODES)
@@ -153,7 +153,7 @@ async def test_drain_is_bounded_when_a_grandchild_keeps_the_output_open(sup):
     s = sup.start(LaunchSpec(command="sleep 300 & echo parent-done", timeout_seconds=0))
     with trio.fail_after(20):
         await s.done.wait()
-    assert s.outcome.status == "completed" and "parent-done" in s.outcome.aggregated
+    assert s.outcome.status == "completed" and "parent-done" in s.text()[0]
     leftover = [pid for pid in s.tree.members if alive(pid)]
     assert leftover  # the background sleep was left running, as a shell would
     s.tree.signal(signal.SIGKILL)
@@ -171,7 +171,7 @@ async def test_secret_split_across_reads_is_still_masked(sup, pty):
                              on_output=lambda stream, data: chunks.append(data)))
     with trio.fail_after(20):
         await s.done.wait()
-    assert "before ###### after" in s.outcome.aggregated
+    assert "before ###### after" in s.text()[0]
     everything = b"".join(chunks) + s.buffer.held()
     assert secret.encode() not in everything and secret[:9].encode() not in b"".join(chunks)
 
@@ -187,7 +187,7 @@ async def test_environment_has_identity_request_env_and_pass_mgr(sup, tmp_path):
             "os.environ['PADDEDCELL_AGENT'], os.environ['EXTRA'], bool(shutil.which('pass_mgr')))")
     s = await run(sup, py(code), agent_id="ag", agent_workspace=str(tmp_path),
                   env={"EXTRA": "x y"})
-    assert s.outcome.aggregated == f"ag {tmp_path} 1 x y True\n"
+    assert s.text()[0] == f"ag {tmp_path} 1 x y True\n"
 
 
 async def test_waiting_for_input_on_a_pty(sup):
@@ -216,7 +216,7 @@ async def test_write_with_eof_closes_stdin_on_pipes(sup):
     await s.write(b"abc", eof=True)
     with trio.fail_after(20):
         await s.done.wait()
-    assert s.outcome.aggregated == "ABC\n"
+    assert s.text()[0] == "ABC\n"
     assert not s.stdin_writable
 
 
@@ -276,7 +276,8 @@ async def test_flood_stays_in_the_ring(settings, nursery, pty):
     assert s.buffer.end >= total
     assert len(s.buffer) <= int(settings["supervisor.ring_buffer_bytes"])
     assert sup.budget.used <= sup.budget.total
-    assert s.outcome.truncated and len(s.outcome.aggregated) == 200_000
+    text, truncated = s.text()
+    assert truncated and len(text) == 200_000
 
 
 async def test_finished_background_sessions_are_capped(settings, nursery):

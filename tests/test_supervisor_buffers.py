@@ -99,3 +99,17 @@ def test_complete_utf8_end(text):
         end = complete_utf8_end(prefix)
         prefix[:end].decode()  # never ends inside a character
         assert end >= cut - 3
+
+
+def test_growth_leaves_the_protected_part_and_gives_back_when_short():
+    budget = BufferBudget(1000)
+    a = OutputBuffer(800, budget, floor=100)
+    budget.protected = 300  # floors of sessions that may still come
+    a.append(b"a" * 800)
+    assert a.reserved == 700 and budget.free == 300
+    b = OutputBuffer(800, budget, floor=100)  # admission may use the protected part
+    budget.protected = 300  # still short by 100: ``a`` gives back on its next append
+    a.append(b"\n")
+    assert budget.free >= budget.protected and a.reserved == 600
+    assert a.read(a.start) == (b"a" * 800 + b"\n")[-600:]
+    assert budget.used == a.reserved + b.reserved <= budget.total

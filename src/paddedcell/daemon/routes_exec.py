@@ -24,6 +24,7 @@ import trio
 from ..audit import AuditLog
 from ..execspec.request import RequestError, parse_exec_request, parse_process_action
 from ..supervisor import Supervisor, become_subreaper
+from ..supervisor.procs import pin_malloc_thresholds
 from ..supervisor.service import ExecRefused, ExecService
 from .http import HTTPError, Request, Router, Streaming, Write
 
@@ -36,6 +37,7 @@ def _line(payload: dict[str, Any]) -> bytes:
 
 def register(router: Router, ctx: Any) -> None:
     settings = ctx.settings
+    pin_malloc_thresholds()
     if not become_subreaper():
         log.warning("cannot become a child subreaper; processes that setsid away from a "
                     "session are found only while their parent lives")

@@ -8,10 +8,11 @@ Theory of operation. A session starts with ``floor`` bytes reserved (enough to
 build OpenClaw's 200,000-character ``aggregated`` tail), which is what admission
 control checks. While the budget has room, a buffer grows its reservation up to
 ``capacity`` (2 MiB by default); when it cannot grow it evicts its own oldest
-bytes instead. Growth never eats into ``budget.protected``: the floors of the
-sessions that may still be admitted, so a few floods cannot lock later
-sessions out (64 sessions x 512 KiB floors fit the 64 MiB default, and the
-other half is shared growth). Offsets are absolute byte positions in the session's redacted
+bytes instead. Growth never eats into ``budget.protected`` (the floors of the
+sessions that may still be admitted, and the chunks live sessions have in
+flight), and a buffer above its floor gives bytes back on its next append
+while the protected part is short. So a few floods cannot lock later
+sessions out, and with 64 flooding sessions the rings share what is left. Offsets are absolute byte positions in the session's redacted
 output since it started, so ``log``/``poll`` cursors stay exact even after
 eviction: reading before ``start`` simply returns what is left.
 
@@ -68,7 +69,7 @@ class OutputBuffer:
     quiet session holds little memory.
     """
 
-    __slots__ = ("capacity", "budget", "reserved", "_buf", "_head", "_len", "start",
+    __slots__ = ("capacity", "budget", "floor", "reserved", "_buf", "_head", "_len", "start",
                  "dropped_lines", "_released")
 
     def __init__(self, capacity: int, budget: BufferBudget, floor: int):
@@ -80,6 +81,7 @@ class OutputBuffer:
             )
         self.capacity = capacity
         self.budget = budget
+        self.floor = floor
         self.reserved = floor
         self._buf = bytearray()
         self._head = 0  # physical index of the oldest byte
@@ -125,6 +127,9 @@ class OutputBuffer:
         if not data or self._released:
             return
         n = len(data)
+        deficit = self.budget.protected - self.budget.free
+        if deficit > 0 and self.reserved > self.floor:
+            self._shrink(min(deficit, self.reserved - self.floor))
         need = self._len + n
         if need > self.reserved and self.reserved < self.capacity:
             # Reserve ahead (doubling): growing by each chunk would re-lay out the ring per append.
@@ -149,6 +154,14 @@ class OutputBuffer:
             self._buf[a:b] = data[pos:pos + b - a]
             pos += b - a
         self._len += n
+
+    def _shrink(self, give: int) -> None:
+        """Hand ``give`` reserved bytes back (newer sessions need their share)."""
+        self.reserved -= give
+        self._evict(max(0, self._len - self.reserved))
+        if len(self._buf) > self.reserved:
+            self._relayout(max(self._len, self.reserved))
+        self.budget.release(give)
 
     def read(self, start: int, end: int | None = None) -> bytes:
         """Bytes in ``[start, end)`` that are still held (clamped to what is left)."""

@@ -42,6 +42,50 @@ def become_subreaper() -> bool:
         return False
 
 
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+
+
+def pin_malloc_thresholds(mmap_threshold: int = 128 * 1024) -> bool:
+    """Keep glibc from hoarding freed output buffers (a long-lived daemon's RSS).
+
+    glibc raises its mmap threshold every time a large mmapped block is freed,
+    after which ring buffers and read chunks come from the heap and fragment
+    it; RSS then stays at the high-water mark of a flood. Pinning the
+    threshold (which also disables the dynamic adjustment) makes every large
+    buffer its own mapping, returned to the kernel when freed.
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        ok = libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1
+        return libc.mallopt(M_TRIM_THRESHOLD, 2 * mmap_threshold) == 1 and ok
+    except (OSError, AttributeError):
+        return False
+
+
+def trim_heap() -> None:
+    """Return freed heap pages to the kernel (``malloc_trim``).
+
+    Read chunks come and go at gigabytes per second; glibc keeps the freed
+    pages inside its arenas (a worker thread's arena can hold tens of MiB after
+    a flood). Trimming once per supervisor tick costs about a millisecond.
+    """
+    try:
+        _libc().malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+_LIBC = None
+
+
+def _libc():
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return _LIBC
+
+
 @dataclass(frozen=True, slots=True)
 class ProcInfo:
     pid: int

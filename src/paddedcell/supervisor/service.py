@@ -142,10 +142,11 @@ class ExecService:
     def final_result(self, session: Session) -> dict[str, Any]:
         outcome = session.outcome
         assert outcome is not None
+        aggregated, truncated = session.text()
         return results.exec_from_exit(
             exit_code=outcome.exit_code, exit_signal=outcome.exit_signal,
             exit_reason=outcome.exit_reason, duration_ms=outcome.duration_ms,
-            aggregated=outcome.aggregated, truncated=outcome.truncated, cwd=session.cwd,
+            aggregated=aggregated, truncated=truncated, cwd=session.cwd,
             timeout_seconds=session.timeout_seconds,
             max_chars=int(self.settings["supervisor.max_aggregated_chars"]))
 

@@ -69,8 +69,6 @@ class Outcome:
     exit_reason: str
     timed_out: bool
     duration_ms: int
-    aggregated: str
-    truncated: bool
 
 
 def classify(exit_code: int | None, signum: int | None, *, timed_out: bool,
@@ -377,12 +375,12 @@ class Session:
         state, exit_reason = classify(code, signum, timed_out=self._timed_out,
                                       killed=self._kill_reason == "manual-cancel")
         self.ended_at = time.time()
-        aggregated, truncated = self.text()
+        # No copy of the text here: finished sessions keep only their ring buffer,
+        # which the budget counts; ``text()`` decodes it when asked.
         self.outcome = Outcome(
             status=state, exit_code=code, exit_signal=procs.signal_name(signum) if signum else None,
             signal_number=signum, exit_reason=exit_reason, timed_out=self._timed_out,
-            duration_ms=int((time.monotonic() - self._started_monotonic) * 1000),
-            aggregated=aggregated, truncated=truncated)
+            duration_ms=int((time.monotonic() - self._started_monotonic) * 1000))
         self.stdin_closed = True
         self._redactors.clear()  # drop the secret set with them
         if self.cgroup is not None:

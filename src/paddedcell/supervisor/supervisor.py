@@ -33,11 +33,16 @@ import trio
 from ..redactor import redact
 from . import procs
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
-from .session import OutputCallback, Session, new_session_id
+from .session import PIPE_READ_SIZE, OutputCallback, Session, new_session_id
 from .spawn import Sandbox, SpawnError, child_environment, pick_shell, spawn
 
 log = logging.getLogger("paddedcell.supervisor")
 
+#: Memory a live session may hold outside its ring: a read chunk and its
+#: redacted copy per stream. Ring growth leaves this much of the budget free.
+IN_FLIGHT_BYTES = 2 * 2 * PIPE_READ_SIZE
+#: Give freed heap pages back once this much output went by since the last tick.
+TRIM_AFTER_BYTES = 4 * 1024 * 1024
 #: A finished foreground run nobody collected is dropped after this long.
 UNCOLLECTED_SECONDS = 60.0
 
@@ -175,11 +180,13 @@ class Supervisor:
             self._prune()
 
     def _protect_floors(self) -> None:
-        """Keep room for the floors of every session that may still be admitted."""
+        """Keep room for the floors of every session that may still be admitted,
+        and for the chunks each live session has in flight (read, redacted)."""
         floor = min(int(self.settings["supervisor.session_buffer_floor_bytes"]),
                     int(self.settings["supervisor.ring_buffer_bytes"]))
-        admissible = int(self.settings["supervisor.max_live_sessions"]) - len(self.live_sessions())
-        self.budget.protected = max(0, admissible) * floor
+        live = len(self.live_sessions())
+        admissible = max(0, int(self.settings["supervisor.max_live_sessions"]) - live)
+        self.budget.protected = admissible * floor + live * IN_FLIGHT_BYTES
 
     def _record(self, event: str, session: Session, **fields: Any) -> None:
         if self.audit is None:
@@ -236,7 +243,12 @@ class Supervisor:
         """Rescan live trees (so orphans are known), reap them, prune old sessions."""
         interval = float(self.settings["supervisor.scan_interval_seconds"])
         task_status.started()
+        produced = 0
         while True:
+            total = sum(s.buffer.end for s in self.sessions.values())
+            if abs(total - produced) > TRIM_AFTER_BYTES:
+                procs.trim_heap()
+            produced = total
             trees = [s.tree for s in self.sessions.values() if s.running] + self._leftovers
             if trees:
                 table = procs.scan()
