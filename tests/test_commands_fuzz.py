@@ -76,18 +76,22 @@ def _quoted_key(draw, key: str) -> str:
 
 
 @st.composite
-def get_call(draw) -> tuple[str, str]:
+def get_call(draw, dangerous: bool = False) -> tuple[str, str]:
     key = draw(KEYS)
     program = draw(st.sampled_from(["pass_mgr", "$PMDIR/pass_mgr", "p'ass_mgr'", "\\pass_mgr"]))
     wrapper = draw(st.sampled_from(["", "env X=1 ", "command ", "X=2 ", "nohup ", "timeout 5 "]))
     dashdash = draw(st.sampled_from(["", "-- "]))
     version = draw(st.sampled_from(["", " --version 1"]))
-    inner = f"{wrapper}{program} get {dashdash}{_quoted_key(draw, key)}{version if not dashdash else ''}"
+    sub = "get"
+    if dangerous:
+        sub = draw(st.sampled_from(["get", "set", "'set'", "s\\et", "admin init", "admin 'status'", "list"]))
+    inner = f"{wrapper}{program} {sub} {dashdash}{_quoted_key(draw, key)}{version if not dashdash else ''}"
     form = draw(
         st.sampled_from(
             ["bare", "subst", "dq_subst", "backtick", "dq_backtick", "nested", "procsub",
              "assign", "default", "heredoc", "subshell", "group", "arith", "if", "or", "case",
-             "for", "func", "pipe", "coproc_free_while"]
+             "for", "func", "pipe", "coproc_free_while", "case_subst", "bash_c", "eval",
+             "sh_heredoc"]
         )
     )  # fmt: skip
     text = {
@@ -111,13 +115,17 @@ def get_call(draw) -> tuple[str, str]:
         "func": f"f() {{ {inner}; }}; f",
         "pipe": f"echo in | {inner} | cat",
         "coproc_free_while": f"n=0; while [ $n -lt 1 ]; do {inner}; n=1; done",
+        "case_subst": f"echo $(case x in x) {inner};; esac)",
+        "bash_c": f"bash -c '{inner.replace(chr(39), chr(39) + chr(92) + chr(39) + chr(39))}'",
+        "eval": f'eval "{inner.replace(chr(34), chr(92) + chr(34)).replace("$", chr(92) + "$")}"',
+        "sh_heredoc": f"bash <<'EOF'\n{inner}\nEOF\n",
     }[form]
     return text, key
 
 
 @st.composite
-def script(draw) -> tuple[str, list[str]]:
-    parts = draw(st.lists(get_call(), min_size=1, max_size=4))
+def script(draw, dangerous: bool = False) -> tuple[str, list[str]]:
+    parts = draw(st.lists(get_call(dangerous), min_size=1, max_size=4))
     filler = st.sampled_from(["echo hi", "true", ": nothing", "echo 'a;b' \"c|d\"", "cat </dev/null"])
     out: list[str] = []
     for text, _key in parts:
@@ -152,17 +160,43 @@ BASH_EXAMPLES = int(os.environ.get("PADDEDCELL_FUZZ_EXAMPLES", "120"))
 @example(("if X=1 pass_mgr get a >/dev/null; then :; fi", ["a"]))
 @example(("! X=1 pass_mgr get a", ["a"]))
 def test_no_call_bash_makes_is_missed(fake_pass_mgr, generated) -> None:
-    bindir, log = fake_pass_mgr
     command, _keys = generated
+    ran = _run_in_bash(fake_pass_mgr, command)
+    calls = check_command(command)
+    found_keys = {c.key for c in calls if c.subcommand == "get"}
+    direct_keys = {c.key for c in calls if c.direct and c.subcommand == "get"}
+    for argv in ran:
+        assert argv[0] == "get"
+        key = [a for a in argv[1:] if a != "--"][0]
+        assert key in found_keys or None in found_keys, (command, argv, calls)
+        # Only strings handed to another shell (bash -c, eval, a here-document
+        # on stdin) may hide a get from the direct list; those are masked.
+        if not any(marker in command for marker in ("bash -c", "eval ", "bash <<")):
+            assert key in direct_keys or None in direct_keys, (command, argv, calls)
+
+
+def _run_in_bash(fake_pass_mgr, command: str) -> list[list[str]]:
+    bindir, log = fake_pass_mgr
     log.write_text("")
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "PMDIR": str(bindir), "HOME": str(bindir)}
     subprocess.run([BASH, "-c", command], env=env, cwd=bindir, capture_output=True, timeout=20)
-    ran = [eval(line) for line in log.read_text().splitlines()]  # noqa: S307 - our own repr
-    found = [c for c in check_command(command) if c.direct and c.subcommand == "get"]
-    found_keys = {c.key for c in found}
-    for argv in ran:
-        assert argv[0] == "get"
-        positional = [a for a in argv[1:] if a != "--"]
-        key = positional[0]
-        assert key in found_keys or None in found_keys, (command, argv, found)
+    return [eval(line) for line in log.read_text().splitlines()]  # noqa: S307 - our own repr
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=BASH_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script(dangerous=True))
+def test_no_set_or_admin_bash_runs_gets_through(fake_pass_mgr, generated) -> None:
+    """Adversarial: whenever bash would run set/admin (not status), we refuse."""
+    command, _keys = generated
+    ran = _run_in_bash(fake_pass_mgr, command)
+    dangerous = [a for a in ran if a[0] == "set" or (a[0] == "admin" and a[1:2] != ["status"])]
+    if dangerous:
+        with pytest.raises(CommandRefused):
+            check_command(command)
+    else:
+        try:
+            check_command(command)
+        except CommandRefused as exc:  # refusing more than bash runs is allowed (fail closed)
+            assert "\n" not in str(exc)
 

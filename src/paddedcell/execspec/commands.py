@@ -204,9 +204,15 @@ class _Parser:
         words: list[_Word] = []
         start = self.i
         s = self.s
+        open_cases = 0  # ``case … in`` seen without its ``esac``: ``)`` ends a pattern
+
+        def first_is(name: str) -> bool:
+            return bool(words) and words[0].static and words[0].value == name
 
         def finish() -> None:
-            nonlocal words, start
+            nonlocal words, start, open_cases
+            if first_is("esac"):
+                open_cases = max(0, open_cases - 1)
             if words:
                 self.out.commands.append(_Cmd(words, start, self.direct, self.depth))
             words = []
@@ -247,11 +253,18 @@ class _Parser:
                 continue
             if c == ")":
                 self.i += 1
+                if first_is("case"):
+                    open_cases += 1
+                    finish()
+                    continue  # ``case x in pattern)``
+                if open_cases and not first_is("esac"):
+                    finish()
+                    continue  # a later pattern's ``)``
                 finish()
                 if stop == ")":
                     self.nesting -= 1
                     return
-                continue  # a case pattern's ``)``
+                continue  # a stray ``)``: bash would report it
             if c in "<>":
                 if self.i + 1 < self.n and s[self.i + 1] == "(":
                     words.append(self._read_word())  # process substitution
@@ -316,7 +329,7 @@ class _Parser:
                 # its command substitutions run.
                 sub = _Parser(body, self.out, direct=self.direct, depth=self.depth, nesting=self.nesting)
                 sub._read_dquoted_text(terminator=None)
-            if PASS_MGR in body:
+            if _mentions_pass_mgr(body):
                 # ``bash <<EOF`` runs the body as a script.
                 self.out.rescans.append((body, self.depth + 1))
 
@@ -562,7 +575,7 @@ class _Parser:
                 self.i += 1
                 if depth == 0:
                     text = "".join(plain)
-                    if PASS_MGR in text:  # ``${X:-pass_mgr set k}`` as a word
+                    if _mentions_pass_mgr(text):  # ``${X:-pass_mgr set k}`` as a word
                         self.out.rescans.append((text, self.depth + 1))
                     return
             elif c == "{":
@@ -571,7 +584,7 @@ class _Parser:
             elif c == "$":
                 w = _Word()
                 self._dollar(w, in_dquote=True)
-                if PASS_MGR in w.approx:
+                if _mentions_pass_mgr(w.approx):
                     self.out.rescans.append((w.approx, self.depth + 1))
             elif c == "`":
                 self._backtick(_Word())
@@ -579,13 +592,13 @@ class _Parser:
                 end = s.find("'", self.i + 1)
                 if end == -1:
                     raise _ParseError("unterminated single quote")
-                if PASS_MGR in s[self.i : end]:
+                if _mentions_pass_mgr(s[self.i : end]):
                     self.out.rescans.append((s[self.i + 1 : end], self.depth + 1))
                 self.i = end + 1
             elif c == '"':
                 self.i += 1
                 _, _, approx = self._read_dquoted_text('"')
-                if PASS_MGR in approx:
+                if _mentions_pass_mgr(approx):
                     self.out.rescans.append((approx, self.depth + 1))
             elif c == "\\":
                 plain.append(s[self.i + 1 : self.i + 2])
@@ -620,7 +633,7 @@ class _Parser:
         w.mark_dynamic()
 
     def _note_mention(self, word: _Word) -> None:
-        if PASS_MGR in word.approx:
+        if _mentions_pass_mgr(word.approx):
             self.out.rescans.append((word.approx, self.depth + 1))
 
 
@@ -757,7 +770,7 @@ def _analyze(cmd: _Cmd, scan: _Scan, collector: _Collector) -> None:
     for w in words:
         # ``K=$(pass_mgr get k)`` is fine (the substitution was read as a
         # command, and shows as ``$_`` here); ``P=pass_mgr; $P set`` hides a call.
-        if w.assignment and PASS_MGR in w.approx.partition("=")[2]:
+        if w.assignment and _mentions_pass_mgr(w.approx.partition("=")[2]):
             scan.problems.append(
                 "keeps pass_mgr in a variable; call pass_mgr directly, e.g. $(pass_mgr get KEY)"
             )
@@ -782,7 +795,7 @@ def _analyze(cmd: _Cmd, scan: _Scan, collector: _Collector) -> None:
         if _basename(head) == PASS_MGR:
             scan.calls.append(_make_call(words, cmd_idx, cmd.direct))
             placed.add(cmd_idx)
-        elif not head.static and PASS_MGR in head.value and _PASS_MGR_NOT_GET.search(head.value):
+        elif not head.static and _PASS_MGR_NOT_GET.search(_unquoted(head.value)):
             # ``"$(which pass_mgr)" set x`` runs pass_mgr under a name we cannot see.
             scan.problems.append("builds the pass_mgr command word at run time; write pass_mgr literally")
     for j, w in enumerate(words):
@@ -791,7 +804,7 @@ def _analyze(cmd: _Cmd, scan: _Scan, collector: _Collector) -> None:
         if _basename(w) == PASS_MGR:
             scan.calls.append(_make_call(words, j, False))
             placed.add(j)
-        elif PASS_MGR in w.approx and not w.assignment:
+        elif _mentions_pass_mgr(w.approx) and not w.assignment:
             collector.rescans.append((w.approx, cmd.depth + 1))
 
 
@@ -801,9 +814,13 @@ _PASS_MGR_NOT_GET = re.compile(r"pass_mgr(?!\s+get\b)")
 _QUOTING = re.compile(r"[\"'\\\n]")
 
 
+def _unquoted(text: str) -> str:
+    return _QUOTING.sub("", text)
+
+
 def _mentions_pass_mgr(text: str) -> bool:
     """True when ``text`` may name pass_mgr, even as ``p"ass"_mgr`` or ``$'\\x70ass_mgr'``."""
-    return PASS_MGR in text or "$'" in text or PASS_MGR in _QUOTING.sub("", text)
+    return PASS_MGR in text or "$'" in text or PASS_MGR in _unquoted(text)
 
 
 def _scan_text(text: str, scan: _Scan, *, direct: bool, depth: int) -> None:
@@ -825,7 +842,7 @@ def _scan_text(text: str, scan: _Scan, *, direct: bool, depth: int) -> None:
             continue
         seen.add(rescan_text)
         if rescan_depth > MAX_RESCAN_DEPTH:
-            if PASS_MGR in rescan_text:
+            if _mentions_pass_mgr(rescan_text):
                 scan.problems.append("nests pass_mgr in strings too deeply to check")
             continue
         _scan_text(rescan_text, scan, direct=False, depth=rescan_depth)
