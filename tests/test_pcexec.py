@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -184,3 +185,19 @@ def test_yield_ms_finishes_in_time_like_a_foreground_run(vault_home, daemon):
     home, ws = vault_home
     result = pcexec(home, ws, "--yield-ms", "5000", "echo quick")
     assert result.returncode == 0 and result.stdout == "quick\n"
+
+
+def test_audit_log_has_events_and_no_plaintext(vault_home, daemon, tmp_path):
+    home, ws = vault_home
+    value = SECRETS["db_pass"]
+    pcexec(home, ws, f"echo $(pass_mgr get db_pass) {value}")  # even typed into the command
+    pcexec(home, ws, f"echo {value} ######")  # refused: denied event
+    pcexec(home, ws, "--background", f"echo {value}; sleep 0.2")
+    time.sleep(1.0)
+    lines = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
+    events = {entry["event"] for entry in lines}
+    assert {"exec.started", "exec.finished", "exec.denied"} <= events
+    text = (home / "audit.jsonl").read_text()
+    for secret in SECRETS.values():
+        assert secret not in text
+    assert any(e.get("command", "").startswith("echo $(pass_mgr get db_pass) ######") for e in lines)

@@ -306,3 +306,33 @@ def test_this_machine_has_no_delegated_cgroup_v2_so_we_fall_back(tmp_path):
     os.chmod(unified / "cgroup.procs", 0o444)
     if os.geteuid() != 0:
         assert delegated_cgroup(str(tmp_path / "self"), str(cg)) is None
+
+
+async def test_rlimits_sandbox_limits_file_size(settings, nursery, tmp_path):
+    settings = make_settings(settings.home, supervisor__sandbox="rlimits",
+                             supervisor__sandbox_file_size_bytes=4096)
+    sup = Supervisor(settings, nursery)
+    target = tmp_path / "big"
+    s = sup.start(LaunchSpec(command=f"head -c 100000 /dev/zero > {target}", timeout_seconds=30))
+    with trio.fail_after(20):
+        await s.done.wait()
+    # head dies of SIGXFSZ; the shell reports it as a signal or as 128 + 25.
+    assert s.outcome.exit_signal == "SIGXFSZ" or s.outcome.exit_code == 128 + signal.SIGXFSZ
+    assert target.stat().st_size == 4096
+
+
+async def test_bwrap_sandbox_without_bwrap_is_a_clear_error(settings, nursery, monkeypatch):
+    from paddedcell.supervisor import SandboxUnavailable
+    monkeypatch.setattr("shutil.which", lambda name, *a, **k: None if name == "bwrap" else "/bin/" + name)
+    settings = make_settings(settings.home, supervisor__sandbox="bwrap")
+    sup = Supervisor(settings, nursery)
+    with pytest.raises(SandboxUnavailable, match="apt install bubblewrap"):
+        sup.start(LaunchSpec(command="true"))
+    assert sup.budget.used == 0 and not sup.sessions
+
+
+async def test_unknown_sandbox_profile_is_refused(settings, nursery):
+    from paddedcell.supervisor import SandboxUnavailable
+    sup = Supervisor(make_settings(settings.home, supervisor__sandbox="jail"), nursery)
+    with pytest.raises(SandboxUnavailable, match="none, rlimits, bwrap"):
+        sup.start(LaunchSpec(command="true"))

@@ -122,6 +122,13 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
         trio.run(main)
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
+    except Exception as exc:
+        if os.environ.get("PADDEDCELL_DEBUG"):
+            raise
+        # No message text: an internal error must not echo command output.
+        click.echo(f"pcexec: internal error ({type(exc).__name__}); rerun with "
+                   "PADDEDCELL_DEBUG=1 to see the traceback", err=True)
+        return 1
     if "refused" in outcome:
         _fail(outcome["refused"], as_json)
     result = outcome["result"]
