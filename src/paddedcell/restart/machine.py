@@ -35,6 +35,13 @@ Rule 3: the fleet (all agents plus the global record of seed §1.4.5) answers
 ``query-restart`` with OK only when every agent is frozen, and only one
 requester at a time owns a restart; everyone else gets ALREADY_SCHEDULED.
 
+Rule 4: freeze and pre-freeze turn every new message away, with one
+exception besides the requester's session: a run that delivers one of our own
+notices (``start-notice``: "tidy up, a restart is coming" when a focused agent
+drains into freeze). It is admitted and counted, so the agent goes back to
+pre-freeze and the restart waits for that turn to end; the drain from plain
+pre-freeze queues no second notice, so this cannot loop.
+
 Side effects the coordinator must perform (queue a message for a session) come
 back as :class:`Notice` values; their texts live in the settings, not here.
 """
