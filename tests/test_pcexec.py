@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from supervisor_helpers import BIN, Daemon, base_env, init_vault, py, set_secret
+from supervisor_helpers import BIN, Daemon, alive, base_env, init_vault, py, set_secret, wait_for_file
 
 AGENT = "agent-one"
 SECRETS = {"db_pass": "Db-Pa55word-0001", "api_key": "ApiKey-zzz-9876-qq", "dyn": "Dynamic-Value-4321"}
@@ -201,3 +201,22 @@ def test_audit_log_has_events_and_no_plaintext(vault_home, daemon, tmp_path):
     for secret in SECRETS.values():
         assert secret not in text
     assert any(e.get("command", "").startswith("echo $(pass_mgr get db_pass) ######") for e in lines)
+
+
+def test_sigterm_to_pcexec_ends_the_command_tree(vault_home, tmp_path):
+    home, ws = vault_home
+    pidfile = tmp_path / "child.pid"
+    proc = subprocess.Popen(
+        [str(BIN / "pcexec"), py("import os, time\nif os.fork() == 0:\n    os.setsid()\n"
+                                 f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+                                 "    time.sleep(120)\nos.wait()")],
+        env=base_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = int(wait_for_file(pidfile))
+    assert alive(child)
+    proc.terminate()
+    assert proc.wait(30) == 128 + 15
+    for _ in range(100):
+        if not alive(child):
+            break
+        time.sleep(0.05)
+    assert not alive(child)

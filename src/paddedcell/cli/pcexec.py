@@ -100,8 +100,17 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
 
     outcome: dict[str, Any] = {}
 
+    async def stop_on_signal(scope: trio.CancelScope) -> None:
+        # Cancelling ends the session's whole tree (TERM, grace, KILL) before we exit.
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+            async for signum in signals:
+                outcome["stopped"] = signum
+                scope.cancel()
+                return
+
     async def main() -> None:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(stop_on_signal, nursery.cancel_scope)
             supervisor = Supervisor(settings, nursery,
                                     audit=AuditLog.for_settings(settings))
             nursery.start_soon(supervisor.maintain)
@@ -129,6 +138,8 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
         click.echo(f"pcexec: internal error ({type(exc).__name__}); rerun with "
                    "PADDEDCELL_DEBUG=1 to see the traceback", err=True)
         return 1
+    if "stopped" in outcome:
+        return 128 + outcome["stopped"]
     if "refused" in outcome:
         _fail(outcome["refused"], as_json)
     result = outcome["result"]

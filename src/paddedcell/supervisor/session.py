@@ -439,10 +439,12 @@ class Session:
             foreground = os.tcgetpgrp(self.spawned.pty_master)
         except OSError:
             return False
-        table = procs.scan()
-        self.tree.refresh(table, os.getpid())
-        for pid in self.tree.live(table):
-            info = table[pid]
+        # Only the known members (the supervisor rescans trees every tick): a
+        # full /proc scan per session would make `list` slow with many sessions.
+        for pid, starttime in list(self.tree.members.items()):
+            info = procs.read_stat(pid)
+            if info is None or info.starttime != starttime:
+                continue
             if info.pgrp != foreground or info.state != "S":
                 continue
             if _blocked_reading(pid, self.spawned.slave_name):
