@@ -215,7 +215,7 @@ def test_daemon_sigkilled_mid_job_resumes_and_unfreezes(tmp_path, scripts, kill_
     try:
         start(daemon, "worker", "worker:chat")
         end(daemon, "worker", "worker:chat")
-        delay = 1.5 if kill_in == "delay" else 0.1
+        delay = 3.0 if kill_in == "delay" else 0.1
         out = subprocess.run(safe_restart_args(scripts, delay=delay, restart=scripts.slow_restart),
                              env=daemon.env, capture_output=True, text=True, timeout=30)
         assert out.stdout.startswith("OK")
@@ -369,7 +369,7 @@ def test_long_poll_wakes_on_a_new_notification(daemon):
 
 
 def test_abandoned_requester_unfreezes_everyone(tmp_path):
-    daemon = Daemon(tmp_path / "home", {"PADDEDCELL_RESTART_ABANDON_SECONDS": "0.5"}).start()
+    daemon = Daemon(tmp_path / "home", {"PADDEDCELL_RESTART_ABANDON_SECONDS": "2"}).start()
     try:
         start(daemon, "busy", "b")
         start(daemon, "idle", "i")
@@ -385,7 +385,7 @@ def test_abandoned_requester_unfreezes_everyone(tmp_path):
 
 
 def test_stale_freeze_is_released_with_a_log_line(tmp_path):
-    daemon = Daemon(tmp_path / "home", {"PADDEDCELL_RESTART_MAX_FREEZE_SECONDS": "0.5"}).start()
+    daemon = Daemon(tmp_path / "home", {"PADDEDCELL_RESTART_MAX_FREEZE_SECONDS": "2"}).start()
     try:
         start(daemon, "a", "s")
         end(daemon, "a", "s")
