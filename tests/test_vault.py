@@ -345,3 +345,16 @@ def test_non_canonical_base64_in_a_mac_is_caught(ready, ws):
     path.write_bytes(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
     with pytest.raises(IntegrityError):
         get_secret("a1", ws, "db", settings=ready)
+
+
+def test_detector_finds_the_password_across_chunk_boundaries():
+    from paddedcell.vault.leak import CHUNK
+
+    password = "boundary password"
+    detector = LeakDetector.create(password)
+    filler = b"x" * (3 * CHUNK)
+    for offset in (0, 1, CHUNK - len(password) - 1, CHUNK - len(password), CHUNK - 5, CHUNK - 1,
+                   CHUNK, CHUNK + 1, 2 * CHUNK - 3, 3 * CHUNK):
+        text = filler[:offset] + password.encode() + filler[offset:]
+        assert detector.contains(text), offset
+        assert not detector.contains(text.replace(b"boundary", b"boundarY")), offset
