@@ -336,3 +336,16 @@ async def test_unknown_sandbox_profile_is_refused(settings, nursery):
     sup = Supervisor(make_settings(settings.home, supervisor__sandbox="jail"), nursery)
     with pytest.raises(SandboxUnavailable, match="none, rlimits, bwrap"):
         sup.start(LaunchSpec(command="true"))
+
+
+async def test_a_failing_output_callback_ends_only_its_own_session(sup):
+    def broken(stream, data):
+        raise BrokenPipeError("reader went away")
+
+    bad = sup.start(LaunchSpec(command="yes", on_output=broken, timeout_seconds=30))
+    good = sup.start(LaunchSpec(command="sleep 0.3; echo fine", timeout_seconds=30))
+    with trio.fail_after(20):
+        await bad.done.wait()
+        await good.done.wait()
+    assert bad.outcome.status == "failed" and not alive(bad.pid)
+    assert good.text()[0] == "fine\n"

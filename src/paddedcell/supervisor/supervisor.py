@@ -163,6 +163,10 @@ class Supervisor:
     async def _run(self, session: Session) -> None:
         try:
             await session.run()
+        except Exception:
+            # One broken session (its tree is already ended, fail closed) must
+            # not take the daemon's nursery, and every other session, down.
+            log.exception("session %s failed inside the supervisor", session.id)
         finally:
             outcome = session.outcome
             if outcome is not None:
