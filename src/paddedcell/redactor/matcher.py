@@ -222,13 +222,13 @@ class SampledMatcher(_Engine):
             return []
         grams = grams[hit]
         table = self._sorted_grams
-        lo = np.searchsorted(table, grams, "left")
+        lo = table.searchsorted(grams, "left")
         lo[lo == len(table)] = 0
         real = table[lo] == grams
         if not real.any():
             return []
         found = []
-        hi = np.searchsorted(table, grams[real], "right").tolist()
+        hi = table.searchsorted(grams[real], "right").tolist()
         entries, pats = self._entries, self.patterns
         for sample, a, b in zip(hit[real].tolist(), lo[real].tolist(), hi):
             p = sample * s
