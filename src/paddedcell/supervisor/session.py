@@ -40,6 +40,9 @@ log = logging.getLogger("paddedcell.supervisor")
 #: flight; large enough that per-chunk overhead stays small at GB/s.
 PIPE_READ_SIZE = 64 * 1024
 PTY_READ_SIZE = 64 * 1024
+#: The redactor is fastest on chunks of about this size (measured: 64 KiB feeds
+#: run ~2x faster than 256 KiB ones with variants on); larger gathers are sliced.
+REDACT_SLICE = 64 * 1024
 #: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
@@ -259,8 +262,13 @@ class Session:
                     if not self.pty:
                         break
                 if chunks:
-                    self._emit(stream, redactor.feed(chunks[0] if len(chunks) == 1
-                                                     else b"".join(chunks)))
+                    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                    if len(data) <= REDACT_SLICE:
+                        self._emit(stream, redactor.feed(data))
+                    else:
+                        view = memoryview(data)
+                        for i in range(0, len(data), REDACT_SLICE):
+                            self._emit(stream, redactor.feed(view[i:i + REDACT_SLICE]))
                     reads += 1
                     if reads % READS_PER_YIELD == 0:
                         await trio.sleep(0)

@@ -33,14 +33,15 @@ import trio
 from ..redactor import redact
 from . import procs
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
-from .session import PIPE_READ_SIZE, OutputCallback, Session, new_session_id
+from .session import OutputCallback, Session, new_session_id
 from .spawn import Sandbox, SpawnError, child_environment, pick_shell, spawn
 
 log = logging.getLogger("paddedcell.supervisor")
 
-#: Memory a live session may hold outside its ring: a read chunk and its
-#: redacted copy per stream. Ring growth leaves this much of the budget free.
-IN_FLIGHT_BYTES = 2 * 2 * PIPE_READ_SIZE
+#: Memory a live session costs outside its ring: objects, the redactor's held
+#: tail, heap fragmentation from its read chunks (64 flooding sessions measured
+#: ~10-15 MiB above their rings). Ring growth leaves this much of the budget free.
+IN_FLIGHT_BYTES = 256 * 1024
 #: Give freed heap pages back once this much output went by since the last tick.
 TRIM_AFTER_BYTES = 4 * 1024 * 1024
 #: A finished foreground run nobody collected is dropped after this long.
