@@ -856,11 +856,7 @@ def scan_command(command: str) -> tuple[list[PassMgrCall], list[str]]:
     _scan_text(command, scan, direct=True, depth=0)
     # A rescan can find the same call again (``bash -c "pass_mgr get k"`` is
     # found once, indirect); keep the first occurrence of each.
-    unique: list[PassMgrCall] = []
-    for call in scan.calls:
-        if call not in unique:
-            unique.append(call)
-    return unique, scan.problems
+    return list(dict.fromkeys(scan.calls)), scan.problems
 
 
 def find_pass_mgr_calls(command: str) -> list[PassMgrCall]:

@@ -20,6 +20,13 @@ them and refused clearly when we cannot:
 - ``awaitResults: true`` means "never auto-background"; with ``background``
   it is refused, as in OpenClaw's newest code.
 
+Unknown fields are refused with the list of allowed ones (old names get the new
+name: ``timeout`` -> ``timeoutSeconds``, ``cwd`` -> ``workdir``). OpenClaw 2026.9.6
+itself refuses only ``timeout`` and silently ignores other unknown fields; we
+refuse them because an ignored ``cwd`` runs the command in the wrong directory.
+Likewise a wrongly typed value (``yieldMs: "10"``) or a negative
+``timeoutSeconds`` is refused here, where OpenClaw coerces or ignores it.
+
 The environment guard is OpenClaw's host policy
 (``dist/host-env-security-*.mjs``: ``host-env-security-policy.json`` and
 ``sanitizeHostEnvOverridesWithDiagnostics``) with its exact messages, plus the

@@ -25,6 +25,8 @@ Where PaddedCell differs on purpose (each is also in the module's tests):
   timeout hint says "PaddedCell" where OpenClaw says "OpenClaw";
 - ``details.truncated`` is present on completed and failed exec results
   (DESIGN §4.1); OpenClaw only signals truncation through the text note;
+- ``details.noOutputTimedOut`` is always false (PaddedCell has no
+  no-output timeout), where OpenClaw reports its own;
 - ``failureKind`` may be ``secret-resolution`` (a ``pass_mgr get`` could not be
   resolved; nothing ran);
 - lengths are counted in code points where OpenClaw counts UTF-16 units, except
