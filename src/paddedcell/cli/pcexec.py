@@ -212,6 +212,7 @@ def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json,
             _fail("--request must hold a JSON object (an exec request)", True)
         for key, value in identity.items():
             body.setdefault(key, value)
+        body.pop("stream", None)  # one result JSON out; streaming is the plugin's
         sys.exit(_run_daemon(body, True, True))
     if not command:
         raise click.UsageError("give a COMMAND (or --request FILE)")

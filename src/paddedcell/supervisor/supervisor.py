@@ -175,10 +175,10 @@ class Supervisor:
                              session, status=outcome.status, exitCode=outcome.exit_code,
                              exitSignal=outcome.exit_signal, exitReason=outcome.exit_reason,
                              durationMs=outcome.duration_ms)
-            table = procs.scan()
-            session.tree.refresh(table, os.getpid())
-            if session.tree.live(table):
-                self._leftovers.append(session.tree)
+            # Whether it left processes behind is for the next tick to find out:
+            # a /proc scan here would delay the answer to the waiting request.
+            self._leftovers.append(session.tree)
+            self._wake.set()
             if session.removed:
                 self._drop(session)
             self._protect_floors()
