@@ -73,6 +73,15 @@ def test_send_keys_bytes(case: dict[str, Any]) -> None:
     assert keys.has_cursor_mode_sensitive_keys(case.get("keys")) == case["sensitive"]
 
 
+def test_send_keys_bytes_random_requests() -> None:
+    """600 seeded random requests (modifiers x names x modes, hex, literal)."""
+    for case in VECTORS["keysRandom"]:
+        encoded = keys.encode_key_request(
+            keys=case["keys"], hex=case.get("hex"), literal=case.get("literal"), cursor_mode=case["mode"]
+        )
+        assert (encoded.data.hex(), list(encoded.warnings)) == (case["bytes"], case["warnings"]), case
+
+
 @pytest.mark.parametrize("case", VECTORS["paste"], ids=lambda c: repr((c["text"], c["bracketed"])))
 def test_paste_bytes(case: dict[str, Any]) -> None:
     assert keys.encode_paste(case["text"], case["bracketed"]).hex() == case["bytes"]
@@ -158,6 +167,14 @@ def test_env_guard(case: dict[str, Any]) -> None:
         with pytest.raises(RequestError) as info:
             check_env(case["env"])
         assert str(info.value) == case["error"]
+
+
+def test_env_guard_every_policy_name() -> None:
+    """Each name of OpenClaw's policy (and its lower-case and suffixed forms) alone."""
+    assert len(VECTORS["envEveryName"]) > 700
+    for case in VECTORS["envEveryName"]:
+        blocked, invalid = forbidden_env_keys({case["name"]: "value"})
+        assert (bool(blocked), bool(invalid)) == (case["blocked"], case["invalid"]), case["name"]
 
 
 # --------------------------------------------------------------------------- process

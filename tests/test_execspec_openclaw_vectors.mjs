@@ -97,6 +97,31 @@ vectors.paste = [["hi", true], ["hi", false], ["", true], ["", false], ["a\nb", 
   text, bracketed, bytes: Buffer.from(ptyKeys.encodePaste(text, bracketed)).toString("hex"),
 }));
 
+// Seeded random requests over the whole token space (a small LCG: reproducible).
+let seed = 20261130;
+const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return Math.floor(seed / 65536) % n; };
+const pick = (xs) => xs[rand(xs.length)];
+const names = ["Enter", "Return", "Tab", "Escape", "Esc", "Space", "BSpace", "Backspace", "Up", "Down", "Left",
+  "Right", "Home", "End", "PageUp", "PgUp", "PPage", "PageDown", "PgDn", "NPage", "Insert", "IC", "Delete", "Del",
+  "DC", "BTab", "F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F11", "F12", "KP/", "KP*", "KP-",
+  "KP+", "KP0", "KP1", "KP5", "KP9", "KP.", "KPEnter", "a", "Z", "1", "?", "[", "\\", "]", "^", "_", "@", "é", "😀",
+  "foo", "", " ", "-", "--", "C-", "x-y"];
+const randomToken = () => {
+  const r = rand(10);
+  if (r === 0) return "^" + pick(["a", "Z", "?", "[", "1", "^", "é", ""]);
+  const mods = ["", "C-", "M-", "S-", "c-", "m-", "s-", "C-M-", "M-S-", "C-S-", "C-M-S-", "X-"];
+  return pick(mods) + pick(names);
+};
+vectors.keysRandom = [];
+for (let i = 0; i < 600; i++) {
+  const request = { keys: Array.from({ length: 1 + rand(4) }, randomToken) };
+  if (rand(4) === 0) request.hex = Array.from({ length: 1 + rand(3) }, () => pick(["00", "1b", "0x7f", "FF", "g1", "0x", "123", " 9 "]));
+  if (rand(5) === 0) request.literal = pick(["q", "ab\n", "ü", ""]);
+  const mode = pick([undefined, "normal", "application"]);
+  const { data, warnings } = ptyKeys.encodeKeySequence(request, mode);
+  vectors.keysRandom.push({ ...request, mode: mode ?? null, bytes: data.toString("hex"), warnings });
+}
+
 // ---------------------------------------------------------------- helpers
 const lines = (n, prefix = "line") => Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`).join("\n") + "\n";
 vectors.sliceLogLines = [];
@@ -190,6 +215,17 @@ vectors.followUp = between(toolSrc, 'const BACKGROUND_EXEC_FOLLOW_UP = "', '";')
 vectors.noOutputPlaceholder = out.t;
 
 // ---------------------------------------------------------------- env guard
+// Every name of OpenClaw's host env policy, as given and lower-cased, one at a time.
+const policySrc = fs.readFileSync(find("host-env-security-"), "utf8");
+const policy = new Function(`${between(policySrc, "var host_env_security_policy_default = ", "//#endregion")}; return host_env_security_policy_default;`)();
+const everyName = new Set(["PATH", "TERM", "LANG", "FOO", "PAGER", "GIT_PAGER"]);
+for (const list of Object.values(policy)) for (const name of list) {
+  everyName.add(name); everyName.add(name.toLowerCase()); everyName.add(`${name}X`);
+}
+vectors.envEveryName = [...everyName].map((name) => {
+  const r = envsec.t({ overrides: { [name]: "value" }, blockPathOverrides: true });
+  return { name, blocked: r.rejectedOverrideBlockedKeys.length > 0, invalid: r.rejectedOverrideInvalidKeys.length > 0 };
+});
 vectors.env = [
   { PATH: "/x" }, { LD_PRELOAD: "x" }, { ld_library_path: "x" }, { DYLD_INSERT_LIBRARIES: "x" },
   { NODE_OPTIONS: "--require x" }, { PYTHONPATH: "x" }, { BASH_ENV: "x" }, { BASH_FUNC_x: "x" },
