@@ -134,3 +134,12 @@ def test_mask_setting_from_environment(env):
         input=b"hunter2-long!", capture_output=True, env=env, check=True,
     )
     assert res.stdout == b"<s>!"
+
+
+def test_empty_mask_is_a_usage_error(env):
+    res = subprocess.run(
+        [sys.executable, "-m", "paddedcell.cli.main", "redact", "--secret", "hunter2-long", "--mask", ""],
+        input=b"x", capture_output=True, env=env,
+    )
+    assert res.returncode == 2 and b"mask must not be empty" in res.stderr
+    assert b"Traceback" not in res.stderr

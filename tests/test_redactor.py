@@ -309,3 +309,9 @@ def test_one_shot_warning_points_at_caller():
     with pytest.warns(ShortSecretWarning) as record:
         redact(b"xabcx", ["abc"])
     assert record[0].filename == __file__
+
+
+def test_empty_mask_is_refused():
+    # With "" as mask, "ab" + "abc" + "c" would leave "abc" in the output.
+    with pytest.raises(ValueError, match="mask"):
+        StreamRedactor(["abcdefgh"], mask="")

@@ -59,13 +59,16 @@ def redact(secrets_files: tuple[str, ...], secrets: tuple[str, ...], mask: str |
         values.extend(_read_secrets_file(path))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ShortSecretWarning)
-        redactor = StreamRedactor(
-            values,
-            mask=settings["redactor.mask"] if mask is None else mask,
-            variants=False if no_variants else settings["redactor.variants"],
-            variant_min_length=settings["redactor.variant_min_length"],
-            warn_below_length=settings["redactor.warn_below_length"],
-        )
+        try:
+            redactor = StreamRedactor(
+                values,
+                mask=settings["redactor.mask"] if mask is None else mask,
+                variants=False if no_variants else settings["redactor.variants"],
+                variant_min_length=settings["redactor.variant_min_length"],
+                warn_below_length=settings["redactor.warn_below_length"],
+            )
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     for w in caught:
         click.echo(f"paddedcell redact: warning: {w.message}", err=True)
     if not values:

@@ -95,6 +95,9 @@ class StreamRedactor:
         warn_below_length: int = 6,
     ):
         self.mask = _as_bytes(mask)
+        if not self.mask:
+            # "ab" + secret + "c" with secret removed could itself spell a secret.
+            raise ValueError("the mask must not be empty: use e.g. '######'")
         self.variants = Variants.coerce(variants)
         self.variant_min_length = variant_min_length
         self.warn_below_length = warn_below_length
