@@ -708,7 +708,7 @@ def _skip_wrapper(name: str, words: list[_Word], idx: int) -> int | None:
 
 
 _KEYED_SUBCOMMANDS = frozenset({"get", "generate", "unset", "rotate", "history"})
-_GET_OPTIONS_WITH_ARG = frozenset({"--version", "-V"})
+_GET_OPTIONS_WITH_ARG = frozenset({"--version"})  # pass_mgr_click.py: get KEY [--version N]
 
 
 def _make_call(words: list[_Word], p: int, direct: bool) -> PassMgrCall:
