@@ -358,3 +358,30 @@ def test_detector_finds_the_password_across_chunk_boundaries():
         text = filler[:offset] + password.encode() + filler[offset:]
         assert detector.contains(text), offset
         assert not detector.contains(text.replace(b"boundary", b"boundarY")), offset
+
+
+def test_the_fast_aesgcm_import_is_the_public_class():
+    """crypto.py takes AESGCM from cryptography's Rust module to keep `get` lean; it must be
+    the very class the public module exports (else the fallback import should be used)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from paddedcell.vault import crypto
+
+    assert crypto.AESGCM is AESGCM
+
+
+def test_get_imports_no_typing_trio_click_or_rich(ready, ws):
+    """The lean `get` path: what a fresh interpreter imports to answer one get."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom paddedcell import config\nfrom paddedcell.vault import get_secret\n"
+            f"get_secret('a1', {ws!r}, 'db', settings=config.load())\n"
+            "print(' '.join(sorted(sys.modules)))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
+    env["PADDEDCELL_HOME"] = str(ready.home)
+    loaded = set(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, check=True).stdout.split())
+    for heavy in ("trio", "click", "rich", "typing", "hashlib", "dataclasses", "tomllib",
+                  "cryptography.hazmat.primitives.ciphers", "cryptography.hazmat.primitives.kdf"):
+        assert heavy not in loaded, heavy

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs pass_mgr get ~10 ms of start-up; annotations only
+    from typing import Any, Mapping
 
 #: The one table of defaults. Keep a short reason beside anything surprising.
 DEFAULTS: dict[str, dict[str, Any]] = {

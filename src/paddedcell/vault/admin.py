@@ -2,7 +2,7 @@
 
 Layout (directories 0700, files 0600)::
 
-    keys/host.key        32 random bytes; opens every store's host wrap, so
+    keys/host.key        96 random bytes + CRC-32; opens every store's host wrap, so
                          agents' ``get`` needs no password
     vault/admin.json     KDF parameters and verifier, the admin X25519 public key,
                          its private key sealed under the password-derived key,
@@ -19,17 +19,25 @@ Status is decided by two ``stat`` calls (locked.json, admin.json) so that
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from . import crypto
 from .errors import IntegrityError, Locked, NotInitialized, VaultError
 from .files import atomic_write, ensure_private_dir, read_private
 
-HOST_KEY_BYTES = 32
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Three independent 32-byte keys: store wraps, the admin.json MAC, the leak detector;
+#: the file adds a CRC-32 so that damage to a part `get` does not use is still noticed.
+HOST_KEY_BYTES = 96
+_CRC_BYTES = 4
+_HOST_SUBKEYS = {"wrap": 0, "admin-mac": 1, "detector": 2}
 
 
 class AdminPaths:
@@ -69,17 +77,20 @@ def require_ready(paths: AdminPaths) -> None:
 
 
 def subkey(host_key: bytes, purpose: str) -> bytes:
-    """Independent keys for each use of the host key (HMAC-SHA256 as a PRF)."""
-    return crypto.b64d(crypto.tag(host_key, crypto.aad("host-subkey", purpose)))
+    """The host key's independent key for ``purpose`` (random, not derived: no KDF on `get`)."""
+    index = _HOST_SUBKEYS[purpose]
+    return host_key[32 * index:32 * (index + 1)]
 
 
 def read_host_key(paths: AdminPaths) -> bytes:
     try:
-        key = read_private(paths.host_key)
+        raw = read_private(paths.host_key)
     except FileNotFoundError:
         raise IntegrityError(f"the host key {paths.host_key} is missing; restore it from a backup, "
                              "or have a human run: pass_mgr admin recover") from None
-    if len(key) != HOST_KEY_BYTES:
+    key, check = raw[:HOST_KEY_BYTES], raw[HOST_KEY_BYTES:]
+    if len(raw) != HOST_KEY_BYTES + _CRC_BYTES or \
+            binascii.crc32(key).to_bytes(_CRC_BYTES, "big") != check:
         raise IntegrityError(f"the host key {paths.host_key} is corrupt; restore it from a backup, "
                              "or have a human run: pass_mgr admin recover")
     return key
@@ -88,7 +99,7 @@ def read_host_key(paths: AdminPaths) -> bytes:
 def create_host_key(paths: AdminPaths) -> bytes:
     ensure_private_dir(paths.keys_dir)
     key = os.urandom(HOST_KEY_BYTES)
-    atomic_write(paths.host_key, key)
+    atomic_write(paths.host_key, key + binascii.crc32(key).to_bytes(_CRC_BYTES, "big"))
     return key
 
 

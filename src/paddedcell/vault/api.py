@@ -10,7 +10,6 @@ under an exclusive one. Agents' operations need only the host key; ``set``,
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, NamedTuple
 
 from . import admin
 from .admin import AdminPaths
@@ -18,6 +17,10 @@ from .errors import Forbidden, IntegrityError, NoSuchKey, VaultError
 from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
                     remove_stale_temps)
 from .store import OpenStore, StoreRef, check_key_name, locate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 #: Punctuation that is safe unquoted in a shell word: no quotes, $, `, \, globs,
 #: braces, redirections or spaces, so `$(pass_mgr get KEY)` never re-splits.
@@ -32,23 +35,33 @@ def _load_settings(settings: Any) -> Any:
     return settings
 
 
-class Change(NamedTuple):
+# Plain classes, not NamedTuple or dataclasses: building those at import time costs
+# `pass_mgr get` several milliseconds of start-up.
+class Change:
     """What a write did; ``value`` is set only for generated values (never in repr)."""
 
-    key: str | None
-    version: int | None
-    generation: int
-    value: str | None = None
+    __slots__ = ("key", "version", "generation", "value")
+
+    def __init__(self, key: str | None, version: int | None, generation: int,
+                 value: str | None = None):
+        self.key, self.version, self.generation, self.value = key, version, generation, value
 
     def __repr__(self) -> str:
         return (f"Change(key={self.key!r}, version={self.version!r}, "
                 f"generation={self.generation!r})")
 
 
-class InitReport(NamedTuple):
-    previous_state: str
-    rewrapped: int
-    failed: tuple[str, ...]
+class InitReport:
+    """What ``init_admin`` or ``recover`` did; ``failed`` names stores it could not re-wrap."""
+
+    __slots__ = ("previous_state", "rewrapped", "failed")
+
+    def __init__(self, previous_state: str, rewrapped: int, failed: tuple[str, ...]):
+        self.previous_state, self.rewrapped, self.failed = previous_state, rewrapped, failed
+
+    def __repr__(self) -> str:
+        return (f"InitReport(previous_state={self.previous_state!r}, "
+                f"rewrapped={self.rewrapped!r}, failed={self.failed!r})")
 
 
 def vault_status(settings: Any = None) -> str:

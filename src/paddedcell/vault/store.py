@@ -21,10 +21,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from . import crypto
 from .errors import IntegrityError, NoSuchKey, VaultError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 STORE_FILE = "store.json"
 LOCK_FILE = ".lock"
