@@ -374,7 +374,9 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
     min_yield = int(_setting(settings, "supervisor.min_yield_ms", 10))
     max_yield = int(_setting(settings, "supervisor.max_yield_ms", 120_000))
     background = bool(_opt_bool(body, "background"))
-    yield_ms = _clamp(_opt_number(body, "yieldMs"), _clamp(default_yield, default_yield, min_yield, max_yield), min_yield, max_yield)
+    # OpenClaw clamps the configured default too (``clampWithDefault`` in exec-run).
+    default_yield = _clamp(default_yield, default_yield, min_yield, max_yield)
+    yield_ms = _clamp(_opt_number(body, "yieldMs"), default_yield, min_yield, max_yield)
 
     await_results = bool(_opt_bool(body, "awaitResults"))
     if await_results and background:
