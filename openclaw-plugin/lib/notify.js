@@ -23,7 +23,8 @@ export function notificationRunId(id) {
 /** Deliver one notification into its session; resolves true when accepted. */
 export async function deliver(api, note, logger) {
   const runtime = api.runtime;
-  const sessionKey = note.sessionKey;
+  // A notice for the agent itself (no session) goes to its main session.
+  const sessionKey = note.sessionKey || (note.agentId ? `agent:${note.agentId}:main` : null);
   if (!sessionKey || typeof note.text !== "string") return false;
   try {
     if (runtime?.subagent?.run) {

@@ -12,6 +12,7 @@ cannot.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,13 +83,15 @@ PLUGIN_CONFIG = {"approvalTimeoutMs": 3000}
 def stack(tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
     exec_mode, extra_config, plugin_config = EXEC_MODE, GATEWAY_CONFIG, PLUGIN_CONFIG
     root = tmp_path_factory.mktemp("openclaw")
-    fake_restart = root / "fake-restart.sh"
-    fake_restart.write_text(f"#!/bin/sh\necho restarted >> {root / 'restarts.txt'}\n")
-    fake_restart.chmod(0o755)
+    # The restart job runs the real default commands against this gateway
+    # (`openclaw gateway restart` restarts a foreground gateway in process, same PID),
+    # with the gateway's HOME; only the delay is short and the window generous.
+    gateway_env = f"env HOME={shlex.quote(str(root / 'home'))} PATH={shlex.quote(openclaw_bin_path)}"
     daemon = PaddedcellDaemon(root / "paddedcell-home", python=venv_python(), extra_env={
         "PADDEDCELL_RESTART_DELAY_SECONDS": "1",
-        "PADDEDCELL_RESTART_RESTART_CMD": str(fake_restart),
-        "PADDEDCELL_RESTART_STATUS_CMD": "true",
+        "PADDEDCELL_RESTART_RESTART_CMD": f"{gateway_env} openclaw gateway restart",
+        "PADDEDCELL_RESTART_STATUS_CMD": f"{gateway_env} openclaw gateway status --require-rpc",
+        "PADDEDCELL_RESTART_RECOVER_TIMEOUT_SECONDS": "90",
     })
     workspace = root / "workspace"
     workspace.mkdir()
