@@ -319,3 +319,41 @@ def test_deep_nesting_does_not_crash() -> None:
 def test_long_command_is_scanned() -> None:
     body = "echo hello world; " * 5000 + "pass_mgr get last"
     assert gets(body) == [("last", None)]
+
+
+# --------------------------------------------------------------------------- identity
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "AGENT_ID=other pass_mgr get k",
+        "AGENT_WORKSPACE=/ws/other AGENT_ID=other pass_mgr get their_key",
+        "env AGENT_ID=other pass_mgr get k",
+        "sudo AGENT_ID=other pass_mgr get k",
+        "export AGENT_ID=other; pass_mgr get k",
+        "declare -x AGENT_WORKSPACE=/ws/other",
+        "unset AGENT_ID PADDEDCELL_AGENT",
+        "env -u AGENT_ID -u OPENCLAW_SHELL /tmp/renamed set k v",
+        "env --unset=AGENT pm set k",
+        "PADDEDCELL_VAULT_PATH_TEMPLATE=/ws/other/store pass_mgr get k",
+        "PADDEDCELL_HOME=/tmp/h pass_mgr admin status",
+        "echo $(AGENT_ID=other pass_mgr get k)",
+        "bash -c 'AGENT_ID=other pass_mgr get k'",
+        "{ AGENT_ID=x true; }",
+    ],
+)
+def test_identity_variables_cannot_be_changed(command: str) -> None:
+    """Adversarial: pass_mgr finds the agent's store through these variables; an agent
+    that changes them could read another agent's secrets, unmasked."""
+    with pytest.raises(CommandRefused, match="identity variables") as info:
+        check_command(command)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo $AGENT_ID", "echo AGENT_ID=x", "printenv AGENT_WORKSPACE", "curl -A 'USER_AGENT'",
+     "agent_id=1 true", "grep AGENT_ID= .env", 'test "$AGENT" = a'],
+)  # fmt: skip
+def test_reading_identity_variables_is_fine(command: str) -> None:
+    check_command(command)

@@ -26,7 +26,10 @@ a small scanner that follows bash's lexical rules (``man bash``: QUOTING,
 Command Substitution, Here Documents, Process Substitution) and nothing else;
 it never evaluates anything. It fails closed: a text it cannot scan, or a
 ``pass_mgr`` it cannot place, makes :func:`check_command` refuse whenever the
-text mentions ``pass_mgr`` at all.
+text mentions ``pass_mgr`` at all. It also refuses commands that change the
+variables pass_mgr uses to find the agent's store (``AGENT_ID=other pass_mgr
+get k`` would print another agent's secret, which is not in this agent's
+redaction set).
 
 This is defence in depth. The boundary that holds against an agent that
 obfuscates on purpose (``eval "$(echo … | base64 -d)"``) is ``pass_mgr``
@@ -707,6 +710,41 @@ def _skip_wrapper(name: str, words: list[_Word], idx: int) -> int | None:
     return j if j < len(words) else None
 
 
+#: Variables that tell pass_mgr whose store to open (DESIGN §4.3). A command
+#: that sets or unsets them could read another agent's secrets unmasked.
+IDENTITY_VARIABLES = frozenset({"AGENT", "AGENT_ID", "AGENT_WORKSPACE", "OPENCLAW_SHELL"})
+_DECLARING = frozenset({"export", "unset", "declare", "typeset", "local", "readonly"})
+
+
+def _is_identity(name: str) -> bool:
+    return name in IDENTITY_VARIABLES or name.startswith("PADDEDCELL_")
+
+
+def _identity_change(words: list[_Word], cmd_idx: int | None) -> str | None:
+    """The identity variable a command sets or unsets, if any (None otherwise).
+
+    Looks at assignments before the command word (``AGENT_ID=x cmd``, also
+    those ``env``/``sudo`` take), ``env -u NAME``, and the operands of
+    ``export``/``unset``/``declare``/``typeset``/``local``/``readonly``.
+    """
+    prefix = words if cmd_idx is None else words[:cmd_idx]
+    for k, w in enumerate(prefix):
+        if w.assignment and _is_identity(w.value.split("=", 1)[0].split("[", 1)[0].rstrip("+")):
+            return w.value.split("=", 1)[0]
+        if w.static and w.value.startswith("--unset=") and _is_identity(w.value[8:]):
+            return w.value[8:]
+        if w.static and w.value in ("-u", "--unset") and k + 1 < len(prefix):
+            following = prefix[k + 1]
+            if following.static and _is_identity(following.value):
+                return following.value
+    if cmd_idx is not None and _basename(words[cmd_idx]) in _DECLARING:
+        for w in words[cmd_idx + 1 :]:
+            name = w.value.split("=", 1)[0].rstrip("+")
+            if w.static and _is_identity(name):
+                return name
+    return None
+
+
 _KEYED_SUBCOMMANDS = frozenset({"get", "generate", "unset", "rotate", "history"})
 _GET_OPTIONS_WITH_ARG = frozenset({"--version"})  # pass_mgr_click.py: get KEY [--version N]
 
@@ -789,6 +827,12 @@ def _analyze(cmd: _Cmd, scan: _Scan, collector: _Collector) -> None:
             seen_wrappers += 1
             continue
         break
+    identity = _identity_change(words, cmd_idx)
+    if identity:
+        scan.problems.append(
+            f"changes {identity}, which tells pass_mgr which agent is asking; leave the "
+            "agent's identity variables as they are"
+        )
     placed: set[int] = set()
     if cmd_idx is not None:
         head = words[cmd_idx]
@@ -823,6 +867,10 @@ def _mentions_pass_mgr(text: str) -> bool:
     return PASS_MGR in text or "$'" in text or PASS_MGR in _unquoted(text)
 
 
+def _worth_scanning(text: str) -> bool:
+    return _mentions_pass_mgr(text) or "AGENT" in text or "PADDEDCELL_" in text or "OPENCLAW_SHELL" in text
+
+
 def _scan_text(text: str, scan: _Scan, *, direct: bool, depth: int) -> None:
     collector = _Collector()
     parser = _Parser(text, collector, direct=direct, depth=depth)
@@ -851,7 +899,7 @@ def _scan_text(text: str, scan: _Scan, *, direct: bool, depth: int) -> None:
 def scan_command(command: str) -> tuple[list[PassMgrCall], list[str]]:
     """(calls, problems): every pass_mgr call found, and why some could not be placed."""
     scan = _Scan()
-    if not _mentions_pass_mgr(command):
+    if not _worth_scanning(command):
         return [], []
     _scan_text(command, scan, direct=True, depth=0)
     # A rescan can find the same call again (``bash -c "pass_mgr get k"`` is
@@ -871,7 +919,10 @@ def check_command(command: str, mask: str = "######") -> list[PassMgrCall]:
     Refused: the mask in the command (a masked value replayed into a command
     breaks it; OpenClaw issue #104992), ``pass_mgr set``, ``pass_mgr admin``
     other than ``admin status``, a pass_mgr subcommand that is not a literal,
-    and any text that mentions pass_mgr where the scanner cannot place it.
+    any text that mentions pass_mgr where the scanner cannot place it, and
+    commands that set or unset the agent's identity variables
+    (:data:`IDENTITY_VARIABLES`, ``PADDEDCELL_*``), the same names the request's
+    ``env`` may not carry.
     """
     if mask and mask in command:
         raise CommandRefused(
