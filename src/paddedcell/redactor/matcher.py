@@ -158,8 +158,8 @@ class SampledMatcher(_Engine):
     The lookup is vectorised with numpy: a strided view reads the grams
     without copying, a multiplicative hash indexes two bitmaps, survivors are
     checked exactly against the sorted grams, and only true gram hits reach
-    Python. The cost per byte is ~1/s of a scan
-    and does not grow with the number of patterns.
+    Python. The cost per byte is about 1/s of a scan, and does not grow with
+    the number of patterns.
     """
 
     MIN_LENGTH = 8
@@ -172,7 +172,9 @@ class SampledMatcher(_Engine):
         self.maxlen = max(map(len, pats))
         m = min(map(len, pats))
         q = 8 if m >= 16 else 4
-        s = m - q + 1
+        # Any step up to m - q + 1 is exact; capping it keeps the gram table
+        # small when every pattern is huge (PEM keys) at no cost in speed.
+        s = min(m - q + 1, MAX_STEP)
         self._q, self._s, self._dtype = q, s, np.dtype("<u8" if q == 8 else "<u4")
         joined = b"".join(p[:m] for p in pats)
         count = len(pats)
@@ -180,7 +182,7 @@ class SampledMatcher(_Engine):
         grams = grams.astype(np.uint64).ravel()
         # Two bitmaps indexed by two bit fields of one multiplicative hash
         # (the top ``bits1`` bits, then the next ``bits2``). The first is
-        # 2**-EXTRA1 full, so a clean 64 KiB read has few survivors; the second
+        # 2**-EXTRA_BITS_1 full, so a clean 64 KiB read has few survivors; the second
         # thins those before the exact check. Bigger tables would filter more
         # but cost page faults at build time, and the supervisor builds two
         # redactors per command.
@@ -315,6 +317,8 @@ FIND_WORK = 32 * 1024
 #: Sizes of the sampler's two bitmaps, in bits above the gram count's bit length.
 EXTRA_BITS_1 = 10
 EXTRA_BITS_2 = 6
+#: Largest sampling step (grams registered per pattern).
+MAX_STEP = 64
 #: Patterns at least this long are sampled with 8-byte grams.
 LONG_LENGTH = 16
 
