@@ -315,3 +315,9 @@ def test_process_parser_only_raises_request_error(body) -> None:
         parse_process_action(body)
     except RequestError as exc:
         assert "\n" not in str(exc)
+
+
+def test_env_names_are_trimmed_like_openclaw(settings) -> None:
+    assert parse(settings, command="x", env={" FOO ": "1"}).env == {"FOO": "1"}
+    with pytest.raises(RequestError, match="'LD_PRELOAD'"):
+        parse(settings, command="x", env={" LD_PRELOAD": "1"})

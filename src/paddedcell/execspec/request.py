@@ -44,6 +44,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .commands import IDENTITY_VARIABLES
+
 __all__ = [
     "EXEC_FIELDS",
     "PROCESS_ACTIONS",
@@ -123,22 +125,14 @@ _BLOCKED_OVERRIDE_ONLY_KEYS = frozenset(
     NODE_AUTH_TOKEN NPM_TOKEN REDIS_URL SSH_AUTH_SOCK SYSTEMROOT WINDIR
     """.split()
 )
-_BLOCKED_PREFIXES = frozenset(
-    """
-    DYLD_ LD_ BASH_FUNC_
-    """.split()
-)
-_BLOCKED_OVERRIDE_PREFIXES = frozenset(
-    """
-    GIT_CONFIG_ NPM_CONFIG_ CARGO_REGISTRIES_ TF_VAR_
-    """.split()
-)
+_BLOCKED_PREFIXES = ("DYLD_", "LD_", "BASH_FUNC_")
+_BLOCKED_OVERRIDE_PREFIXES = ("GIT_CONFIG_", "NPM_CONFIG_", "CARGO_REGISTRIES_", "TF_VAR_")
 
 _CARGO_TARGET_EXECUTABLE = re.compile(r"^CARGO_TARGET_[A-Z0-9_]+_(?:LINKER|RUNNER)$")
 _PORTABLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WINDOWS_COMPAT_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_()]*$")
 #: PaddedCell's own identity and state: the supervisor sets these itself.
-_PADDEDCELL_KEYS = frozenset({"AGENT", "AGENT_ID", "AGENT_WORKSPACE", "OPENCLAW_SHELL"})
+_PADDEDCELL_KEYS = IDENTITY_VARIABLES
 _PADDEDCELL_PREFIXES = ("PADDEDCELL_",)
 _NO_PAGER_KEYS = frozenset({"PAGER", "GIT_PAGER"})
 
@@ -154,7 +148,7 @@ def _is_forbidden(upper: str, value: str) -> bool:
         return True
     if _CARGO_TARGET_EXECUTABLE.match(upper):
         return True
-    return upper.startswith(tuple(_BLOCKED_PREFIXES)) or upper.startswith(tuple(_BLOCKED_OVERRIDE_PREFIXES))
+    return upper.startswith(_BLOCKED_PREFIXES) or upper.startswith(_BLOCKED_OVERRIDE_PREFIXES)
 
 
 def forbidden_env_keys(env: Mapping[str, str]) -> tuple[list[str], list[str]]:
@@ -369,6 +363,8 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
                 raise RequestError(f'exec parameter "env" entry "{key}" is not a valid variable')
             env[key] = value
         check_env(env)
+        # OpenClaw applies an override under its trimmed name.
+        env = {key.strip(): value for key, value in env.items()}
 
     default_yield = int(_setting(settings, "supervisor.default_yield_ms", 10_000))
     min_yield = int(_setting(settings, "supervisor.min_yield_ms", 10))
