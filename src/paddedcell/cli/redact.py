@@ -15,7 +15,6 @@ import warnings
 import click
 
 from .. import config
-from ..redactor import ShortSecretWarning, StreamRedactor
 
 READ_SIZE = 64 * 1024
 
@@ -53,6 +52,10 @@ def redact(secrets_files: tuple[str, ...], secrets: tuple[str, ...], mask: str |
     Bytes are written as soon as they cannot be the start of a secret; only a
     tail that may still become one is held until more input (or EOF) arrives.
     """
+    # Imported here: numpy and pyahocorasick would slow every other
+    # `paddedcell` subcommand's start-up.
+    from ..redactor import ShortSecretWarning, StreamRedactor
+
     settings = config.load()
     values: list[bytes] = [os.fsencode(s) for s in secrets]
     for path in secrets_files:
