@@ -28,6 +28,12 @@ def _fail(message: str, code: int) -> "NoReturn":  # noqa: F821 - only a hint
     raise SystemExit(code)
 
 
+def os_error_line(exc: OSError) -> str:
+    """One line for a file-system error, naming the file."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
 def _agent_env() -> tuple[str, str]:
     """(AGENT_ID, AGENT_WORKSPACE) from the environment; exit 1 naming a missing one."""
     for name in ("AGENT_ID", "AGENT_WORKSPACE"):
@@ -98,6 +104,8 @@ def _get(key: str, version: int | None) -> int:
         value = get_secret(agent_id, workspace, key, version=version, settings=settings)
     except VaultError as exc:
         _fail(str(exc), exc.exit_code)
+    except OSError as exc:
+        _fail(os_error_line(exc), 1)
     sys.stdout.write(value + "\n")
     sys.stdout.flush()
     return 0

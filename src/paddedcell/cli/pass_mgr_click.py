@@ -11,7 +11,7 @@ import click
 
 from .. import __version__
 from .pass_mgr import (EXIT_LEAK, PROG, _agent_env, _fail, _get, _refuse_in_agent_context,
-                       _require_ready, _settings)
+                       _require_ready, _settings, os_error_line)
 
 ARGV_WARNING = ("warning: a password given on the command line is visible to other processes "
                 "(ps, /proc/PID/cmdline); give - to type it at the terminal instead")
@@ -72,6 +72,8 @@ def _vault_call(fn: Callable, *args, **kwargs):
         _fail(str(exc), exc.exit_code)
     except TerminalError as exc:
         _fail(str(exc), 1)
+    except OSError as exc:
+        _fail(os_error_line(exc), 1)
 
 
 def _say(message: str) -> None:

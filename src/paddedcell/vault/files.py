@@ -11,6 +11,7 @@ second writer would happily lock the new one.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import stat
@@ -116,7 +117,14 @@ class FileLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "FileLock":
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if self.exclusive or exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            # A reader on a read-only workspace: writers replace files atomically,
+            # so reading without the shared lock still sees a whole file.
+            return self
         try:
             check_private(self.path, os.fstat(fd))
             mode = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
