@@ -74,28 +74,31 @@ class PrefixIndex:
         if self._first_re is None:
             return 0
         if self._sparse or n - lo > self.LOOP_LIMIT:
-            starts = (m.start() for m in self._first_re.finditer(buf, lo))
-        else:
-            first = self._first
-            starts = (i for i in range(lo, n) if first[buf[i]])
-        return self._longest(buf, starts)
-
-    def _longest(self, buf: bytes, starts) -> int:
-        """The first start (in increasing order) whose tail is a prefix."""
-        n = len(buf)
-        head4, ordered = self._head4, self._sorted
-        for i in starts:
-            if n - i < 4:
-                if buf[i:] in self._short:
-                    return n - i
-                continue
-            if buf[i : i + 4] not in head4:
-                continue
-            tail = buf[i:]
-            j = bisect_left(ordered, tail)
-            if j < len(ordered) and ordered[j].startswith(tail):
+            for m in self._first_re.finditer(buf, lo):
+                if self._is_prefix(buf, m.start()):
+                    return n - m.start()
+            return 0
+        # Dense first bytes and a short tail: the 4-byte head set is the filter.
+        head4 = self._head4
+        for i in range(lo, n - 3):
+            if buf[i : i + 4] in head4 and self._is_prefix(buf, i):
+                return n - i
+        short = self._short
+        for i in range(max(lo, n - 3), n):
+            if buf[i:] in short:
                 return n - i
         return 0
+
+    def _is_prefix(self, buf: bytes, i: int) -> bool:
+        """Is ``buf[i:]`` a prefix of some pattern?"""
+        tail = buf[i:]
+        if len(tail) < 4:
+            return tail in self._short
+        if tail[:4] not in self._head4:
+            return False
+        ordered = self._sorted
+        j = bisect_left(ordered, tail)
+        return j < len(ordered) and ordered[j].startswith(tail)
 
 
 class _Engine:
