@@ -24,7 +24,8 @@ from paddedcell.execspec.commands import CommandRefused, check_command, find_pas
 SHELL_ALPHABET = st.sampled_from(
     list("abcdefgk_-=/ \t\n;&|()<>$`'\"\\{}[]*?~#!%0129")
     + ["pass_mgr", "get", "set", "admin", "status", "$(", "${", "$((", "<<", "<<'E'", "\nE\n",
-       "$'", "--", "--version", "bash -c ", "env ", "######"]
+       "$'", "--", "--version", "bash -c ", "env ", "######",
+       "AGENT_ID=", "export ", "-u "]
 )  # fmt: skip
 
 
