@@ -16,12 +16,16 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 AGENT_MARKERS = ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT", "OPENCLAW_SHELL")
 EXIT_LEAK = 10
 PROG = "pass_mgr"
 
 
-def _fail(message: str, code: int) -> "NoReturn":  # noqa: F821 - only a hint
+def fail(message: str, code: int) -> NoReturn:
     prefix = "" if message.startswith(PROG + " ") else f"{PROG}: "
     sys.stderr.write(f"{prefix}{message}\n")
     sys.stderr.flush()
@@ -34,43 +38,46 @@ def os_error_line(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
-def _agent_env() -> tuple[str, str]:
+def agent_env() -> tuple[str, str]:
     """(AGENT_ID, AGENT_WORKSPACE) from the environment; exit 1 naming a missing one."""
     for name in ("AGENT_ID", "AGENT_WORKSPACE"):
         if not os.environ.get(name):
-            _fail(f"{name} is not set; agent commands run inside an agent session "
+            fail(f"{name} is not set; agent commands run inside an agent session "
                   "(pcexec sets AGENT_ID and AGENT_WORKSPACE)", 1)
     return os.environ["AGENT_ID"], os.environ["AGENT_WORKSPACE"]
 
 
-def _agent_marker() -> str | None:
+def agent_marker() -> str | None:
+    """The first agent-context variable present in the environment (set even if empty)."""
     return next((name for name in AGENT_MARKERS if name in os.environ), None)
 
 
-def _refuse_in_agent_context(what: str) -> None:
-    marker = _agent_marker()
+def refuse_in_agent_context(what: str) -> None:
+    marker = agent_marker()
     if marker:
-        _fail(f"{what} is for humans only and refuses to run in an agent context ({marker} is "
+        fail(f"{what} is for humans only and refuses to run in an agent context ({marker} is "
               "set); run it in your own terminal", 5)
 
 
-def _settings():
+def load_settings():
+    """config.load(), a bad setting becoming one line and exit 1."""
     from .. import config
 
     try:
         return config.load()
     except config.ConfigError as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
 
 
-def _require_ready(settings) -> None:
+def require_ready(settings) -> None:
+    """Exit 3 with the vault's message unless it is initialized and not locked."""
     from ..vault import admin
     from ..vault.errors import VaultError
 
     try:
         admin.require_ready(admin.AdminPaths(settings.home))
     except VaultError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
 
 
 # -- the fast get path ---------------------------------------------------------------
@@ -92,20 +99,21 @@ def _parse_get(args: list[str]) -> tuple[str, int | None] | None:
     return None if key is None else (key, version)
 
 
-def _get(key: str, version: int | None) -> int:
+def run_get(key: str, version: int | None) -> int:
+    """Print KEY's value and a newline; every failure is one stderr line and its exit code."""
     os.umask(0o077)
-    settings = _settings()
-    _require_ready(settings)
-    agent_id, workspace = _agent_env()
+    settings = load_settings()
+    require_ready(settings)
+    agent_id, workspace = agent_env()
     from ..vault.api import get_secret
     from ..vault.errors import VaultError
 
     try:
         value = get_secret(agent_id, workspace, key, version=version, settings=settings)
     except VaultError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
     except OSError as exc:
-        _fail(os_error_line(exc), 1)
+        fail(os_error_line(exc), 1)
     sys.stdout.write(value + "\n")
     sys.stdout.flush()
     return 0
@@ -116,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["get"]:
         parsed = _parse_get(args[1:])
         if parsed is not None:
-            raise SystemExit(_get(*parsed))
+            raise SystemExit(run_get(*parsed))
     from .pass_mgr_click import cli
 
     cli.main(args=args, prog_name=PROG)

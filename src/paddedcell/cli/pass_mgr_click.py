@@ -10,8 +10,8 @@ from typing import Callable
 import click
 
 from .. import __version__
-from .pass_mgr import (EXIT_LEAK, PROG, _agent_env, _fail, _get, _refuse_in_agent_context,
-                       _require_ready, _settings, os_error_line)
+from .pass_mgr import (EXIT_LEAK, PROG, agent_env, fail, load_settings, os_error_line,
+                       refuse_in_agent_context, require_ready, run_get)
 
 ARGV_WARNING = ("warning: a password given on the command line is visible to other processes "
                 "(ps, /proc/PID/cmdline); give - to type it at the terminal instead")
@@ -69,11 +69,11 @@ def _vault_call(fn: Callable, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except VaultError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
     except TerminalError as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     except OSError as exc:
-        _fail(os_error_line(exc), 1)
+        fail(os_error_line(exc), 1)
 
 
 def _say(message: str) -> None:
@@ -97,13 +97,13 @@ def cli() -> None:
 @click.option("--version", "version", type=click.IntRange(min=1), help="An older version.")
 def get(key: str, version: int | None) -> None:
     """Print KEY's value and a newline."""
-    raise SystemExit(_get(key, version))
+    raise SystemExit(run_get(key, version))
 
 
 def _agent_command() -> tuple[object, str, str]:
-    settings = _settings()
-    _require_ready(settings)
-    agent_id, workspace = _agent_env()
+    settings = load_settings()
+    require_ready(settings)
+    agent_id, workspace = agent_env()
     return settings, agent_id, workspace
 
 
@@ -186,9 +186,9 @@ def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passw
     """Human only: set KEY for an agent. Give - for a password to type it at the terminal."""
     from ..vault.api import set_secret
 
-    _refuse_in_agent_context("pass_mgr set")
-    settings = _settings()
-    _require_ready(settings)
+    refuse_in_agent_context("pass_mgr set")
+    settings = load_settings()
+    require_ready(settings)
     if passwd != "-" or admin_passwd != "-":
         _say(ARGV_WARNING)
     if passwd == "-":
@@ -209,7 +209,7 @@ def admin() -> None:
 def _stdin_lines(count: int) -> list[str]:
     lines = sys.stdin.read().splitlines()
     if len(lines) < count or not all(lines[:count]):
-        _fail(f"--password-stdin expects {count} non-empty line(s) on stdin", 2)
+        fail(f"--password-stdin expects {count} non-empty line(s) on stdin", 2)
     return lines[:count]
 
 
@@ -221,8 +221,8 @@ def admin_init(password_stdin: bool) -> None:
     """Set the admin password (asked twice at the terminal); after a leak, set a new one."""
     from ..vault.api import init_admin, vault_status
 
-    _refuse_in_agent_context("pass_mgr admin init")
-    settings = _settings()
+    refuse_in_agent_context("pass_mgr admin init")
+    settings = load_settings()
     state = vault_status(settings)
     current = None
     if password_stdin:
@@ -247,7 +247,7 @@ def admin_status() -> None:
     """Print uninitialized, ready or locked."""
     from ..vault.api import vault_status
 
-    click.echo(_vault_call(vault_status, _settings()))
+    click.echo(_vault_call(vault_status, load_settings()))
 
 
 @admin.command("check-leak")
@@ -257,11 +257,11 @@ def admin_check_leak(source: str) -> None:
     """Scan stdin for the admin password: exit 10 and lock the vault on a hit."""
     from ..vault.api import check_leak
 
-    _refuse_in_agent_context("pass_mgr admin check-leak")
-    settings = _settings()
+    refuse_in_agent_context("pass_mgr admin check-leak")
+    settings = load_settings()
     text = sys.stdin.buffer.read()
     if _vault_call(check_leak, text, source, settings=settings):
-        _fail("the admin password was found in the text; the vault is now locked "
+        fail("the admin password was found in the text; the vault is now locked "
               "(a human must run: pass_mgr admin init)", EXIT_LEAK)
 
 
@@ -271,8 +271,8 @@ def admin_recover(password_stdin: bool) -> None:
     """The host key is lost: make a new one and re-open every known store with the admin password."""
     from ..vault.api import recover
 
-    _refuse_in_agent_context("pass_mgr admin recover")
-    settings = _settings()
+    refuse_in_agent_context("pass_mgr admin recover")
+    settings = load_settings()
     password = (_stdin_lines(1)[0] if password_stdin
                 else _vault_call(read_tty, "Admin password: "))
     report = _vault_call(recover, password, settings)
