@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import vault
 from ..execspec import commands
 
 #: Exit code of the plain CLI when a secret could not be resolved (DESIGN §4.1).
@@ -54,16 +53,18 @@ def prepare(command: str, agent_id: str | None, workspace: str | None, settings)
         raise SecretResolutionError(
             "pass_mgr get needs the agent's identity; set AGENT_ID and AGENT_WORKSPACE "
             "(or pass --agent-id and --agent-workspace)")
+    if not identity:
+        return Prepared([], calls)  # no agent, no store: nothing to resolve or mask
+    from .. import vault  # only now: its crypto imports cost a plain run ~50 ms
     values: list[str] = []
     try:
         for call in static:
             values.append(vault.get_secret(agent_id, workspace, call.key, version=call.version,
                                            settings=settings))
-        if identity:
-            try:
-                values.extend(vault.agent_secret_values(agent_id, workspace, settings=settings))
-            except vault.NotInitialized:
-                pass  # no vault, no secrets to mask (static gets already failed above)
+        try:
+            values.extend(vault.agent_secret_values(agent_id, workspace, settings=settings))
+        except vault.NotInitialized:
+            pass  # no vault, no secrets to mask (static gets already failed above)
     except vault.VaultError as exc:
         raise SecretResolutionError(str(exc)) from None
     # Distinct, longest first: the order does not change what is masked, only the work.

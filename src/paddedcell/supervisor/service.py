@@ -17,11 +17,9 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
-from .. import vault
 from ..execspec import keys as keymap
 from ..execspec import results
 from ..execspec.request import ExecRequest, ProcessAction
-from ..redactor import redact
 from . import secretflow
 from .session import OutputCallback, Session
 from .spawn import SpawnError
@@ -155,6 +153,8 @@ class ExecService:
         audit = self.supervisor.audit
         if audit is None:
             return
+        from .. import vault
+        from ..redactor import redact
         if secrets is None and request.agent_id and request.agent_workspace:
             try:
                 secrets = vault.agent_secret_values(request.agent_id, request.agent_workspace,

@@ -29,7 +29,6 @@ from typing import Callable
 import trio
 
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
-from ..redactor import StreamRedactor
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
 from .spawn import Spawned, set_window_size
@@ -88,6 +87,18 @@ def classify(exit_code: int | None, signum: int | None, *, timed_out: bool,
     return "completed", "exit"
 
 
+class _Passthrough:
+    """The redactor of an empty secret set: every byte is safe at once."""
+
+    @staticmethod
+    def feed(data: bytes) -> bytes:
+        return bytes(data)
+
+    @staticmethod
+    def flush() -> bytes:
+        return b""
+
+
 class Session:
     """A started command. Created by :class:`~.supervisor.Supervisor`."""
 
@@ -138,8 +149,12 @@ class Session:
         mask = settings["redactor.mask"]
         variants = settings["redactor.variants"]
         streams = ["pty"] if use_pty else ["stdout", "stderr"]
-        self._redactors = {name: StreamRedactor(secrets, mask=mask, variants=variants)
-                           for name in streams}
+        if secrets:
+            from ..redactor import StreamRedactor
+            self._redactors = {name: StreamRedactor(secrets, mask=mask, variants=variants)
+                               for name in streams}
+        else:  # nothing to mask: skip the matcher (and its import) entirely
+            self._redactors = {name: _Passthrough() for name in streams}
         del secrets  # plaintext lives only inside the redactors from here on
 
     # --- state ------------------------------------------------------------

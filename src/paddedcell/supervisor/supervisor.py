@@ -30,7 +30,6 @@ from typing import Any, Mapping, Protocol
 
 import trio
 
-from ..redactor import redact
 from . import procs
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
 from .session import OutputCallback, Session, new_session_id
@@ -126,9 +125,11 @@ class Supervisor:
                                 agent_workspace=spec.agent_workspace, extra=spec.env,
                                 tree_token=token)
         argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
-        display = redact(spec.command.encode(), spec.secrets,
-                         mask=settings["redactor.mask"]).decode("utf-8", "replace") \
-            if spec.secrets else spec.command
+        display = spec.command
+        if spec.secrets:
+            from ..redactor import redact
+            display = redact(spec.command.encode(), spec.secrets,
+                             mask=settings["redactor.mask"]).decode("utf-8", "replace")
         try:
             buffer = OutputBuffer(int(settings["supervisor.ring_buffer_bytes"]), self.budget,
                                   int(settings["supervisor.session_buffer_floor_bytes"]))
