@@ -113,3 +113,17 @@ def test_growth_leaves_the_protected_part_and_gives_back_when_short():
     assert budget.free >= budget.protected and a.reserved == 600
     assert a.read(a.start) == (b"a" * 800 + b"\n")[-600:]
     assert budget.used == a.reserved + b.reserved <= budget.total
+
+
+def test_dropped_lines_on_large_evictions():
+    import random
+    rng = random.Random(3)
+    budget = BufferBudget(1 << 20)
+    buf = OutputBuffer(64 << 10, budget, floor=64 << 10)
+    everything = bytearray()
+    for _ in range(40):
+        chunk = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(1, 30000)))
+        buf.append(chunk)
+        everything += chunk
+        assert buf.dropped_lines == everything[:buf.start].count(b"\n")
+        assert buf.held() == bytes(everything[buf.start:])
