@@ -137,7 +137,6 @@ class Session:
         self.poll_cursor = 0
         self.done = trio.Event()
         self._changed = trio.Event()
-        self._exited = trio.Event()
         self._kill_done: trio.Event | None = None
         self._kill_reason: str | None = None
         self._timed_out = False
@@ -166,10 +165,6 @@ class Session:
     @property
     def status(self) -> str:
         return "running" if self.outcome is None else self.outcome.status
-
-    def runtime_ms(self) -> int:
-        end = self.ended_at if self.ended_at is not None else time.time()
-        return int((end - self.started_at) * 1000)
 
     def text(self) -> tuple[str, bool]:
         """``(aggregated, truncated)``: the last max_aggregated_chars of the output."""
@@ -339,7 +334,6 @@ class Session:
         code, _ = procs.exit_status(status)
         self.spawned.proc.returncode = code if code is not None else -os.WTERMSIG(status)
         self.tree.leader_reaped = True
-        self._exited.set()
 
     async def _timeout_watch(self, scope: trio.CancelScope) -> None:
         with scope:

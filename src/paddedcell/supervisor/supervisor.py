@@ -271,6 +271,7 @@ class Supervisor:
                 await trio.sleep(interval)
 
     async def kill_all(self) -> None:
+        """End every live session (TERM, grace, KILL), concurrently."""
         async with trio.open_nursery() as nursery:
             for session in self.live_sessions():
                 nursery.start_soon(session.kill, "manual-cancel")
