@@ -249,3 +249,26 @@ def test_stopping_the_daemon_ends_running_sessions(tmp_path):
             break
         time.sleep(0.05)
     assert not alive(child)
+
+
+def test_await_results_waits_past_the_yield(daemon):
+    result = exec_(daemon, "sleep 0.4; echo finished", yieldMs=10, awaitResults=True)
+    assert result["details"]["status"] == "completed"
+    assert "finished" in result["details"]["aggregated"]
+
+
+def test_a_session_still_inside_its_yield_is_not_listed(daemon):
+    import threading
+    from paddedcell.daemon.client import DaemonClient
+    holder = {}
+    other = DaemonClient(daemon.client.settings)  # a second connection: the client is not thread-safe
+    t = threading.Thread(target=lambda: holder.setdefault("r", other.call(
+        "POST", "/exec", {"command": "sleep 1", "agentId": "yielder", "yieldMs": 3000}, timeout=60)))
+    t.start()
+    time.sleep(0.4)
+    try:
+        assert process(daemon, "list", agent="yielder")["details"]["sessions"] == []
+    finally:
+        t.join(30)
+        other.close()
+    assert holder["r"]["details"]["status"] == "completed"

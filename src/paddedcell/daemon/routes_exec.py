@@ -60,10 +60,12 @@ def register(router: Router, ctx: Any) -> None:
             early, session = await service.launch(exec_request)
         except ExecRefused as exc:
             raise HTTPError(exc.status, exc.message) from None
+        # awaitResults: "result required to finish the task": no yield, only the timeout.
+        wait_ms = None if exec_request.await_results else exec_request.yield_ms
         if not exec_request.stream:
             if early is not None:
                 return early
-            return await service.follow(session, exec_request.yield_ms)
+            return await service.follow(session, wait_ms)
 
         async def produce(write: Write) -> None:
             if early is not None:
@@ -79,7 +81,7 @@ def register(router: Router, ctx: Any) -> None:
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     peer["alive"] = False  # the command keeps its yield regardless
 
-            result = await service.follow(session, exec_request.yield_ms, update)
+            result = await service.follow(session, wait_ms, update)
             await write(_line({"result": result}))
 
         return Streaming(produce)

@@ -213,9 +213,10 @@ class Supervisor:
         return session
 
     def listed(self, agent_id: str | None) -> list[Session]:
-        """Sessions ``process list`` shows: background ones of this agent, oldest first."""
+        """Sessions ``process list`` shows: this agent's backgrounded ones (OpenClaw's
+        ``listRunningSessions`` filters on ``backgrounded`` too), oldest first."""
         return sorted((s for s in self.sessions.values()
-                       if s.agent_id == agent_id and (s.backgrounded or s.running)),
+                       if s.agent_id == agent_id and s.backgrounded),
                       key=lambda s: s.started_at)
 
     def forget(self, session: Session) -> None:
