@@ -29,6 +29,7 @@ bench: venv
 	$(BIN)/python benchmarks/redaction.py
 	$(BIN)/python benchmarks/vault.py
 	$(BIN)/python benchmarks/restart_api.py --samples 500
+	$(BIN)/python benchmarks/supervisor.py
 
 # pass_mgr as a PyInstaller binary: onedir (dist/pass_mgr/pass_mgr, fast start) and
 # onefile (dist/onefile/pass_mgr). Reproducible: a fixed hash seed and the last
