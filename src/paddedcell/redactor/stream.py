@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The stream is a sequence of byte offsets. The redactor keeps three of them:
+Positions are offsets in the whole stream. The redactor keeps three things:
 
 * ``base``: where its scan buffer starts. Every occurrence that could still be
   completed by future bytes starts at or after ``base``, because ``base`` is
@@ -18,6 +18,8 @@ Each ``feed`` appends the data to the buffer, finds every occurrence in it,
 computes the cut (``end - hold``), and emits, in order: plain bytes before the
 cut that no occurrence covers, and one mask per new run of covered bytes
 (including covered bytes after the cut: they are masked whatever comes next).
+So ``held`` (``end - pos``) is the live tail, or less when a complete secret
+already covers part of it.
 """
 
 from __future__ import annotations
