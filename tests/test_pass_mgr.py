@@ -348,3 +348,14 @@ def test_real_rfc9106_parameters(exe, tmp_path):
         ("argon2id", 3, 4, 65536)
     assert pm.set("db", "v").returncode == 0
     assert pm.set("db", "v", password="wrong admin pw").returncode == 5
+
+
+def test_recover_after_the_host_key_is_lost(ready):
+    (ready.home / "keys" / "host.key").unlink()
+    result = ready.run("get", "db", agent=True)
+    assert result.returncode == 6 and b"pass_mgr admin recover" in result.stderr
+    wrong = ready.run("admin", "recover", "--password-stdin", input="not the admin pw\n")
+    assert wrong.returncode == 5
+    ready.ok("admin", "recover", "--password-stdin", input=PW + "\n")
+    assert ready.ok("get", "db", agent=True) == "s3cret value!\n"
+    assert ready.set("db", "after", password=PW).returncode == 0
