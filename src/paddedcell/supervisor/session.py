@@ -133,6 +133,7 @@ class Session:
         self.removed = False
         #: Cursor-key mode for send-keys; answers cursor-position queries like OpenClaw.
         self.cursor = CursorKeyTracker(mode="unknown" if use_pty else "normal")
+        self._esc_tail = False
         self.outcome: Outcome | None = None
         self.poll_cursor = 0
         self.done = trio.Event()
@@ -206,8 +207,9 @@ class Session:
             await self._changed.wait()
 
     def _pulse(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        if self._changed.statistics().tasks_waiting:  # nobody waiting: nothing to wake
+            self._changed.set()
+            self._changed = trio.Event()
 
     # --- running ------------------------------------------------------------
 
@@ -297,7 +299,9 @@ class Session:
             return
         self.buffer.append(data)
         self.last_output_at = time.time()
-        if self.pty:
+        if self.pty and (self._esc_tail or b"\x1b" in data):
+            # Escape sequences are rare in bulk output: skip the tracker without one.
+            self._esc_tail = b"\x1b" in data[-8:]
             replies = self.cursor.feed(data)
             if replies:
                 try:  # programs that query the cursor position would hang without it
