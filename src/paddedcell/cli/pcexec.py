@@ -199,7 +199,16 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
 @click.argument("command", nargs=-1, required=False)
 def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json, request_file,
         agent_id, agent_workspace, session_key, command) -> None:
-    """Run COMMAND like OpenClaw's exec; `$(pass_mgr get KEY)` works, its value never shows."""
+    """Run COMMAND like OpenClaw's exec; `$(pass_mgr get KEY)` works, its value never shows.
+
+    Plain runs stream redacted stdout/stderr live and need no daemon; --background,
+    --yield-ms and --request hand the session to the daemon (see `paddedcell process`).
+
+    \b
+    Exit codes: the command's own; 128+N after signal N; 124 after the timeout;
+    3 when a secret could not be resolved and 2 when the command was refused
+    (in both cases nothing ran).
+    """
     identity = _identity(agent_id, agent_workspace, session_key)
     if request_file is not None:
         if command:
