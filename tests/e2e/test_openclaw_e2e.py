@@ -57,6 +57,8 @@ def test_a_secret_is_masked_for_the_model_and_the_transcript(stack):
 
     requests = model.requests_for("a")
     assert len(requests) == 2, "one request for the tool call, one after its result"
+    # The plugin's skill is offered to the model.
+    assert "<name>paddedcell</name>" in requests[0]["messages"][0]["content"]
     after = requests[1]
     results = tool_messages(after)
     assert results and "db=######" in results[-1]
