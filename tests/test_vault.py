@@ -385,3 +385,18 @@ def test_get_imports_no_typing_trio_click_or_rich(ready, ws):
     for heavy in ("trio", "click", "rich", "typing", "hashlib", "dataclasses", "tomllib",
                   "cryptography.hazmat.primitives.ciphers", "cryptography.hazmat.primitives.kdf"):
         assert heavy not in loaded, heavy
+
+
+def test_scrypt_when_openssl_lacks_argon2(s, ws, monkeypatch):
+    from paddedcell.vault import admin_crypto
+
+    monkeypatch.setattr(admin_crypto, "argon2_available", lambda: False)
+    s = config.load({"PADDEDCELL_HOME": str(s.home)}, {"vault.scrypt_n": 1024})
+    init_admin(PW, s)
+    kdf = json.loads((s.home / "vault" / "admin.json").read_text())["kdf"]
+    assert (kdf["alg"], kdf["n"], kdf["r"], kdf["p"]) == ("scrypt", 1024, 8, 1)
+    set_secret("a1", ws, "db", "v", PW, s)
+    with pytest.raises(Forbidden):
+        set_secret("a1", ws, "db", "v", "wrong password", s)
+    monkeypatch.undo()  # admin.json names its KDF, so a build with Argon2 still opens it
+    set_secret("a1", ws, "db", "v2", PW, s)
