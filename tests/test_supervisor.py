@@ -18,8 +18,11 @@ MODES = [pytest.param(True, id="pty"), pytest.param(False, id="pipes")]
 
 @pytest.fixture(scope="module", autouse=True)
 def subreaper():
-    # Orphans of our sessions reparent to pytest, as they would to the daemon.
+    # Orphans of our sessions reparent to pytest, as they would to the daemon;
+    # switched off again so other tests' orphans go to init as usual.
     assert become_subreaper()
+    yield
+    become_subreaper(False)
 
 
 @pytest.fixture

@@ -33,11 +33,11 @@ PR_SET_CHILD_SUBREAPER = 36
 TREE_MARKER = "PADDEDCELL_TREE"
 
 
-def become_subreaper() -> bool:
+def become_subreaper(enable: bool = True) -> bool:
     """Make orphans of our descendants reparent to us (Linux ≥ 3.4)."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
