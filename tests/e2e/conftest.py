@@ -28,6 +28,22 @@ ADMIN_PASSWORD = "Adm1n-e2e-correct-horse-42"
 SECRET = "s3cr3t-db-pw-Qx7Lm9Zr"
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failed e2e test, attach the tails of the gateway's and the daemon's logs."""
+    outcome = yield
+    report = outcome.get_result()
+    stack = item.funcargs.get("stack") if hasattr(item, "funcargs") else None
+    if report.failed and isinstance(stack, Stack) and stack.gateway is not None:
+        lines = [line[:400] for line in stack.gateway.output().splitlines()
+                 if "paddedcell" in line.lower() or '"ERROR"' in line or "error" in line.lower()[:200]]
+        report.sections.append(("gateway log (paddedcell and errors, last 40)", "\n".join(lines[-40:])))
+        daemon_log = stack.daemon.home / "daemon.log"
+        if daemon_log.exists():
+            report.sections.append(("paddedcell daemon log (last 40)",
+                                    "\n".join(daemon_log.read_text(errors="replace").splitlines()[-40:])))
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
