@@ -247,7 +247,7 @@ def main() -> None:
         (16, 128, 1, 30, 2.0) if args.quick else (64, 512, 3, 100, 4.0))
 
     rows: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="pc-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pc-bench-supervisor-") as tmp:
         tmp_path = Path(tmp)
         home = tmp_path / "home"
         home.mkdir(mode=0o700)
@@ -318,9 +318,8 @@ def main() -> None:
         mark = "met" if row["met"] else "NOT met"
         print(f"{row['benchmark']:<50} {row['ours']:>10.2f} {base:>10} {row['unit']:>5}  "
               f"{ratio:>14}  {row['goal']} ({mark})")
-    print("ratio column: baseline time / our time for throughput rows (1.00 = as fast as the "
-          "baseline; the PTY goal wants <= 1.11); ours - baseline for the latency row; "
-          "peak - idle for the flood row")
+    print("ratio/overhead column: our throughput / the baseline's for throughput rows; "
+          "ours - baseline (ms) for the latency row; peak - idle (MiB) for the flood row")
 
 
 if __name__ == "__main__":

@@ -352,3 +352,13 @@ async def test_a_failing_output_callback_ends_only_its_own_session(sup):
         await good.done.wait()
     assert bad.outcome.status == "failed" and not alive(bad.pid)
     assert good.text()[0] == "fine\n"
+
+
+async def test_pass_mgr_resolves_even_when_path_lacks_it(settings, nursery):
+    sup = Supervisor(settings, nursery, base_env={"PATH": "/usr/bin:/bin"})
+    s = sup.start(LaunchSpec(command="command -v pass_mgr", timeout_seconds=30))
+    with trio.fail_after(20):
+        await s.done.wait()
+    import sys
+    from pathlib import Path
+    assert s.text()[0].strip() == str(Path(sys.executable).parent / "pass_mgr")
