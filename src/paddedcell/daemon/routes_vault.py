@@ -1,7 +1,7 @@
 """``POST /vault/check-leak {text, source}`` → ``{leak: bool}`` (a hit locks the vault).
 
 The plugin sends every inbound and outbound message, tool-call parameter and
-tool result here. The scan is pure CPU (one rolling-hash step per byte), so a
+tool result here. The scan is pure CPU (linear in the text, ~60 ms per MB), so a
 text above ``vault.leak_thread_threshold_bytes`` runs in a worker thread and
 does not stall the other routes.
 """

@@ -6,7 +6,7 @@ Layout (directories 0700, files 0600)::
                          agents' ``get`` needs no password
     vault/admin.json     KDF parameters and verifier, the admin X25519 public key,
                          its private key sealed under the password-derived key,
-                         the leak detector sealed under the host key; HMAC'd
+                         the leak detector sealed under the host key; GMAC'd
     vault/locked.json    present while the vault is locked after a leak
     vault/stores/<id>    one file per store ever created, holding its path, so
                          ``admin init`` can re-wrap every store it knows

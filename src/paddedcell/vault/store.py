@@ -7,7 +7,7 @@ File ``<store dir>/store.json`` (canonical JSON, 0600)::
      "wrap_admin": box of the data key to the admin X25519 public key,
      "entries": {KEY: {"next": N, "length"?, "symbols"?,
                        "versions": [{"v", "created", "nonce", "ct"}, ...newest first]}},
-     "mac": HMAC-SHA256 over the rest under the data key's MAC half}
+     "mac": GMAC over the rest under the data key's MAC half}
 
 The data key is 64 random bytes: 32 for AES-256-GCM entries, 32 for the MAC.
 Each entry's associated data binds format, agent id, store id, key name and
