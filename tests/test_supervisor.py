@@ -362,3 +362,20 @@ async def test_pass_mgr_resolves_even_when_path_lacks_it(settings, nursery):
     import sys
     from pathlib import Path
     assert s.text()[0].strip() == str(Path(sys.executable).parent / "pass_mgr")
+
+
+async def test_pty_failure_falls_back_to_pipes_with_openclaws_warning(sup, monkeypatch):
+    from paddedcell.supervisor.service import ExecService
+    from paddedcell.execspec.request import parse_exec_request
+
+    def no_pty():
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("os.openpty", no_pty)
+    request = parse_exec_request({"command": "echo via-pipes", "pty": True}, sup.settings)
+    result, session = await ExecService(sup).exec(request)
+    assert not session.pty
+    assert result["details"]["status"] == "completed"
+    assert result["content"][0]["text"].startswith(
+        "Warning: PTY spawn failed (Error: Input/output error); retrying without PTY for "
+        "`echo via-pipes`.\n\nvia-pipes")

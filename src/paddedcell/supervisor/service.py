@@ -135,7 +135,7 @@ class ExecService:
     def running_result(self, session: Session) -> dict[str, Any]:
         return results.exec_running(session_id=session.id, pid=session.pid,
                                     started_at=_ms(session.started_at), cwd=session.cwd,
-                                    tail=session.tail())
+                                    tail=session.tail(), warnings=session.warnings)
 
     def final_result(self, session: Session) -> dict[str, Any]:
         outcome = session.outcome
@@ -145,7 +145,7 @@ class ExecService:
             exit_code=outcome.exit_code, exit_signal=outcome.exit_signal,
             exit_reason=outcome.exit_reason, duration_ms=outcome.duration_ms,
             aggregated=aggregated, truncated=truncated, cwd=session.cwd,
-            timeout_seconds=session.timeout_seconds,
+            timeout_seconds=session.timeout_seconds, warnings=session.warnings,
             max_chars=int(self.settings["supervisor.max_aggregated_chars"]))
 
     def _denied(self, request: ExecRequest, reason: str, secrets: list[str] | None = None) -> None:

@@ -129,6 +129,8 @@ class Session:
         self.ended_at: float | None = None
         self.last_output_at: float | None = None
         self.backgrounded = False
+        #: Lines shown before the output in exec results (e.g. the PTY fallback).
+        self.warnings: list[str] = []
         #: ``process remove`` on a running session: dropped as soon as it ends.
         self.removed = False
         #: Cursor-key mode for send-keys; answers cursor-position queries like OpenClaw.

@@ -37,6 +37,10 @@ class SandboxUnavailable(SpawnError):
     pass
 
 
+class PtyUnavailable(SpawnError):
+    """No pseudo-terminal could be opened (the caller falls back to pipes, as OpenClaw)."""
+
+
 def pick_shell(environ: Mapping[str, str]) -> str:
     """``$SHELL``, or bash when it is unset or fish (fish's ``-c`` is not POSIX)."""
     shell = environ.get("SHELL", "")
@@ -174,7 +178,10 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
     opened: list[int] = []
     try:
         if use_pty:
-            master, slave = os.openpty()
+            try:
+                master, slave = os.openpty()
+            except OSError as exc:
+                raise PtyUnavailable(f"Error: {exc.strerror or exc}") from None
             opened += [master, slave]
             fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
             slave_name = os.ttyname(slave)
@@ -204,6 +211,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
             os.set_blocking(fd, False)
         fds = [out_r, err_r] + ([in_w] if in_w is not None else [])
         return Spawned(proc, stdout=out_r, stderr=err_r, stdin=in_w, fds=fds)
+    except PtyUnavailable:
+        raise
     except BaseException as exc:
         for fd in opened:
             try:

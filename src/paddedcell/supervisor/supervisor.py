@@ -33,7 +33,7 @@ import trio
 from . import procs
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
 from .session import OutputCallback, Session, new_session_id
-from .spawn import Sandbox, SpawnError, child_environment, pick_shell, spawn
+from .spawn import PtyUnavailable, Sandbox, SpawnError, child_environment, pick_shell, spawn
 
 log = logging.getLogger("paddedcell.supervisor")
 
@@ -137,12 +137,22 @@ class Supervisor:
             raise LimitReached(str(exc)) from None
         session_id = new_session_id()
         cgroup = procs.open_cgroup_scope(self._cgroup_parent, f"paddedcell-{token[:16]}")
+        use_pty, warnings = spec.pty, []
         try:
-            spawned = spawn(argv, cwd=cwd, env=env, use_pty=spec.pty,
-                            rows=spec.rows or int(settings["supervisor.pty_rows"]),
-                            columns=spec.columns or int(settings["supervisor.pty_columns"]),
-                            stdin_fd=spec.stdin_fd, rlimits=sandbox.rlimits(),
-                            enter_cgroup=cgroup.enter if cgroup else None)
+            try:
+                spawned = spawn(argv, cwd=cwd, env=env, use_pty=use_pty,
+                                rows=spec.rows or int(settings["supervisor.pty_rows"]),
+                                columns=spec.columns or int(settings["supervisor.pty_columns"]),
+                                stdin_fd=spec.stdin_fd, rlimits=sandbox.rlimits(),
+                                enter_cgroup=cgroup.enter if cgroup else None)
+            except PtyUnavailable as exc:
+                # OpenClaw's behaviour and words: run on pipes and say so.
+                warnings.append(f"Warning: PTY spawn failed ({exc}); retrying without PTY "
+                                f"for `{display}`.")
+                use_pty = False
+                spawned = spawn(argv, cwd=cwd, env=env, use_pty=False, stdin_fd=spec.stdin_fd,
+                                rlimits=sandbox.rlimits(),
+                                enter_cgroup=cgroup.enter if cgroup else None)
         except BaseException:
             buffer.release()
             if cgroup is not None:
@@ -151,13 +161,14 @@ class Supervisor:
         tree = procs.ProcessTree(spawned.proc.pid, token)
         session = Session(session_id=session_id, agent_id=spec.agent_id,
                           session_key=spec.session_key, command=spec.command,
-                          display_command=display, cwd=cwd, use_pty=spec.pty, spawned=spawned,
+                          display_command=display, cwd=cwd, use_pty=use_pty, spawned=spawned,
                           tree=tree, buffer=buffer, secrets=spec.secrets, settings=settings,
                           timeout_seconds=spec.timeout_seconds, name=spec.name,
                           on_output=spec.on_output, cgroup=cgroup)
+        session.warnings = warnings
         self.sessions[session_id] = session
         self._protect_floors()
-        self._record("exec.started", session, pid=session.pid, cwd=cwd, pty=spec.pty)
+        self._record("exec.started", session, pid=session.pid, cwd=cwd, pty=use_pty)
         self.nursery.start_soon(self._run, session)
         self._wake.set()
         return session
