@@ -220,3 +220,20 @@ def test_sigterm_to_pcexec_ends_the_command_tree(vault_home, tmp_path):
             break
         time.sleep(0.05)
     assert not alive(child)
+
+
+def test_locked_vault_fails_closed(tmp_path):
+    # After an admin-password leak the agent's store cannot be read, so its
+    # secrets cannot be masked: nothing runs for that agent.
+    from paddedcell import config, vault
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    password = init_vault(home)
+    set_secret(home, AGENT, ws, "k", "Locked-Secret-Value-1")
+    assert vault.check_leak(f"oops {password}", "test", settings=config.load(
+        environ={"PADDEDCELL_HOME": str(home)}))
+    marker = tmp_path / "ran"
+    result = pcexec(home, ws, f"touch {marker}")
+    assert result.returncode == 3 and "locked" in result.stderr
+    assert not marker.exists()
