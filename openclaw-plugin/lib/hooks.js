@@ -14,48 +14,10 @@
 //                      scan of what goes into the transcript (hit: rewritten)
 //   gateway_start/stop the notification loop (deliver, then acknowledge)
 
-import { LeakScanner } from "./leak.js";
-import { pcexecDecision } from "./policy.js";
-import { sharedState, remember } from "./state.js";
-import { TOOL_NAMES, workflowKey, infraFor } from "./tools.js";
+import { leakScannerFor } from "./leak.js";
+import { pcexecDecision, infraFor } from "./policy.js";
+import { sharedState, remember, TOOL_NAMES, workflowKey } from "./state.js";
 import { startNotifier, stopNotifier } from "./notify.js";
-
-const scanners = new WeakMap(); // client -> LeakScanner
-
-/** The scanner for this daemon, or null when the plugin config turns scanning off. */
-export function leakScannerFor({ client, sync, config, logger }) {
-  if (config.leakScan === false) return null;
-  let scanner = scanners.get(client);
-  if (scanner) return scanner;
-  let warned = false;
-  const warn = (err) => {
-    if (warned) return;
-    warned = true;
-    logger?.warn?.(`paddedcell: admin-password leak scan unavailable: ${err}`);
-  };
-  scanner = new LeakScanner({
-    check: async (text, source) => {
-      try {
-        const answer = await client.call("POST", "/vault/check-leak", { text, source }, { timeoutMs: 10_000 });
-        warned = false;
-        return answer.leak === true;
-      } catch (err) {
-        warn(err?.message ?? err);
-        return false;
-      }
-    },
-    checkSync: (text, source) => {
-      const reply = sync.call("POST", "/vault/check-leak", { text, source }, 2000);
-      if (reply.error || reply.status >= 400) {
-        warn(reply.error ?? reply.answer?.error ?? `HTTP ${reply.status}`);
-        return false;
-      }
-      return reply.answer?.leak === true;
-    },
-  });
-  scanners.set(client, scanner);
-  return scanner;
-}
 
 function registerResultMiddleware(api, scanner, logger) {
   if (typeof api.registerAgentToolResultMiddleware !== "function") return false;

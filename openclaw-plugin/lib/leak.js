@@ -1,4 +1,5 @@
-// Admin-password leak scan through the daemon (`POST /vault/check-leak`).
+// Admin-password leak scan through the daemon (`POST /vault/check-leak`);
+// `leakScannerFor` builds the one scanner per daemon that the hooks and tools share.
 //
 // The plugin never knows the admin password: the daemon answers only whether a
 // text contains it (and on a hit locks the vault and logs CRITICAL). To rewrite
@@ -96,11 +97,16 @@ export class LeakScanner {
   }
 }
 
+/** Keys that hold message structure, not content: never scanned, never masked. */
+const STRUCTURAL = new Set(["type", "role", "id", "toolCallId", "toolName", "status", "api", "provider", "model"]);
+
 export function collectStrings(value, out = [], depth = 0) {
   if (depth > 20) return out;
   if (typeof value === "string") out.push(value);
   else if (Array.isArray(value)) for (const v of value) collectStrings(v, out, depth + 1);
-  else if (value && typeof value === "object") for (const v of Object.values(value)) collectStrings(v, out, depth + 1);
+  else if (value && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) if (!STRUCTURAL.has(k)) collectStrings(v, out, depth + 1);
+  }
   return out;
 }
 
@@ -114,7 +120,7 @@ async function mapStrings(value, fn, depth = 0) {
   }
   if (value && typeof value === "object") {
     const out = {};
-    for (const [k, v] of Object.entries(value)) out[k] = await mapStrings(v, fn, depth + 1);
+    for (const [k, v] of Object.entries(value)) out[k] = STRUCTURAL.has(k) ? v : await mapStrings(v, fn, depth + 1);
     return out;
   }
   return value;
@@ -126,7 +132,7 @@ function mapStringsSync(value, fn, depth = 0) {
   if (Array.isArray(value)) return value.map((v) => mapStringsSync(v, fn, depth + 1));
   if (value && typeof value === "object") {
     const out = {};
-    for (const [k, v] of Object.entries(value)) out[k] = mapStringsSync(v, fn, depth + 1);
+    for (const [k, v] of Object.entries(value)) out[k] = STRUCTURAL.has(k) ? v : mapStringsSync(v, fn, depth + 1);
     return out;
   }
   return value;
@@ -172,4 +178,41 @@ function locateSync(text, check) {
     return (leftHit ? walk(lo, mid) : left) + (rightHit ? walk(mid, hi) : right);
   };
   return walk(0, parts.length);
+}
+
+const scanners = new WeakMap(); // client -> LeakScanner
+
+/** The scanner for this daemon, or null when the plugin config turns scanning off. */
+export function leakScannerFor({ client, sync, config, logger }) {
+  if (config.leakScan === false) return null;
+  let scanner = scanners.get(client);
+  if (scanner) return scanner;
+  let warned = false;
+  const warn = (err) => {
+    if (warned) return;
+    warned = true;
+    logger?.warn?.(`paddedcell: admin-password leak scan unavailable: ${err}`);
+  };
+  scanner = new LeakScanner({
+    check: async (text, source) => {
+      try {
+        const answer = await client.call("POST", "/vault/check-leak", { text, source }, { timeoutMs: 10_000 });
+        warned = false;
+        return answer.leak === true;
+      } catch (err) {
+        warn(err?.message ?? err);
+        return false;
+      }
+    },
+    checkSync: (text, source) => {
+      const reply = sync.call("POST", "/vault/check-leak", { text, source }, 2000);
+      if (reply.error || reply.status >= 400) {
+        warn(reply.error ?? reply.answer?.error ?? `HTTP ${reply.status}`);
+        return false;
+      }
+      return reply.answer?.leak === true;
+    },
+  });
+  scanners.set(client, scanner);
+  return scanner;
 }

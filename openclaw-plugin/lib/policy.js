@@ -12,6 +12,8 @@
 // ask=always, or an allowlist miss with ask=on-miss, needs an approval.
 // The decision functions below are pure; the OpenClaw helpers come in as `infra`.
 
+import { sharedState } from "./state.js";
+
 const SECURITY_RANK = { deny: 0, allowlist: 1, full: 2 };
 const ASK_RANK = { off: 0, "on-miss": 1, always: 2 };
 
@@ -170,4 +172,11 @@ export async function pcexecDecision({ cfg, agentId, params, infra, env = proces
     }
   }
   return { ...decide(policy, allowlistEval, params.ask), policy };
+}
+
+/** OpenClaw's helpers, loaded once per process (null when unavailable). */
+export async function infraFor(logger) {
+  const state = sharedState();
+  if (state.infra === undefined) state.infra = await loadInfra(logger);
+  return state.infra;
 }

@@ -40,3 +40,10 @@ export function remember(map, key, value, max = 1000) {
   map.set(key, value);
   while (map.size > max) map.delete(map.keys().next().value);
 }
+
+export const TOOL_NAMES = ["pcexec", "pcprocess", "safe_restart", "focus_workflow"];
+
+/** Key of the workflow a session opened (message-start says it belongs to it). */
+export function workflowKey(agentId, sessionKey) {
+  return `${agentId}\0${sessionKey ?? ""}`;
+}

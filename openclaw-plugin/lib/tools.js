@@ -4,12 +4,10 @@
 
 import path from "node:path";
 import { DaemonError } from "./daemon.js";
-import { pcexecDecision, loadInfra } from "./policy.js";
+import { pcexecDecision, infraFor } from "./policy.js";
 import { EXEC_PARAMETERS, PROCESS_PARAMETERS, SAFE_RESTART_PARAMETERS, WORKFLOW_PARAMETERS } from "./schemas.js";
-import { sharedState, remember } from "./state.js";
-import { leakScannerFor } from "./hooks.js";
-
-export const TOOL_NAMES = ["pcexec", "pcprocess", "safe_restart", "focus_workflow"];
+import { sharedState, remember, workflowKey } from "./state.js";
+import { leakScannerFor } from "./leak.js";
 
 function text(textValue, details = {}) {
   return { content: [{ type: "text", text: textValue }], details };
@@ -19,16 +17,6 @@ function identity(ctx) {
   const agentId = ctx?.agentId || "main";
   const sessionKey = ctx?.sessionKey || null;
   return { agentId, sessionKey, workspace: ctx?.workspaceDir || null };
-}
-
-export function workflowKey(agentId, sessionKey) {
-  return `${agentId}\0${sessionKey ?? ""}`;
-}
-
-export async function infraFor(logger) {
-  const state = sharedState();
-  if (state.infra === undefined) state.infra = await loadInfra(logger);
-  return state.infra;
 }
 
 function configFor(api, ctx) {
