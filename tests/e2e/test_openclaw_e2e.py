@@ -81,6 +81,26 @@ def test_b_unknown_key_runs_nothing_and_the_model_hears_why(stack):
     assert "no secret named" in results[-1]
 
 
+def test_focus_workflow_answers_other_sessions_busy_without_the_model(stack):
+    model = stack.model.model
+    model.script("focus-open", [ToolCall("focus_workflow", {"action": "open", "workflow": "release"})])
+    model.script("focus-close", [ToolCall("focus_workflow", {"action": "close", "workflow": "release"})])
+    stack.gateway.agent("case-focus", "[case:focus-open] focus on the release")
+    try:
+        before = len(model.requests)
+        answer = stack.gateway.agent("case-other", "[case:other] are you free?")
+        texts = [p.get("text") for p in answer["result"]["payloads"]]
+        assert texts == ["在忙，无法应答"], texts
+        assert len(model.requests) == before, "the model must not be called for a rejected run"
+        # The session that opened the workflow is still served.
+        stack.gateway.agent("case-focus", "[case:focus-close] done, close it")
+    finally:
+        stack.daemon.run_cli(stack.daemon.python, "-c",
+                             "from paddedcell.daemon.client import DaemonClient;"
+                             "DaemonClient().call('POST','/workflow/close',{'agentId':'main'})")
+    assert any("closed" in text for text in tool_messages(model.requests_for("focus-close")[-1]))
+
+
 def test_c_safe_restart_resumes_the_working_session(stack):
     (stack.workspace / "rollback.sh").write_text("#!/bin/sh\necho rolled back\n")
     (stack.workspace / "rollback.sh").chmod(0o755)
