@@ -9,7 +9,10 @@
 //   agent_end          -> /lifecycle/message-end for runs the daemon admitted
 //   message_received   scan of inbound channel messages (observe only)
 //   message_sending    scan of outbound messages (hit: rewritten)
-//   after_tool_call    scan of other plugins' and core tools' results (observe only)
+//   tool-result middleware
+//                      scan of other plugins' and core tools' results before the model
+//                      sees them (hit: rewritten); after_tool_call (observe only) when
+//                      the middleware is unavailable
 //   tool_result_persist, before_message_write
 //                      scan of what goes into the transcript (hit: rewritten)
 //   gateway_start/stop the notification loop (deliver, then acknowledge)
@@ -68,12 +71,13 @@ export function registerHooks(deps) {
       cfg, agentId: ctx?.agentId || "main", params: event.params ?? {}, infra: await infraFor(logger),
     });
     const id = event.toolCallId ?? ctx?.toolCallId;
+    const command = String(event.params?.command ?? "");
+    if (id) state.decisions.delete(id);
     if (decision.action === "block") return { block: true, blockReason: decision.reason };
     if (decision.action === "run") {
-      if (id) remember(state.decisions, id, decision);
+      if (id) remember(state.decisions, id, { ...decision, command });
       return undefined;
     }
-    const command = String(event.params?.command ?? "");
     return {
       requireApproval: {
         title: "pcexec: run a shell command",
@@ -84,8 +88,8 @@ export function registerHooks(deps) {
         onResolution: (outcome) => {
           if (!id) return;
           remember(state.decisions, id, outcome === "allow-once" || outcome === "allow-always"
-            ? { action: "run", reason: `approved (${outcome})` }
-            : { action: "block", reason: `exec approval ${outcome}: the command was not run` });
+            ? { action: "run", reason: `approved (${outcome})`, command }
+            : { action: "block", reason: `exec approval ${outcome}: the command was not run`, command });
         },
       },
     };

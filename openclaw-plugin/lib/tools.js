@@ -30,10 +30,9 @@ function configFor(api, ctx) {
 async function admitPcexec(deps, ctx, toolCallId, params) {
   const state = sharedState();
   const earlier = toolCallId ? state.decisions.get(toolCallId) : undefined;
-  if (earlier) {
-    state.decisions.delete(toolCallId);
-    return earlier;
-  }
+  if (toolCallId) state.decisions.delete(toolCallId);
+  // The hook's decision holds only for the very command it judged.
+  if (earlier && earlier.command === String(params.command ?? "")) return earlier;
   const { agentId } = identity(ctx);
   const decision = await pcexecDecision({ cfg: configFor(deps.api, ctx), agentId, params, infra: await infraFor(deps.logger) });
   if (decision.action === "ask") {

@@ -91,12 +91,18 @@ test("exec policy: an allowlist miss with ask=on-miss asks through the plugin ap
   assert.deepEqual(verdict.requireApproval.allowedDecisions, ["allow-once", "deny"]);
   // Denied: execute() refuses; allowed once: it runs.
   verdict.requireApproval.onResolution("deny");
-  const denied = await api.tool("pcexec", ctxFor("pol")).execute("c-ask", { command: "echo never" });
+  const denied = await api.tool("pcexec", ctxFor("pol")).execute("c-ask", { command: "rm -rf /tmp/nothing-here" });
   assert.equal(denied.details.status, "blocked");
+  assert.match(denied.content[0].text, /exec approval deny/);
   const again = await api.hook("before_tool_call")({ toolName: "pcexec", params: { command: "echo approved" }, toolCallId: "c-ask-2" }, ctxFor("pol"));
   again.requireApproval.onResolution("allow-once");
   const ran = await api.tool("pcexec", ctxFor("pol")).execute("c-ask-2", { command: "echo approved" });
   assert.match(ran.content[0].text, /approved/);
+  // An approval is for the command that was judged, not for another under the same call id.
+  const again2 = await api.hook("before_tool_call")({ toolName: "pcexec", params: { command: "echo one" }, toolCallId: "c-ask-3" }, ctxFor("pol"));
+  again2.requireApproval.onResolution("allow-once");
+  const swapped = await api.tool("pcexec", ctxFor("pol")).execute("c-ask-3", { command: "echo two" });
+  assert.equal(swapped.details.status, "blocked");
 });
 
 test("tool params holding the admin password are blocked and lock the vault", async () => {
