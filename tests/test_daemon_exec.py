@@ -272,3 +272,27 @@ def test_a_session_still_inside_its_yield_is_not_listed(daemon):
         t.join(30)
         other.close()
     assert holder["r"]["details"]["status"] == "completed"
+
+
+def test_a_stream_whose_caller_leaves_ends_its_foreground_run(daemon, tmp_path):
+    pidfile = tmp_path / "pid"
+    body = json.dumps({"command": f"echo $$ > {pidfile}; exec sleep 60", "agentId": "leaver",
+                       "stream": True, "yieldMs": 60000}).encode()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(daemon.client.path)
+    sock.sendall(b"POST /exec HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                 b"content-length: %d\r\n\r\n" % len(body) + body)
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    assert alive(pid)
+    sock.close()  # the tool call was aborted
+    for _ in range(100):
+        if not alive(pid):
+            break
+        time.sleep(0.05)
+    assert not alive(pid)
+    assert process(daemon, "list", agent="leaver")["details"]["sessions"] == []

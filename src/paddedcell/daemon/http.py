@@ -9,9 +9,9 @@ logged and answered 500 with one line, never a stack trace (DESIGN §4.4).
 
 A handler may instead return :class:`Streaming`: the answer is then sent with
 chunked transfer encoding, one chunk per ``write`` (``/exec`` with
-``"stream": true`` sends NDJSON lines this way). A write to a peer that went
-away raises ``trio.BrokenResourceError`` inside the producer, which decides
-whether to carry on without the peer.
+``"stream": true`` sends NDJSON lines this way). The producer learns that the
+peer went away from an event, or from ``trio.BrokenResourceError`` on a write,
+and decides whether to carry on without it.
 
 Only peers with our own uid are served: the socket is 0600 and every accepted
 connection is checked with ``SO_PEERCRED`` as well, because a 0600 socket in a
@@ -68,9 +68,12 @@ Write = Callable[[bytes], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Streaming:
-    """A 200 answer produced piece by piece: ``await produce(write)``."""
+    """A 200 answer produced piece by piece: ``await produce(write, peer_gone)``.
 
-    produce: Callable[[Write], Awaitable[None]]
+    ``peer_gone`` is a ``trio.Event`` set when the client closes its end.
+    """
+
+    produce: Callable[[Write, trio.Event], Awaitable[None]]
     content_type: str = "application/x-ndjson"
 
 
@@ -135,21 +138,41 @@ async def _send(stream: trio.SocketStream, conn: h11.Connection, status: int,
 
 async def _send_streaming(stream: trio.SocketStream, conn: h11.Connection,
                           answer: Streaming) -> None:
-    """Chunked 200 answer (h11 chooses chunked: no content-length, HTTP/1.1 peer)."""
+    """Chunked 200 answer (h11 chooses chunked: no content-length, HTTP/1.1 peer).
+
+    While producing, a second task reads the socket: end-of-file means the
+    client went away (``peer_gone`` is set, so the producer can stop work
+    nobody will see); bytes are the client's next request, kept for h11.
+    """
     response = h11.Response(status_code=200, headers=[("content-type", answer.content_type)])
     await stream.send_all(conn.send(response))
+    peer_gone = trio.Event()
+
+    async def watch_peer() -> None:
+        try:
+            while data := await stream.receive_some(READ_SIZE):
+                conn.receive_data(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        peer_gone.set()
 
     async def write(data: bytes) -> None:
         if data:
             await stream.send_all(conn.send(h11.Data(data=data)))
 
-    try:
-        await answer.produce(write)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        raise
-    except Exception:
-        log.exception("streaming answer failed")
-        raise trio.BrokenResourceError("streaming answer failed") from None
+    failed = False
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch_peer)
+        try:
+            await answer.produce(write, peer_gone)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            failed = True
+        except Exception:
+            log.exception("streaming answer failed")
+            failed = True
+        nursery.cancel_scope.cancel()
+    if failed:
+        raise trio.BrokenResourceError("streaming answer failed")
     await stream.send_all(conn.send(h11.EndOfMessage()))
 
 

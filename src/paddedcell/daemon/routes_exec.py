@@ -67,7 +67,7 @@ def register(router: Router, ctx: Any) -> None:
                 return early
             return await service.follow(session, wait_ms)
 
-        async def produce(write: Write) -> None:
+        async def produce(write: Write, peer_gone: trio.Event) -> None:
             if early is not None:
                 await write(_line({"result": early}))
                 return
@@ -81,8 +81,20 @@ def register(router: Router, ctx: Any) -> None:
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     peer["alive"] = False  # the command keeps its yield regardless
 
-            result = await service.follow(session, wait_ms, update)
-            await write(_line({"result": result}))
+            async def abort_when_the_caller_leaves() -> None:
+                # OpenClaw ends a foreground run whose tool call was aborted (a
+                # Stop); only background=true runs outlive their caller.
+                await peer_gone.wait()
+                peer["alive"] = False
+                if session.running and not session.backgrounded:
+                    await session.kill("manual-cancel")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(abort_when_the_caller_leaves)
+                result = await service.follow(session, wait_ms, update)
+                nursery.cancel_scope.cancel()
+            if peer["alive"]:
+                await write(_line({"result": result}))
 
         return Streaming(produce)
 
