@@ -123,9 +123,13 @@ def test_another_agents_session_is_not_found(daemon):
 
 
 def test_send_keys_ctrl_c_reaches_the_pty_foreground_job(daemon):
-    sid = exec_(daemon, py("import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
-                           "    print('interrupted')"), pty=True, background=True)["details"]["sessionId"]
-    time.sleep(0.5)
+    sid = exec_(daemon, py("import time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+                           "except KeyboardInterrupt:\n    print('interrupted')"),
+                pty=True, background=True)["details"]["sessionId"]
+    for _ in range(400):  # the handler must be in place before C-c
+        if "ready" in process(daemon, "log", sessionId=sid)["content"][0]["text"]:
+            break
+        time.sleep(0.05)
     sent = process(daemon, "send-keys", sessionId=sid, keys=["C-c"])
     assert sent["content"][0]["text"] == f"Sent 1 bytes to session {sid}."
     final, text = poll_until_exit(daemon, sid)
@@ -135,7 +139,7 @@ def test_send_keys_ctrl_c_reaches_the_pty_foreground_job(daemon):
 def test_waiting_for_input_is_listed(daemon):
     sid = exec_(daemon, py("input('password? ')"), pty=True, background=True)["details"]["sessionId"]
     try:
-        for _ in range(100):
+        for _ in range(400):
             entry = next(s for s in process(daemon, "list")["details"]["sessions"]
                          if s["sessionId"] == sid)
             if entry["waitingForInput"]:
@@ -236,7 +240,7 @@ def test_stopping_the_daemon_ends_running_sessions(tmp_path):
         exec_(d, py("import os, time\nif os.fork() == 0:\n    os.setsid()\n"
                     f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
                     "    time.sleep(120)\nos.wait()"), background=True)
-        for _ in range(100):
+        for _ in range(400):
             if pidfile.exists() and pidfile.read_text():
                 break
             time.sleep(0.05)
@@ -244,7 +248,7 @@ def test_stopping_the_daemon_ends_running_sessions(tmp_path):
         assert alive(child)
     finally:
         d.stop()
-    for _ in range(100):
+    for _ in range(400):
         if not alive(child):
             break
         time.sleep(0.05)
@@ -283,14 +287,14 @@ def test_a_stream_whose_caller_leaves_ends_its_foreground_run(daemon, tmp_path):
     sock.sendall(b"POST /exec HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
                  b"content-length: %d\r\n\r\n" % len(body) + body)
     assert sock.recv(4096).startswith(b"HTTP/1.1 200")
-    for _ in range(100):
+    for _ in range(400):
         if pidfile.exists() and pidfile.read_text().strip():
             break
         time.sleep(0.05)
     pid = int(pidfile.read_text())
     assert alive(pid)
     sock.close()  # the tool call was aborted
-    for _ in range(100):
+    for _ in range(400):
         if not alive(pid):
             break
         time.sleep(0.05)

@@ -215,7 +215,7 @@ def test_sigterm_to_pcexec_ends_the_command_tree(vault_home, tmp_path):
     assert alive(child)
     proc.terminate()
     assert proc.wait(30) == 128 + 15
-    for _ in range(100):
+    for _ in range(400):
         if not alive(child):
             break
         time.sleep(0.05)

@@ -115,7 +115,7 @@ def _tree_script(tmp_path):
 @pytest.mark.parametrize("pty", MODES)
 async def test_timeout_kills_the_whole_tree_including_setsid_and_double_fork(sup, pty, tmp_path):
     command = _tree_script(tmp_path)
-    s = sup.start(LaunchSpec(command=command, pty=pty, timeout_seconds=2))
+    s = sup.start(LaunchSpec(command=command, pty=pty, timeout_seconds=4))
     with trio.fail_after(30):
         await s.done.wait()
     pids = [int((tmp_path / name).read_text()) for name in ("setsid.pid", "daemon.pid")]
