@@ -64,9 +64,10 @@ async def test_pty_translates_newlines_and_echoes_input(sup):
 
 
 async def test_pipes_interleave_stdout_and_stderr_in_arrival_order(sup):
+    # Gaps long enough that a loaded machine still reads each write before the next.
     code = ("import sys, time\nfor i in range(3):\n"
-            "    sys.stdout.write(f'out{i}\\n'); sys.stdout.flush(); time.sleep(0.05)\n"
-            "    sys.stderr.write(f'err{i}\\n'); sys.stderr.flush(); time.sleep(0.05)")
+            "    sys.stdout.write(f'out{i}\\n'); sys.stdout.flush(); time.sleep(0.15)\n"
+            "    sys.stderr.write(f'err{i}\\n'); sys.stderr.flush(); time.sleep(0.15)")
     s = await run(sup, py(code))
     assert s.text()[0] == "out0\nerr0\nout1\nerr1\nout2\nerr2\n"
 
