@@ -134,3 +134,33 @@ def test_status_when_stopped_and_ensure_daemon_starts_one(tmp_path, monkeypatch)
         while client.healthy() and time.monotonic() < deadline:
             time.sleep(0.05)
     assert not client.healthy()
+
+
+async def test_a_short_timeout_does_not_stick_to_the_kept_alive_connection(tmp_path):
+    router = Router()
+
+    @router.route("GET", "/slow")
+    async def slow(request: Request):
+        await trio.sleep(float(request.query["s"]))
+        return {"ok": True}
+
+    path = str(tmp_path / "s.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_unix, router, path)
+
+        def calls():
+            client = DaemonClient(config.load({"PADDEDCELL_HOME": str(tmp_path)}), timeout=10.0)
+            client.path = path
+            first = client.call("GET", "/slow?s=0", timeout=0.5)
+            second = client.call("GET", "/slow?s=1")  # longer than the first call's timeout
+            try:
+                client.call("GET", "/slow?s=2", timeout=0.3)
+                third = None
+            except DaemonError as exc:
+                third = exc.message
+            return first, second, third
+
+        first, second, third = await trio.to_thread.run_sync(calls)
+        nursery.cancel_scope.cancel()
+    assert first == second == {"ok": True}
+    assert third is not None and "timed out" in third

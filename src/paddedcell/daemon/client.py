@@ -73,11 +73,16 @@ class DaemonClient:
              timeout: float | None = None) -> dict[str, Any]:
         payload = b"" if body is None else json.dumps(body).encode("utf-8")
         headers = {"content-type": "application/json"} if body is not None else {}
+        # Every call sets its own timeout: a kept-alive socket must not keep
+        # the short timeout of an earlier call (healthy() uses 2 s).
+        effective = self.timeout if timeout is None else timeout
         for attempt in (1, 2):
             if self._conn is None:
-                self._conn = _UnixConnection(self.path, timeout or self.timeout)
-            elif timeout is not None and self._conn.sock is not None:
-                self._conn.sock.settimeout(timeout)
+                self._conn = _UnixConnection(self.path, effective)
+            else:
+                self._conn.timeout = effective
+                if self._conn.sock is not None:
+                    self._conn.sock.settimeout(effective)
             try:
                 self._conn.request(method, path, body=payload, headers=headers)
                 response = self._conn.getresponse()
@@ -91,6 +96,10 @@ class DaemonClient:
             except FileNotFoundError:
                 self.close()
                 raise DaemonError(f"paddedcell daemon is not running (no {self.path}); start it with: paddedcell serve") from None
+            except TimeoutError:
+                self.close()
+                raise DaemonError(f"the paddedcell daemon did not answer {method} {path} "
+                                  f"within {effective} s (timed out)") from None
             except OSError as exc:
                 self.close()
                 raise DaemonError(f"cannot reach the paddedcell daemon at {self.path}: {exc}") from None
