@@ -450,3 +450,31 @@ def test_simultaneous_raw_queries_schedule_exactly_one(daemon, scripts):
     owner = results.index("OK")
     assert daemon.call("POST", "/restart-cancel", {"requesterAgentId": f"r{owner}",
                                                    "requesterSessionKey": f"r{owner}:s"})["cancelled"]
+
+
+def _zombie_children(pid: int) -> list[int]:
+    zombies = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            stat = Path(f"/proc/{child}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            if stat[0] == b"Z":
+                zombies.append(int(child))
+    return zombies
+
+
+def test_a_restart_commands_daemonised_child_is_reaped_not_left_a_zombie(tmp_path, scripts):
+    """The daemon is a subreaper: what a restart command leaves behind comes back to it."""
+    d = Daemon(tmp_path / "home", {"PADDEDCELL_SUPERVISOR_ORPHAN_SWEEP_SECONDS": "0.2"}).start()
+    try:
+        daemonising = tmp_path / "daemonising_restart.sh"
+        daemonising.write_text(f"#!/bin/sh\n(setsid sleep 0.5 &)\necho restart >> {scripts.ran}\n")
+        daemonising.chmod(0o755)
+        done = subprocess.run(safe_restart_args(scripts, restart=str(daemonising)), env=d.env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert wait_for(lambda: last_job(d).get("outcome")) == "ok"
+        assert scripts.lines() == ["restart", "status"]
+        time.sleep(1.0)  # the orphan exits after 0.5 s; two sweeps of 0.2 s follow
+        wait_for(lambda: _zombie_children(d.proc.pid) == [], timeout=5)
+    finally:
+        d.kill(signal.SIGTERM)

@@ -79,6 +79,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "stream_update_ms": 250,
         # How often live sessions' process trees are rescanned (orphans, reaping).
         "scan_interval_seconds": 1.0,
+        # Zombies reparented to the daemon that no one waits for (a restart
+        # command's daemonised children) are reaped after two sweeps.
+        "orphan_sweep_seconds": 5.0,
     },
     "audit": {
         # Each string field of an audit record is cut to this many characters,

@@ -23,6 +23,7 @@ import trio
 
 from ..audit import AuditLog
 from ..execspec.request import RequestError, parse_exec_request, parse_process_action
+from ..orphans import OrphanReaper
 from ..supervisor import Supervisor, become_subreaper
 from ..supervisor.procs import pin_malloc_thresholds
 from ..supervisor.service import ExecRefused, ExecService
@@ -33,6 +34,15 @@ log = logging.getLogger("paddedcell.daemon")
 
 def _line(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+async def _sweep_orphans(interval: float) -> None:
+    """Reap reparented zombies nobody waits for (see ``paddedcell.orphans``)."""
+    reaper = OrphanReaper()
+    while True:
+        await trio.sleep(interval)
+        for pid in reaper.sweep():
+            log.info("reaped orphaned process %d", pid)
 
 
 def register(router: Router, ctx: Any) -> None:
@@ -47,6 +57,7 @@ def register(router: Router, ctx: Any) -> None:
     ctx.services["supervisor"] = supervisor
     ctx.services["exec"] = service
     ctx.nursery.start_soon(supervisor.maintain)
+    ctx.nursery.start_soon(_sweep_orphans, float(settings["supervisor.orphan_sweep_seconds"]))
 
     @router.route("POST", "/exec")
     async def exec_route(request: Request) -> dict[str, Any] | Streaming:

@@ -32,6 +32,8 @@ from typing import Any, Callable
 
 import trio
 
+from .. import orphans
+
 PHASES = ("delay", "restart", "status", "rollback", "report", "done")
 
 
@@ -130,6 +132,7 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
     proc = await trio.lowlevel.open_process(
         argv, shell=shell, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    orphans.claim(proc.pid)
     if on_spawn is not None:
         on_spawn(proc.pid)
     collected: list[str] = []
@@ -159,6 +162,8 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
             text = pending.decode("utf-8", "replace").rstrip("\r")
             collected.append(text)
             log.line(f"{label}| {text}")
+        if proc.returncode is not None:
+            orphans.release(proc.pid)
     if timed_out:
         return CommandResult(None, "\n".join(collected))
     return CommandResult(proc.returncode, "\n".join(collected))

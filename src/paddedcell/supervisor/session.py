@@ -28,6 +28,7 @@ from typing import Callable
 
 import trio
 
+from .. import orphans
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
@@ -327,6 +328,7 @@ class Session:
                 except ChildProcessError:
                     got, status = pid, 0  # reaped elsewhere: the status is lost
                 if got:
+                    orphans.release(pid)
                     break
                 if pidfd is not None:
                     await trio.lowlevel.wait_readable(pidfd)

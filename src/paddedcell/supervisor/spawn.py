@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from .. import orphans
+
 #: The sandbox profiles; "none" is the default (DESIGN §1: opt-in containment).
 SANDBOX_PROFILES = ("none", "rlimits", "bwrap")
 
@@ -188,6 +190,7 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
             proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=slave, stdout=slave,
                                     stderr=slave, start_new_session=True, preexec_fn=setup,
                                     close_fds=True)
+            orphans.claim(proc.pid)
             os.close(slave)
             opened.remove(slave)
             os.set_blocking(master, False)
@@ -204,6 +207,7 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
         proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=in_r, stdout=out_w,
                                 stderr=err_w, start_new_session=True, preexec_fn=setup,
                                 close_fds=True)
+        orphans.claim(proc.pid)
         for fd in (out_w, err_w) + ((in_r,) if in_w is not None else ()):
             os.close(fd)
             opened.remove(fd)
