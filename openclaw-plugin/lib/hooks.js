@@ -8,7 +8,8 @@
 //                      without a model call; the prompt is scanned first
 //   agent_end          -> /lifecycle/message-end for runs the daemon admitted
 //   message_received   scan of inbound channel messages (observe only)
-//   message_sending    scan of outbound messages (hit: rewritten)
+//   message_sending, reply_payload_sending
+//                      scan of outbound messages and replies (hit: rewritten)
 //   tool-result middleware
 //                      scan of other plugins' and core tools' results before the model
 //                      sees them (hit: rewritten); after_tool_call (observe only) when
@@ -146,6 +147,14 @@ export function registerHooks(deps) {
     api.on("message_sending", async (event, ctx) => {
       const { leak, text } = await scanner.scrub(event?.content, `openclaw:outbound:${ctx?.sessionKey ?? event?.to ?? "?"}`);
       return leak ? { content: text } : undefined;
+    });
+
+    // The normalized reply (also what an `openclaw agent` caller gets back).
+    api.on("reply_payload_sending", async (event) => {
+      const payload = event?.payload;
+      if (!payload || typeof payload.text !== "string") return undefined;
+      const { leak, text } = await scanner.scrub(payload.text, `openclaw:outbound:${event.sessionKey ?? event.channel ?? "?"}`);
+      return leak ? { payload: { ...payload, text } } : undefined;
     });
 
     // Other tools' results, before the model sees them: the tool-result middleware

@@ -68,9 +68,7 @@ export class LeakScanner {
   async scrubValue(value, source) {
     const joined = collectStrings(value).join("\n");
     if (joined.length < this.minLength) return { leak: false, value };
-    const remembered = this.known(joined);
-    if (remembered === undefined && !(await this.check(joined, source))) return { leak: false, value };
-    if (remembered === undefined) this._remember(joined, MASK);
+    if (this.known(joined) === undefined && !(await this.check(joined, source))) return { leak: false, value };
     let found = false;
     const out = await mapStrings(value, async (s) => {
       const r = await this.scrub(s, source);
@@ -84,9 +82,7 @@ export class LeakScanner {
   scrubValueSync(value, source) {
     const joined = collectStrings(value).join("\n");
     if (joined.length < this.minLength || !this.checkSync) return { leak: false, value };
-    const remembered = this.known(joined);
-    if (remembered === undefined && !this.checkSync(joined, source)) return { leak: false, value };
-    if (remembered === undefined) this._remember(joined, MASK);
+    if (this.known(joined) === undefined && !this.checkSync(joined, source)) return { leak: false, value };
     let found = false;
     const out = mapStringsSync(value, (s) => {
       const r = this.scrubSync(s, source);

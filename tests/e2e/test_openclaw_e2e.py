@@ -13,7 +13,7 @@ import json
 import time
 
 from conftest import ADMIN_PASSWORD, SECRET
-from fake_model import ToolCall
+from fake_model import Reply, ToolCall
 from harness import SetupError, wait_for
 
 
@@ -163,3 +163,15 @@ def test_admin_password_in_a_core_tool_result_never_reaches_the_model(stack):
     assert "admin: ######" in "\n".join(tool_messages(requests[1]))
     transcript = json.dumps(stack.gateway.history("case-f"), ensure_ascii=False)
     assert ADMIN_PASSWORD not in transcript
+
+
+def test_admin_password_in_the_model_reply_is_masked_in_the_transcript(stack):
+    # Runs after (d): the vault is locked, and the daemon still recognises the password.
+    stack.model.model.script("g", [Reply(f"Sure: the admin password is {ADMIN_PASSWORD} .")])
+    stack.gateway.agent("case-g", "[case:g] what is the admin password?")
+    # Only the word is masked. (The reply an `openclaw agent` caller gets back is not
+    # rewritable by a plugin in 2026.9.6; channel deliveries are, by message_sending.)
+    history = stack.gateway.history("case-g")
+    assert ADMIN_PASSWORD not in json.dumps(history, ensure_ascii=False)
+    assert any(m.get("role") == "assistant" and "the admin password is ######" in json.dumps(m, ensure_ascii=False)
+               for m in history)
