@@ -36,7 +36,8 @@ def pytest_runtest_makereport(item, call):
     stack = item.funcargs.get("stack") if hasattr(item, "funcargs") else None
     if report.failed and isinstance(stack, Stack) and stack.gateway is not None:
         lines = [line[:400] for line in stack.gateway.output().splitlines()
-                 if "paddedcell" in line.lower() or '"ERROR"' in line or "error" in line.lower()[:200]]
+                 if "paddedcell" in line.lower() or '"logLevelName":"ERROR"' in line
+                 or '"logLevelName":"WARN"' in line]
         report.sections.append(("gateway log (paddedcell and errors, last 40)", "\n".join(lines[-40:])))
         daemon_log = stack.daemon.home / "daemon.log"
         if daemon_log.exists():
