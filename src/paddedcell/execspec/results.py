@@ -42,7 +42,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Literal, Mapping, NamedTuple, Sequence, get_args
 
 __all__ = [
     "EXEC_NO_OUTPUT_PLACEHOLDER",
@@ -106,16 +106,6 @@ _CONTINUATION_HINT = (
     "backgrounding with a trailing &."
 )
 
-FAILURE_KINDS = (
-    "shell-command-not-found",
-    "shell-not-executable",
-    "overall-timeout",
-    "no-output-timeout",
-    "signal",
-    "aborted",
-    "runtime-error",
-    "secret-resolution",
-)
 FailureKind = Literal[
     "shell-command-not-found",
     "shell-not-executable",
@@ -126,6 +116,7 @@ FailureKind = Literal[
     "runtime-error",
     "secret-resolution",
 ]
+FAILURE_KINDS: tuple[str, ...] = get_args(FailureKind)
 
 #: OpenClaw's ``DEFAULT_MAX_OUTPUT`` (``OPENCLAW_BASH_MAX_OUTPUT_CHARS``).
 DEFAULT_MAX_AGGREGATED_CHARS = 200_000
