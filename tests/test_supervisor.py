@@ -380,3 +380,14 @@ async def test_pty_failure_falls_back_to_pipes_with_openclaws_warning(sup, monke
     assert result["content"][0]["text"].startswith(
         "Warning: PTY spawn failed (Error: Input/output error); retrying without PTY for "
         "`echo via-pipes`.\n\nvia-pipes")
+
+
+async def test_redactor_settings_reach_the_session_redactors(tmp_path, nursery):
+    # An operator who lowers redactor.variant_min_length wants the base64 of a
+    # 6-byte secret masked too; the exec path used the library defaults instead.
+    settings = make_settings(tmp_path / "home", redactor__variant_min_length=4)
+    sup = Supervisor(settings, nursery)
+    s = sup.start(LaunchSpec(command="echo c2Vrcjd0", secrets=["sekr7t"], timeout_seconds=30))
+    with trio.fail_after(20):
+        await s.done.wait()
+    assert s.text()[0] == "######\n"

@@ -28,6 +28,13 @@ SECRET_RESOLUTION_EXIT = 3
 CommandRefused = commands.CommandRefused
 
 
+def redactor_options(settings) -> dict:
+    """The ``redactor.*`` settings as keyword arguments of ``StreamRedactor``/``redact``."""
+    return {"mask": settings["redactor.mask"], "variants": settings["redactor.variants"],
+            "variant_min_length": int(settings["redactor.variant_min_length"]),
+            "warn_below_length": int(settings["redactor.warn_below_length"])}
+
+
 class SecretResolutionError(Exception):
     """A secret could not be resolved; ``str()`` is the vault's one-line message."""
 

@@ -163,10 +163,10 @@ class ExecService:
                 secrets = []
             except vault.VaultError:
                 secrets = None  # cannot mask: do not write the command at all
-        mask = self.settings["redactor.mask"]
+        options = secretflow.redactor_options(self.settings)
 
         def masked(text: str) -> str:
-            return redact(text.encode(), secrets, mask=mask).decode("utf-8", "replace") \
+            return redact(text.encode(), secrets, **options).decode("utf-8", "replace") \
                 if secrets else text
 
         command = ("(withheld: the agent's secrets could not be loaded to mask it)"

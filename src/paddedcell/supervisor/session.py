@@ -32,6 +32,7 @@ from .. import orphans
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
+from .secretflow import redactor_options
 from .spawn import Spawned, set_window_size
 
 log = logging.getLogger("paddedcell.supervisor")
@@ -149,13 +150,11 @@ class Session:
         self._pumps_done = trio.Event()
         self._closed_fds: set[int] = set()
         self.stdin_closed = spawned.stdin is None and spawned.pty_master is None
-        mask = settings["redactor.mask"]
-        variants = settings["redactor.variants"]
         streams = ["pty"] if use_pty else ["stdout", "stderr"]
         if secrets:
             from ..redactor import StreamRedactor
-            self._redactors = {name: StreamRedactor(secrets, mask=mask, variants=variants)
-                               for name in streams}
+            options = redactor_options(settings)
+            self._redactors = {name: StreamRedactor(secrets, **options) for name in streams}
         else:  # nothing to mask: skip the matcher (and its import) entirely
             self._redactors = {name: _Passthrough() for name in streams}
         del secrets  # plaintext lives only inside the redactors from here on

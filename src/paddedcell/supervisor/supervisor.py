@@ -32,6 +32,7 @@ import trio
 
 from . import procs
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
+from .secretflow import redactor_options
 from .session import OutputCallback, Session, new_session_id
 from .spawn import PtyUnavailable, Sandbox, SpawnError, child_environment, pick_shell, spawn
 
@@ -129,7 +130,7 @@ class Supervisor:
         if spec.secrets:
             from ..redactor import redact
             display = redact(spec.command.encode(), spec.secrets,
-                             mask=settings["redactor.mask"]).decode("utf-8", "replace")
+                             **redactor_options(settings)).decode("utf-8", "replace")
         try:
             buffer = OutputBuffer(int(settings["supervisor.ring_buffer_bytes"]), self.budget,
                                   int(settings["supervisor.session_buffer_floor_bytes"]))
