@@ -1,4 +1,4 @@
-"""POST /vault/check-leak over a real Unix socket: miss, hit (locks), big text in a thread."""
+"""POST /vault/check-leak over a real Unix socket: miss, hit (locks, says where), big text in a thread."""
 
 from types import SimpleNamespace
 
@@ -37,11 +37,23 @@ async def test_check_leak_route(tmp_path):
                     out.append(exc.status)
             out.append(client.call("POST", "/vault/check-leak",
                                    {"text": "y" * 5000 + PASSWORD, "source": "message:out"}))
+            # Non-ASCII and astral text around repeated hits; a lone surrogate comes back as U+FFFD.
+            out.append(client.call("POST", "/vault/check-leak",
+                                   {"text": f"ö😀 {PASSWORD}{PASSWORD} «{PASSWORD}» \ud800!",
+                                    "source": "tool-result"}))
             return out
 
         results = await trio.to_thread.run_sync(calls)
         nursery.cancel_scope.cancel()
-    assert results == [{"leak": False}, {"leak": False}, 400, 400, 400, {"leak": True}]
+    n = len(PASSWORD)
+    assert results == [
+        {"leak": False}, {"leak": False}, 400, 400, 400,
+        {"leak": True, "redacted": "y" * 5000 + "######", "spans": [[5000, 5000 + n]]},
+        {"leak": True, "redacted": "ö😀 ############ «######» \ufffd!",
+         # UTF-16 code units, as JavaScript counts: 😀 is two.
+         "spans": [[4, 4 + n], [4 + n, 4 + 2 * n], [6 + 2 * n, 6 + 3 * n]]},
+    ]
     assert vault_status(settings) == "locked"
     log = (tmp_path / "home" / "security.log").read_text()
-    assert "CRITICAL" in log and "message:out" in log and PASSWORD not in log
+    assert "message:out" in log and PASSWORD not in log and "yyy" not in log and "ö" not in log
+    assert sum("CRITICAL" in line for line in log.splitlines()) == 2  # one per call with hits

@@ -1,5 +1,12 @@
 """``POST /vault/check-leak {text, source}`` → ``{leak: bool}`` (a hit locks the vault).
 
+On a hit the answer also says where, so the caller can mask just the password
+without asking again: ``redacted`` is the text with each hit run replaced by
+``######`` (lone surrogates, which JSON cannot carry back, become U+FFFD), and
+``spans`` lists the same runs as ``[start, end)`` UTF-16 code-unit offsets into
+the text as sent (JavaScript ``text.slice(start, end)``). Each call writes at most
+one CRITICAL line, however many hits.
+
 The plugin sends every inbound and outbound message, tool-call parameter and
 tool result here. The scan is pure CPU (linear in the text, ~60 ms per MB), so a
 text above ``vault.leak_thread_threshold_bytes`` runs in a worker thread and
@@ -8,13 +15,27 @@ does not stall the other routes.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import trio
 
-from ..vault import check_leak
+from ..vault import find_leaks
 from ..vault.errors import VaultError
+from ..vault.leak import redact, utf16_spans
 from .http import HTTPError, Request, Router
+
+#: A str decoded from JSON holds surrogates only unpaired; UTF-8 cannot carry them back.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def leak_answer(text: str, spans: list[tuple[int, int]]) -> dict[str, Any]:
+    """The route's answer for the code-point ``spans`` that ``find_leaks`` gave for ``text``."""
+    if not spans:
+        return {"leak": False}
+    return {"leak": True,
+            "redacted": LONE_SURROGATE.sub("\ufffd", redact(text, spans)),
+            "spans": [list(span) for span in utf16_spans(text, spans)]}
 
 
 def register(router: Router, ctx: Any) -> None:
@@ -28,14 +49,12 @@ def register(router: Router, ctx: Any) -> None:
             raise HTTPError(400, "field 'text' is required and must be a str")
         source = request.require("source")
 
-        def scan() -> bool:
-            return check_leak(text, source, settings=settings)
+        def scan() -> dict[str, Any]:
+            return leak_answer(text, find_leaks(text, source, settings=settings))
 
         try:
             if len(text) > threshold:
-                leak = await trio.to_thread.run_sync(scan)
-            else:
-                leak = scan()
+                return await trio.to_thread.run_sync(scan)
+            return scan()
         except VaultError as exc:
             raise HTTPError(409, str(exc)) from exc
-        return {"leak": leak}

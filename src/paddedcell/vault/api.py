@@ -404,11 +404,19 @@ def _detector(paths: AdminPaths) -> Any:
 
 def check_leak(text: str | bytes, source: str, *, settings: Any = None) -> bool:
     """True when ``text`` contains the admin password; then the vault is locked and logged."""
+    return bool(find_leaks(text, source, settings=settings))
+
+
+def find_leaks(text: str | bytes, source: str, *, settings: Any = None) -> list[tuple[int, int]]:
+    """Where ``text`` holds the admin password: ``[start, end)`` runs (see ``LeakDetector.spans``:
+    code points into a str, bytes into bytes), empty when it does not. A hit locks the vault
+    and writes one CRITICAL line (time and source, never the text), whatever the run count."""
     settings = _load_settings(settings)
     paths = AdminPaths(settings.home)
     detector = _detector(paths)
-    if detector is None or not detector.contains(text):
-        return False
+    spans = detector.spans(text) if detector is not None else []
+    if not spans:
+        return []
     label = " ".join(str(source).split())[:200] or "unknown"
     if detector.contains(label):
         label = "(withheld: the source label contained the password)"
@@ -417,11 +425,11 @@ def check_leak(text: str | bytes, source: str, *, settings: Any = None) -> bool:
     admin.log_security(paths, "CRITICAL", "admin-password-leak", source=label,
                        message="the admin password appeared in this source; pass_mgr is locked "
                                "until a human runs: pass_mgr admin init")
-    return True
+    return spans
 
 
 __all__ = [
-    "Change", "InitReport", "agent_secret_values", "check_leak", "generate_secret", "get_secret",
-    "init_admin", "key_history", "list_keys", "random_value", "recover", "rotate_secret",
-    "rotate_store", "set_secret", "unset_secret", "vault_status",
+    "Change", "InitReport", "agent_secret_values", "check_leak", "find_leaks", "generate_secret",
+    "get_secret", "init_admin", "key_history", "list_keys", "random_value", "recover",
+    "rotate_secret", "rotate_store", "set_secret", "unset_secret", "vault_status",
 ]

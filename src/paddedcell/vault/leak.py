@@ -13,6 +13,11 @@ Which windows can match: every occurrence of the password (no false negatives),
 rearrangements of its bytes, and random collisions (about one window in 2**18);
 each costs one BLAKE2b call, so even hostile text stays linear.
 
+``spans(text)`` says where: the confirmed windows of every form, overlapping
+ones merged into one run, as ``[start, end)`` offsets in the caller's own units
+(code points into a ``str``, bytes into ``bytes``); ``redact`` masks them, and
+``utf16_spans`` converts them for JavaScript, whose strings count UTF-16 units.
+
 What this keeps is a fast test for a guessed password, as any leak detector
 must, and the window sum says about 20 bits about the password's bytes; so the
 whole detector is stored sealed under the host key (see ``admin.py``), and the
@@ -26,10 +31,13 @@ import json
 import secrets
 from itertools import accumulate, islice
 from operator import sub
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 WEIGHT_BITS = 16
 CHUNK = 1 << 14  # window sums are built for this many positions at a time
+MASK = "######"
+
+Span = tuple[int, int]
 
 
 def encoded_forms(password: str) -> list[bytes]:
@@ -81,10 +89,29 @@ class LeakDetector:
                    [_Form(int(n), int(total), bytes.fromhex(d)) for n, total, d in obj["forms"]])
 
     def contains(self, text: str | bytes) -> bool:
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-        return any(self._scan(data, form) for form in self._forms)
+        data = _encode(text)
+        return any(next(self._hits(data, form), None) is not None for form in self._forms)
 
-    def _scan(self, data: bytes, form: _Form) -> bool:
+    def spans(self, text: str | bytes) -> list[Span]:
+        """Every hit as a ``[start, end)`` run, sorted; overlapping hits merge into one run.
+
+        Offsets count code points when ``text`` is a ``str`` (so ``text[start:end]``
+        is the hit) and bytes when it is ``bytes``. Adjacent hits stay separate runs.
+        """
+        data = _encode(text)
+        windows = sorted((start, start + form.length)
+                         for form in self._forms for start in self._hits(data, form))
+        runs: list[list[int]] = []
+        for start, end in windows:
+            if runs and start < runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], end)
+            else:
+                runs.append([start, end])
+        merged = [(start, end) for start, end in runs]
+        return _code_point_spans(data, merged) if isinstance(text, str) else merged
+
+    def _hits(self, data: bytes, form: _Form) -> Iterator[int]:
+        """Start offsets (bytes) of every window of ``data`` that is this form."""
         length, target = form.length, form.window_sum
         weight = self._weights.__getitem__
         for start in range(0, len(data) - length + 1, CHUNK):
@@ -100,6 +127,56 @@ class LeakDetector:
                     break
                 window = chunk[index:index + length]
                 if secrets.compare_digest(self._digest(self._key, window), form.digest):
-                    return True
+                    yield start + index
                 index += 1
-        return False
+
+
+def _encode(text: str | bytes) -> bytes:
+    # surrogatepass: a lone surrogate (JSON "\ud800") is scanned, not an error.
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+
+
+def _code_point_spans(data: bytes, spans: list[Span]) -> list[Span]:
+    """Byte runs of UTF-8 ``data`` as code-point runs of the str it encodes.
+
+    Every run starts and ends on a character boundary: each form is whole UTF-8,
+    and UTF-8 is self-synchronising. One pass over the text, however many runs.
+    """
+    out: list[Span] = []
+    byte_pos = char_pos = 0
+
+    def advance(to: int) -> int:
+        nonlocal byte_pos, char_pos
+        char_pos += len(data[byte_pos:to].decode("utf-8", "surrogatepass"))
+        byte_pos = to
+        return char_pos
+
+    for start, end in spans:
+        out.append((advance(start), advance(end)))
+    return out
+
+
+def redact(text: str, spans: list[Span], mask: str = MASK) -> str:
+    """``text`` with each run from ``spans(text)`` replaced by ``mask``."""
+    pieces, pos = [], 0
+    for start, end in spans:
+        pieces += [text[pos:start], mask]
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def utf16_spans(text: str, spans: list[Span]) -> list[Span]:
+    """Code-point runs of ``text`` as UTF-16 code-unit runs (JavaScript string offsets)."""
+    out: list[Span] = []
+    pos = units = 0
+
+    def advance(to: int) -> int:
+        nonlocal pos, units
+        units += len(text[pos:to].encode("utf-16-le", "surrogatepass")) // 2
+        pos = to
+        return units
+
+    for start, end in spans:
+        out.append((advance(start), advance(end)))
+    return out
