@@ -74,10 +74,10 @@ class ExecService:
                 secretflow.prepare, request.command, request.agent_id,
                 request.agent_workspace, self.settings)
         except secretflow.CommandRefused as exc:
-            self._denied(request, str(exc))
+            await trio.to_thread.run_sync(self._denied, request, str(exc))
             raise ExecRefused(str(exc), 400) from None
         except secretflow.SecretResolutionError as exc:
-            self._denied(request, str(exc))
+            await trio.to_thread.run_sync(self._denied, request, str(exc))
             return results.exec_failed(
                 failure_kind="secret-resolution",
                 reason=results.failure_reason("secret-resolution", error=str(exc)),
@@ -149,7 +149,11 @@ class ExecService:
             max_chars=int(self.settings["supervisor.max_aggregated_chars"]))
 
     def _denied(self, request: ExecRequest, reason: str, secrets: list[str] | None = None) -> None:
-        """Audit a refusal, the command masked with the agent's whole secret set."""
+        """Audit a refusal, the command masked with the agent's whole secret set.
+
+        Without ``secrets`` it reads the agent's store (file lock, decryption):
+        call it in a worker thread then, as :func:`secretflow.prepare` is.
+        """
         audit = self.supervisor.audit
         if audit is None:
             return
