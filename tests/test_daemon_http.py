@@ -7,6 +7,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -164,3 +165,43 @@ async def test_a_short_timeout_does_not_stick_to_the_kept_alive_connection(tmp_p
         nursery.cancel_scope.cancel()
     assert first == second == {"ok": True}
     assert third is not None and "timed out" in third
+
+
+def test_a_request_on_a_fresh_connection_is_never_sent_twice(tmp_path):
+    # A POST /exec whose connection drops may already have started the
+    # command: only a kept-alive connection that went stale is retried.
+    path = str(tmp_path / "s.sock")
+    requests = []
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen(4)
+        listener.settimeout(0.5)
+
+        def drop_every_request():
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except (TimeoutError, OSError):
+                    return
+                with conn:
+                    requests.append(conn.recv(65536))
+
+        server = threading.Thread(target=drop_every_request)
+        server.start()
+        client = DaemonClient(config.load({"PADDEDCELL_HOME": str(tmp_path)}), timeout=5.0)
+        client.path = path
+        with pytest.raises(DaemonError):
+            client.call("POST", "/exec", {"command": "touch once"})
+        server.join()
+    assert len(requests) == 1
+
+
+def test_connection_refused_says_the_daemon_is_not_running(tmp_path):
+    path = str(tmp_path / "stale.sock")
+    with socket.socket(socket.AF_UNIX) as stale:
+        stale.bind(path)  # bound, never listening: what a crashed daemon leaves
+        client = DaemonClient(config.load({"PADDEDCELL_HOME": str(tmp_path)}), timeout=5.0)
+        client.path = path
+        with pytest.raises(DaemonError) as caught:
+            client.call("GET", "/healthz")
+    assert "not running" in caught.value.message and "paddedcell serve" in caught.value.message

@@ -76,23 +76,31 @@ class DaemonClient:
         # Every call sets its own timeout: a kept-alive socket must not keep
         # the short timeout of an earlier call (healthy() uses 2 s).
         effective = self.timeout if timeout is None else timeout
-        for attempt in (1, 2):
+        while True:
             if self._conn is None:
                 self._conn = _UnixConnection(self.path, effective)
             else:
                 self._conn.timeout = effective
                 if self._conn.sock is not None:
                     self._conn.sock.settimeout(effective)
+            reused = self._conn.sock is not None
             try:
                 self._conn.request(method, path, body=payload, headers=headers)
                 response = self._conn.getresponse()
                 raw = response.read()
                 break
-            except (ConnectionError, http.client.RemoteDisconnected, BrokenPipeError) as exc:
-                # A kept-alive connection the daemon closed: retry once on a fresh one.
+            except ConnectionRefusedError:
                 self.close()
-                if attempt == 2:
-                    raise DaemonError(f"paddedcell daemon at {self.path} closed the connection: {exc}") from None
+                raise DaemonError(f"paddedcell daemon is not running (nothing listens on "
+                                  f"{self.path}); start it with: paddedcell serve") from None
+            except ConnectionError as exc:
+                # Retry once on a fresh connection only when a kept-alive one had
+                # gone stale; on a fresh one the daemon may have acted already
+                # (a POST /exec must not run twice).
+                self.close()
+                if not reused:
+                    raise DaemonError(f"paddedcell daemon at {self.path} closed the connection "
+                                      f"({exc}); see its log, {self.settings.home / 'daemon.log'}") from None
             except FileNotFoundError:
                 self.close()
                 raise DaemonError(f"paddedcell daemon is not running (no {self.path}); start it with: paddedcell serve") from None
