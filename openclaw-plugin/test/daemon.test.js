@@ -65,18 +65,43 @@ test("the blocking caller reaches the daemon and never throws", () => {
   }
 });
 
-test("leak scan masks exactly the admin password and the vault locks", async () => {
+test("leak scan: one call and one CRITICAL line per hit, the password masked exactly", async () => {
   const client = new DaemonClient(d.config);
-  const check = async (text, source) => (await client.call("POST", "/vault/check-leak", { text, source })).leak;
-  const scanner = new LeakScanner({ check });
-  assert.deepEqual(await scanner.scrub("hello world", "unit"), { leak: false, text: "hello world" });
-  const { leak, text } = await scanner.scrub(`login with ${ADMIN_PASSWORD} please`, "unit");
-  assert.equal(leak, true);
-  // The daemon keeps answering after it locked the vault, so the hit is narrowed to its word.
-  assert.equal(text, `login with ${MASK} please`);
-  const status = d.passMgr(["admin", "status"]);
-  assert.match(status.stdout + status.stderr, /locked/);
-  assert.match(fs.readFileSync(path.join(d.home, "security.log"), "utf8"), /CRITICAL/);
-  // Remembered: the same text is masked again without the (now locked) vault.
-  assert.deepEqual(await scanner.scrub(`login with ${ADMIN_PASSWORD} please`, "unit"), { leak: true, text });
+  const log = path.join(d.home, "security.log");
+  const criticals = () => (fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes("CRITICAL")) : []);
+  const asked = [];
+  const check = async (text, source) => { asked.push(source); return client.call("POST", "/vault/check-leak", { text, source }); };
+  const sync = new SyncCaller(d.socketPath);
+  const checkSync = (text, source) => { asked.push(source); return sync.call("POST", "/vault/check-leak", { text, source }).answer; };
+  const scanner = new LeakScanner({ check, checkSync });
+  try {
+    assert.deepEqual(await scanner.scrub("hello world", "unit"), { leak: false, text: "hello world" });
+    assert.equal(criticals().length, 0);
+
+    // UTF-16 around the hits: the daemon's offsets are JavaScript string indices.
+    const text = `😀 login «${ADMIN_PASSWORD}» é ${ADMIN_PASSWORD}${ADMIN_PASSWORD}\nplease`;
+    const { leak, text: out } = await scanner.scrub(text, "unit:string");
+    assert.equal(leak, true);
+    assert.equal(out, `😀 login «${MASK}» é ${MASK}${MASK}\nplease`);
+    assert.deepEqual(asked, ["unit", "unit:string"]);
+    assert.equal(criticals().length, 1);
+    const status = d.passMgr(["admin", "status"]);
+    assert.match(status.stdout + status.stderr, /locked/);
+
+    // A structured value: one call on its joined strings; the locked vault still answers where.
+    const value = { role: "toolResult", content: [{ type: "text", text: "ok" }, { type: "text", text: `pw: ${ADMIN_PASSWORD} 😀` }] };
+    const scrubbed = scanner.scrubValueSync(value, "unit:value");
+    assert.deepEqual(scrubbed, { leak: true, value: { role: "toolResult", content: [{ type: "text", text: "ok" }, { type: "text", text: `pw: ${MASK} 😀` }] } });
+    assert.equal(asked.length, 3);
+    assert.equal(criticals().length, 2);
+
+    // Remembered: the same text is masked again without another call or log line.
+    assert.deepEqual(await scanner.scrub(text, "unit:string"), { leak: true, text: out });
+    assert.equal(asked.length, 3);
+    const lines = criticals();
+    assert.equal(lines.length, 2);
+    assert.ok(!lines.some((l) => l.includes(ADMIN_PASSWORD) || l.includes("login") || l.includes(":locate")));
+  } finally {
+    sync.close();
+  }
 });

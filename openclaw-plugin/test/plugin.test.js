@@ -116,14 +116,17 @@ test("tool params holding the admin password are blocked and lock the vault", as
     assert.ok(!verdict.blockReason.includes(ADMIN_PASSWORD));
     const status = local.passMgr(["admin", "status"]);
     assert.match(status.stdout + status.stderr, /locked/);
-    // The transcript hooks rewrite synchronously.
+    const log = path.join(local.home, "security.log");
+    const criticals = () => fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes("CRITICAL")).length;
+    assert.equal(criticals(), 1, "one CRITICAL line per hit");
+    // The transcript hooks rewrite synchronously, just the password.
     const written = api.hooks.get("before_message_write")[0].handler({
-      message: { role: "user", content: [{ type: "text", text: `my pw is ${ADMIN_PASSWORD}` }] },
+      message: { role: "user", content: [{ type: "text", text: `my pw is ${ADMIN_PASSWORD} ok` }] },
     });
-    assert.ok(written?.message);
-    assert.ok(!JSON.stringify(written.message).includes(ADMIN_PASSWORD));
+    assert.deepEqual(written?.message, { role: "user", content: [{ type: "text", text: "my pw is ###### ok" }] });
     const sending = await api.hook("message_sending")({ to: "x", content: `pw ${ADMIN_PASSWORD}` }, {});
-    assert.ok(!sending.content.includes(ADMIN_PASSWORD));
+    assert.equal(sending.content, "pw ######");
+    assert.equal(criticals(), 3);
   } finally {
     await local.stop();
   }
