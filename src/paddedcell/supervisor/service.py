@@ -184,17 +184,21 @@ class ExecService:
 
     # --- process ---------------------------------------------------------------
 
-    def view(self, session: Session) -> results.SessionView:
-        aggregated, truncated = session.text()
+    def view(self, session: Session, *, full: bool = True) -> results.SessionView:
+        """The session for a result builder. ``full=False`` skips decoding the
+        output ring and probing ``/proc`` for an input wait: the answers to
+        write, send-keys, submit, paste, kill and remove show only id and name."""
+        aggregated, truncated = session.text() if full else ("", False)
         outcome = session.outcome
         now = time.time()
         return results.SessionView(
             session_id=session.id, status=session.status, pid=session.pid,
             command=session.command, cwd=session.cwd, started_at=_ms(session.started_at),
             ended_at=_ms(session.ended_at), exit_code=outcome.exit_code if outcome else None,
-            exit_signal=outcome.exit_signal if outcome else None, tail=session.tail(),
+            exit_signal=outcome.exit_signal if outcome else None,
+            tail=session.tail() if full else "",
             aggregated=aggregated, truncated=truncated,
-            waiting_for_input=session.waiting_for_input(),
+            waiting_for_input=full and session.waiting_for_input(),
             name=session.name if session.name != session.command else None,
             exit_reason=outcome.exit_reason if outcome else None,
             stdin_writable=session.stdin_writable,
@@ -242,7 +246,7 @@ class ExecService:
     async def _write(self, session: Session, action: ProcessAction) -> dict[str, Any]:
         data = action.data or ""
         error = await self._send(session, data.encode("utf-8"), action.eof)
-        return error or results.process_write(self.view(session), data, action.eof)
+        return error or results.process_write(self.view(session, full=False), data, action.eof)
 
     async def _send_keys(self, session: Session, action: ProcessAction) -> dict[str, Any]:
         if keymap.has_cursor_mode_sensitive_keys(action.keys) and session.cursor.mode == "unknown":
@@ -253,24 +257,24 @@ class ExecService:
         if not encoded.data:
             return results.process_send_keys_no_data()
         error = await self._send(session, encoded.data)
-        return error or results.process_send_keys(self.view(session), len(encoded.data),
+        return error or results.process_send_keys(self.view(session, full=False), len(encoded.data),
                                                   encoded.warnings)
 
     async def _submit(self, session: Session, action: ProcessAction) -> dict[str, Any]:
         error = await self._send(session, keymap.SUBMIT)
-        return error or results.process_submit(self.view(session))
+        return error or results.process_submit(self.view(session, full=False))
 
     async def _paste(self, session: Session, action: ProcessAction) -> dict[str, Any]:
         if not action.text:
             return results.process_paste_empty()
         error = await self._send(session, keymap.encode_paste(action.text, action.bracketed))
-        return error or results.process_paste(self.view(session), action.text)
+        return error or results.process_paste(self.view(session, full=False), action.text)
 
     async def _kill(self, session: Session, action: ProcessAction) -> dict[str, Any]:
         if not session.running:
             return results.process_not_found(session.id, "active")
         self.supervisor.nursery.start_soon(session.kill, "manual-cancel")
-        return results.process_kill(self.view(session))
+        return results.process_kill(self.view(session, full=False))
 
     async def _clear(self, session: Session, action: ProcessAction) -> dict[str, Any]:
         if session.running:
@@ -279,7 +283,7 @@ class ExecService:
         return results.process_clear(session.id)
 
     async def _remove(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        view = self.view(session)
+        view = self.view(session, full=False)
         if session.running:
             session.removed = True
             self.supervisor.nursery.start_soon(session.kill, "manual-cancel")
