@@ -36,8 +36,7 @@ TREE_MARKER = "PADDEDCELL_TREE"
 def become_subreaper(enable: bool = True) -> bool:
     """Make orphans of our descendants reparent to us (Linux ≥ 3.4)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0) == 0
+        return _libc().prctl(PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
@@ -56,7 +55,7 @@ def pin_malloc_thresholds(mmap_threshold: int = 128 * 1024) -> bool:
     buffer its own mapping, returned to the kernel when freed.
     """
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = _libc()
         ok = libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1
         return libc.mallopt(M_TRIM_THRESHOLD, 2 * mmap_threshold) == 1 and ok
     except (OSError, AttributeError):
