@@ -49,3 +49,21 @@ def test_bad_values_name_the_setting(tmp_path):
 def test_home_defaults_to_dot_paddedcell(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     assert config.paddedcell_home({}) == tmp_path / ".paddedcell"
+
+
+def test_home_text_is_the_home_path_without_pathlib():
+    """pass_mgr get uses the text form; it must name the very same path as the Path form."""
+    import itertools
+    from pathlib import PurePosixPath
+
+    from paddedcell.config import paddedcell_home, paddedcell_home_text, path_text
+
+    for size in range(6):
+        for parts in itertools.product(["/", "a", ".", "..", "//", "b/"], repeat=size):
+            text = "".join(parts)
+            assert path_text(text) == str(PurePosixPath(text)), text
+    for home in ["/tmp//x/./y/", "~/x", "rel/x", "", "//srv/pc", "~root/pc"]:
+        env = {"PADDEDCELL_HOME": home} if home else {}
+        assert paddedcell_home_text(env) == str(paddedcell_home(env))
+    settings = config.load({"PADDEDCELL_HOME": "/nonexistent//pc/./home/"})
+    assert settings.home_text == "/nonexistent/pc/home" == str(settings.home)

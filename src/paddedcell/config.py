@@ -12,10 +12,10 @@ This module does no I/O at import time; ``load()`` reads the file once per call.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs pass_mgr get ~10 ms of start-up; annotations only
+    from pathlib import Path
     from typing import Any, Mapping
 
 #: The one table of defaults. Keep a short reason beside anything surprising.
@@ -133,9 +133,36 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 
 def paddedcell_home(environ: Mapping[str, str] | None = None) -> Path:
     """``PADDEDCELL_HOME``, default ``~/.paddedcell``."""
+    from pathlib import Path
+
     env = os.environ if environ is None else environ
     raw = env.get("PADDEDCELL_HOME")
     return Path(raw).expanduser() if raw else Path.home() / ".paddedcell"
+
+
+def path_text(path: str) -> str:
+    """``str(pathlib.PurePosixPath(path))`` without importing pathlib.
+
+    ``pathlib`` (with the ``re``, ``fnmatch`` and ``urllib`` it imports) costs
+    ``pass_mgr get`` several milliseconds of start-up, so its path handles text.
+    """
+    rest = path.lstrip("/")
+    root = "/" * (len(path) - len(rest)) if len(path) - len(rest) == 2 else "/" if rest != path else ""
+    parts = [part for part in rest.split("/") if part and part != "."]
+    return root + "/".join(parts) if (root or parts) else "."
+
+
+def paddedcell_home_text(environ: Mapping[str, str] | None = None) -> str:
+    """``str(paddedcell_home(environ))``, without importing pathlib in the usual cases."""
+    env = os.environ if environ is None else environ
+    raw = env.get("PADDEDCELL_HOME")
+    if raw and not raw.startswith("~"):
+        return path_text(raw)
+    if not raw:
+        home = os.path.expanduser("~")
+        if not home.startswith("~"):
+            return path_text(home + "/.paddedcell")
+    return str(paddedcell_home(env))  # "~user/...", or no home directory: pathlib decides
 
 
 class ConfigError(ValueError):
@@ -166,12 +193,48 @@ def _coerce(raw: str, default: Any, name: str) -> Any:
     return raw
 
 
-class Settings:
-    """Resolved settings: ``settings["supervisor.max_live_sessions"]``."""
+def _is_file(path: str) -> bool:
+    """``pathlib.Path(path).is_file()``: False when absent, other errors raise."""
+    import errno
+    import stat
 
-    def __init__(self, values: dict[str, dict[str, Any]], home: Path):
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:  # an embedded NUL
+        return False
+    return stat.S_ISREG(st.st_mode)
+
+
+class Settings:
+    """Resolved settings: ``settings["supervisor.max_live_sessions"]``.
+
+    ``home`` is a ``Path``, made on first use; ``home_text`` is the same path as a
+    string, for ``pass_mgr get``, which must not pay for importing pathlib.
+    """
+
+    def __init__(self, values: dict[str, dict[str, Any]], home: Path | str):
         self._values = values
         self.home = home
+
+    @property
+    def home(self) -> Path:
+        if isinstance(self._home, str):
+            from pathlib import Path
+
+            self._home = Path(self._home)
+        return self._home
+
+    @home.setter
+    def home(self, value: Path | str) -> None:
+        self._home = value
+
+    @property
+    def home_text(self) -> str:
+        return self._home if isinstance(self._home, str) else str(self._home)
 
     def __getitem__(self, dotted: str) -> Any:
         section, _, key = dotted.partition(".")
@@ -193,15 +256,16 @@ def load(
 ) -> Settings:
     """Defaults, then ``config.toml``, then the environment, then ``overrides``."""
     env = os.environ if environ is None else environ
-    home = paddedcell_home(env)
+    home = paddedcell_home_text(env)
     values = {section: dict(keys) for section, keys in DEFAULTS.items()}
 
-    config_file = home / "config.toml"
-    if config_file.is_file():
+    config_file = path_text(os.path.join(home, "config.toml"))
+    if _is_file(config_file):
         import tomllib  # here, not at the top: it costs pass_mgr get ~10 ms of start-up
 
         try:
-            from_file = tomllib.loads(config_file.read_text(encoding="utf-8"))
+            with open(config_file, encoding="utf-8") as handle:
+                from_file = tomllib.loads(handle.read())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{config_file}: {exc}; fix the file") from None
         for section, keys in from_file.items():

@@ -75,7 +75,7 @@ def require_ready(settings) -> None:
     from ..vault.errors import VaultError
 
     try:
-        admin.require_ready(admin.AdminPaths(settings.home))
+        admin.require_ready(admin.AdminPaths(settings.home_text))
     except VaultError as exc:
         fail(str(exc), exc.exit_code)
 

@@ -14,23 +14,24 @@ Layout (directories 0700, files 0600)::
     security.log         JSON lines; CRITICAL on a leak (time and source only)
 
 Status is decided by two ``stat`` calls (locked.json, admin.json) so that
-``get`` stays cheap.
+``get`` stays cheap. Paths are strings (``os.path``): ``pathlib`` and ``json``
+would cost every ``get`` milliseconds of imports.
 """
 
 from __future__ import annotations
 
 import binascii
-import json
 import os
 import time
-from pathlib import Path
 
+from ..config import path_text
 from . import crypto
 from .errors import IntegrityError, Locked, NotInitialized, VaultError
 from .files import atomic_write, ensure_private_dir, read_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 #: Three independent 32-byte keys: store wraps, the admin.json MAC, the leak detector;
@@ -46,17 +47,20 @@ class AdminPaths:
 
     __slots__ = ("home",)
 
-    def __init__(self, home: Path):
-        self.home = Path(home)
+    def __init__(self, home: str | Path):
+        self.home = path_text(os.fspath(home))
 
-    keys_dir = property(lambda self: self.home / "keys")
-    host_key = property(lambda self: self.home / "keys" / "host.key")
-    vault_dir = property(lambda self: self.home / "vault")
-    admin_file = property(lambda self: self.home / "vault" / "admin.json")
-    locked_file = property(lambda self: self.home / "vault" / "locked.json")
-    registry_dir = property(lambda self: self.home / "vault" / "stores")
-    lock_file = property(lambda self: self.home / "vault" / ".lock")
-    security_log = property(lambda self: self.home / "security.log")
+    def _under(self, *parts: str) -> str:
+        return path_text(os.path.join(self.home, *parts))
+
+    keys_dir = property(lambda self: self._under("keys"))
+    host_key = property(lambda self: self._under("keys", "host.key"))
+    vault_dir = property(lambda self: self._under("vault"))
+    admin_file = property(lambda self: self._under("vault", "admin.json"))
+    locked_file = property(lambda self: self._under("vault", "locked.json"))
+    registry_dir = property(lambda self: self._under("vault", "stores"))
+    lock_file = property(lambda self: self._under("vault", ".lock"))
+    security_log = property(lambda self: self._under("security.log"))
 
 
 def status(paths: AdminPaths) -> str:
@@ -157,6 +161,8 @@ def _equal(a: bytes, b: bytes) -> bool:
 
 
 def load_detector(doc: dict[str, Any], host_key: bytes):
+    import json
+
     from .leak import LeakDetector
 
     plain = crypto.unseal(subkey(host_key, "detector"), doc.get("detector"),
@@ -202,12 +208,12 @@ def clear_locked(paths: AdminPaths) -> None:
         return
 
 
-def register_store(paths: AdminPaths, store_dir: Path) -> None:
+def register_store(paths: AdminPaths, store_dir: str | Path) -> None:
     """Remember a store so that ``admin init`` can re-wrap it later (idempotent)."""
     import hashlib
 
     text = str(store_dir)
-    entry = paths.registry_dir / hashlib.sha256(text.encode()).hexdigest()[:32]
+    entry = os.path.join(paths.registry_dir, hashlib.sha256(text.encode()).hexdigest()[:32])
     if os.path.exists(entry):
         return
     ensure_private_dir(paths.registry_dir)
@@ -215,6 +221,8 @@ def register_store(paths: AdminPaths, store_dir: Path) -> None:
 
 
 def known_stores(paths: AdminPaths) -> list[Path]:
+    from pathlib import Path
+
     try:
         names = sorted(os.listdir(paths.registry_dir))
     except FileNotFoundError:
@@ -224,7 +232,8 @@ def known_stores(paths: AdminPaths) -> list[Path]:
         if name.startswith("."):
             continue
         try:
-            stores.append(Path(read_private(paths.registry_dir / name).decode("utf-8")))
+            stores.append(Path(read_private(os.path.join(paths.registry_dir, name))
+                               .decode("utf-8")))
         except (OSError, UnicodeDecodeError, VaultError):
             continue
     return stores
@@ -232,6 +241,8 @@ def known_stores(paths: AdminPaths) -> list[Path]:
 
 def log_security(paths: AdminPaths, level: str, event: str, **fields: Any) -> None:
     """Append one JSON line to security.log (0600, O_APPEND, one write)."""
+    import json
+
     ensure_private_dir(paths.home)
     line = json.dumps({"time": now_iso(), "level": level, "event": event, **fields},
                       ensure_ascii=False) + "\n"

@@ -35,6 +35,11 @@ def _load_settings(settings: Any) -> Any:
     return settings
 
 
+def _paths(settings: Any) -> AdminPaths:
+    """The admin paths from the settings' home as text (never building a pathlib.Path)."""
+    return AdminPaths(getattr(settings, "home_text", None) or settings.home)
+
+
 # Plain classes, not NamedTuple or dataclasses: building those at import time costs
 # `pass_mgr get` several milliseconds of start-up.
 class Change:
@@ -66,7 +71,7 @@ class InitReport:
 
 def vault_status(settings: Any = None) -> str:
     """"uninitialized" | "ready" | "locked"."""
-    return admin.status(AdminPaths(_load_settings(settings).home))
+    return admin.status(_paths(_load_settings(settings)))
 
 
 # -- reading --------------------------------------------------------------------------
@@ -77,7 +82,7 @@ def _store_ref(settings: Any, agent_id: str, workspace: str) -> StoreRef:
 
 
 def _read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | None:
-    paths = AdminPaths(settings.home)
+    paths = _paths(settings)
     admin.require_ready(paths)
     ref = _store_ref(settings, agent_id, workspace)
     try:
@@ -137,7 +142,7 @@ def key_history(agent_id: str, workspace: str, key: str, *,
 def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[OpenStore], Change],
             *, create: bool, missing_key: str | None = None) -> Change:
     """Read-modify-write the agent's store under its exclusive lock, in one atomic replace."""
-    paths = AdminPaths(settings.home)
+    paths = _paths(settings)
     admin.require_ready(paths)
     ref = _store_ref(settings, agent_id, workspace)
 
@@ -252,7 +257,7 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
         raise VaultError("the secret value is empty; give a value")
     if "\n" in value or "\r" in value or "\0" in value:
         raise VaultError("the secret value contains a newline or NUL; give one line")
-    paths = AdminPaths(settings.home)
+    paths = _paths(settings)
     admin.require_ready(paths)
     admin.unlock_admin_private(admin.load_admin(paths, admin.read_host_key(paths)),
                                admin_password)
@@ -286,7 +291,7 @@ def init_admin(password: str, settings: Any = None, *,
     """
     settings = _load_settings(settings)
     _check_new_password(password, settings)
-    paths = AdminPaths(settings.home)
+    paths = _paths(settings)
     ensure_private_dir(paths.home)
     ensure_private_dir(paths.vault_dir)
     with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
@@ -319,7 +324,7 @@ def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: 
     """Re-wrap each registered store; with ``admin_private``, open it through the admin wrap."""
     done, failed = 0, []
     for directory in admin.known_stores(paths):
-        ref = StoreRef(directory.name, directory)
+        ref = StoreRef(directory.name, str(directory))
         try:
             with FileLock(ref.lock, exclusive=True,
                           timeout=settings["vault.lock_timeout_seconds"]):
@@ -356,7 +361,7 @@ def _agent_id_of(raw: bytes) -> str:
 def recover(password: str, settings: Any = None) -> InitReport:
     """After the host key is lost: a new host key, every known store re-opened via the admin wrap."""
     settings = _load_settings(settings)
-    paths = AdminPaths(settings.home)
+    paths = _paths(settings)
     with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
         previous = admin.status(paths)
         if previous == "uninitialized":
@@ -412,7 +417,7 @@ def find_leaks(text: str | bytes, source: str, *, settings: Any = None) -> list[
     code points into a str, bytes into bytes), empty when it does not. A hit locks the vault
     and writes one CRITICAL line (time and source, never the text), whatever the run count."""
     settings = _load_settings(settings)
-    paths = AdminPaths(settings.home)
+    paths = _paths(settings)
     detector = _detector(paths)
     spans = detector.spans(text) if detector is not None else []
     if not spans:

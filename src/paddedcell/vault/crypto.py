@@ -10,13 +10,15 @@ to open or verify is one :class:`IntegrityError` with no reason.
 This module is on the ``pass_mgr get`` path, and AES-GCM is all it needs: the
 password KDF and the X25519 admin wrap live in :mod:`.admin_crypto`. Why GMAC
 and not HMAC: ``hashes``/``hmac`` (or ``hashlib``) would add 5-12 ms to every
-``get``; see :data:`AESGCM` for the same reason.
+``get``; see :data:`AESGCM` for the same reason. Why a small JSON reader and
+writer of our own: ``json`` imports ``re`` (and ``re`` imports ``enum``), about
+5 ms of every ``get``. They handle only the canonical subset the vault writes
+and hand anything else to ``json``, so results and error messages are the same.
 """
 
 from __future__ import annotations
 
 import binascii
-import json
 import os
 
 from .errors import IntegrityError
@@ -65,7 +67,16 @@ def aad(*parts: object) -> bytes:
 
 
 def canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    """``json.dumps`` with sorted keys, no spaces and ASCII only, as bytes."""
+    parts: list[str] = []
+    try:
+        _dump(obj, parts)
+    except (_NotSimple, RecursionError):
+        import json
+
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=True).encode("ascii")
+    return "".join(parts).encode("ascii")
 
 
 def parse_canonical(raw: bytes, what: str) -> dict[str, Any]:
@@ -75,12 +86,161 @@ def parse_canonical(raw: bytes, what: str) -> dict[str, Any]:
     spots) is noticed, because the MACs cover the canonical form.
     """
     try:
+        obj = _StrictReader(raw.decode("ascii")).document()
+    except (_NotSimple, RecursionError, UnicodeDecodeError, AttributeError):
+        pass  # not in the simple canonical subset: json decides, with its messages
+    else:
+        return obj
+    import json
+
+    try:
         obj = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise IntegrityError(f"{what} is not valid JSON; it is corrupt or was tampered with") from None
     if not isinstance(obj, dict) or canonical(obj) != raw:
         raise IntegrityError(f"{what} is not in canonical form; it is corrupt or was tampered with")
     return obj
+
+
+# -- canonical JSON without the json module ---------------------------------------------
+#
+# The subset: objects with str keys, arrays, str of printable ASCII without '"' or
+# '\\', int (at most 18 digits), true, false, null. For these, json.dumps(sort_keys,
+# compact, ensure_ascii) writes each character as is, so the encoding is one exact
+# string; the writer produces it and the reader accepts nothing else. Anything
+# outside the subset raises _NotSimple and the caller falls back to json.
+
+_INT_DIGITS = 18
+
+
+class _NotSimple(Exception):
+    pass
+
+
+def _plain_text(text: str) -> bool:
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def _dump(obj: Any, out: list[str]) -> None:
+    kind = type(obj)
+    if kind is str:
+        if not _plain_text(obj):
+            raise _NotSimple
+        out.append(f'"{obj}"')
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif obj is None:
+        out.append("null")
+    elif kind is int:
+        text = str(obj)
+        if len(text) > _INT_DIGITS:
+            raise _NotSimple
+        out.append(text)
+    elif kind is dict:
+        if not all(type(key) is str for key in obj):
+            raise _NotSimple
+        out.append("{")
+        for index, key in enumerate(sorted(obj)):
+            if not _plain_text(key):
+                raise _NotSimple
+            out.append(f',"{key}":' if index else f'"{key}":')
+            _dump(obj[key], out)
+        out.append("}")
+    elif kind is list or kind is tuple:
+        out.append("[")
+        for index, item in enumerate(obj):
+            if index:
+                out.append(",")
+            _dump(item, out)
+        out.append("]")
+    else:
+        raise _NotSimple
+
+
+class _StrictReader:
+    """Reads exactly the text ``_dump`` writes (the document must be an object)."""
+
+    __slots__ = ("text", "pos")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+
+    def document(self) -> dict[str, Any]:
+        if self.text[:1] != "{":
+            raise _NotSimple
+        obj = self.value()
+        if self.pos != len(self.text):
+            raise _NotSimple
+        return obj
+
+    def string(self) -> str:
+        text, start = self.text, self.pos + 1
+        end = text.find('"', start)
+        if end < 0:
+            raise _NotSimple
+        value = text[start:end]
+        if "\\" in value or not value.isprintable():
+            raise _NotSimple
+        self.pos = end + 1
+        return value
+
+    def value(self) -> Any:
+        text, pos = self.text, self.pos
+        char = text[pos:pos + 1]
+        if char == '"':
+            return self.string()
+        if char == "{":
+            obj: dict[str, Any] = {}
+            self.pos = pos + 1
+            if text[self.pos:self.pos + 1] == "}":
+                self.pos += 1
+                return obj
+            previous = None
+            while True:
+                if text[self.pos:self.pos + 1] != '"':
+                    raise _NotSimple
+                key = self.string()
+                if (previous is not None and key <= previous) or text[self.pos:self.pos + 1] != ":":
+                    raise _NotSimple
+                self.pos += 1
+                obj[key] = self.value()
+                previous = key
+                char = text[self.pos:self.pos + 1]
+                self.pos += 1
+                if char == "}":
+                    return obj
+                if char != ",":
+                    raise _NotSimple
+        if char == "[":
+            items: list[Any] = []
+            self.pos = pos + 1
+            if text[self.pos:self.pos + 1] == "]":
+                self.pos += 1
+                return items
+            while True:
+                items.append(self.value())
+                char = text[self.pos:self.pos + 1]
+                self.pos += 1
+                if char == "]":
+                    return items
+                if char != ",":
+                    raise _NotSimple
+        for word, result in (("true", True), ("false", False), ("null", None)):
+            if text.startswith(word, pos):
+                self.pos = pos + len(word)
+                return result
+        end = pos + (char == "-")
+        while text[end:end + 1].isdigit():  # ASCII text: isdigit is 0-9 only
+            end += 1
+        digits = text[pos + (char == "-"):end]
+        if not digits or len(digits) > _INT_DIGITS or (digits[0] == "0" and len(digits) > 1) \
+                or text[pos:end] == "-0" or text[end:end + 1] in (".", "e", "E"):
+            raise _NotSimple
+        self.pos = end
+        return int(text[pos:end])
 
 
 def seal(key: bytes, plaintext: bytes, associated: bytes) -> dict[str, str]:

@@ -7,6 +7,9 @@ point leaves either the old or the new file. Read-modify-write cycles hold
 ``flock`` on a separate ``.lock`` file that is never replaced: a lock taken on
 the data file itself would stay on the old inode after the replace, and a
 second writer would happily lock the new one.
+
+Paths are ``str`` or ``os.PathLike``; this module uses ``os.path`` only, because
+``pathlib`` would cost every ``pass_mgr get`` a few milliseconds of imports.
 """
 
 from __future__ import annotations
@@ -16,9 +19,14 @@ import fcntl
 import os
 import stat
 import time
-from pathlib import Path
 
 from .errors import Busy, UnsafePermissions
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Union
+
+    Path = Union[str, "os.PathLike[str]"]
 
 TEMP_PREFIX = ".tmp-"
 
@@ -43,7 +51,7 @@ def ensure_private_dir(path: Path) -> Path:
     except FileNotFoundError:
         old = os.umask(0o077)
         try:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.makedirs(path, mode=0o700, exist_ok=True)
         finally:
             os.umask(old)
         st = os.stat(path)
@@ -62,8 +70,8 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers and crashes see old or new, never a mix."""
     import tempfile  # only writers pay for it
 
-    directory = path.parent
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX + path.name + ".")
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX + os.path.basename(path) + ".")
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), 0o600)
@@ -97,7 +105,7 @@ def remove_stale_temps(directory: Path) -> None:
     for name in names:
         if name.startswith(TEMP_PREFIX):
             try:
-                os.unlink(directory / name)
+                os.unlink(os.path.join(directory, name))
             except FileNotFoundError:
                 pass
 

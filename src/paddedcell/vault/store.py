@@ -19,8 +19,6 @@ on every write, which gives concurrent writers a serial order to check.
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
 
 from . import crypto
 from .errors import IntegrityError, NoSuchKey, VaultError
@@ -33,40 +31,53 @@ STORE_FILE = "store.json"
 LOCK_FILE = ".lock"
 DATA_KEY_BYTES = 64
 
-_AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
-_KEY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:/@+-]{0,127}")
+# Character sets, not regular expressions: `re` (and the `enum` it imports) would cost
+# every `pass_mgr get` a few milliseconds of start-up.
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_AGENT_ID_FIRST = _ALNUM
+_AGENT_ID_REST = _ALNUM | frozenset("._@+-")
+_KEY_NAME_FIRST = _ALNUM | frozenset("_")
+_KEY_NAME_REST = _ALNUM | frozenset("._:/@+-")
+_HEX = frozenset("0123456789abcdef")
+
+
+def _name_ok(text: str, first: frozenset[str], rest: frozenset[str]) -> bool:
+    """``text`` is 1-128 characters, the first from ``first``, the others from ``rest``."""
+    return 0 < len(text) <= 128 and text[0] in first and rest.issuperset(text[1:])
 
 
 def check_agent_id(agent_id: str) -> str:
-    if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):
+    if not isinstance(agent_id, str) or not _name_ok(agent_id, _AGENT_ID_FIRST, _AGENT_ID_REST):
         raise VaultError(f"invalid AGENT_ID {agent_id!r}: use letters, digits and . _ @ + - "
                          "(at most 128, not starting with a dot or dash)")
     return agent_id
 
 
 def check_key_name(key: str) -> str:
-    if not isinstance(key, str) or not _KEY_NAME.fullmatch(key) or ".." in key.split("/"):
+    if not isinstance(key, str) or not _name_ok(key, _KEY_NAME_FIRST, _KEY_NAME_REST) \
+            or ".." in key.split("/"):
         raise VaultError(f"invalid key name {key!r}: use letters, digits and . _ : / @ + - "
                          "(at most 128 characters)")
     return key
 
 
 class StoreRef:
-    """An agent's store directory, its data file and its lock sentinel."""
+    """An agent's store directory, its data file and its lock sentinel, as path strings
+    (``pathlib`` would cost every ``pass_mgr get`` a few milliseconds of imports)."""
 
     __slots__ = ("agent_id", "directory")
 
-    def __init__(self, agent_id: str, directory: Path):
+    def __init__(self, agent_id: str, directory: str):
         self.agent_id = agent_id
         self.directory = directory
 
     @property
-    def file(self) -> Path:
-        return self.directory / STORE_FILE
+    def file(self) -> str:
+        return os.path.join(self.directory, STORE_FILE)
 
     @property
-    def lock(self) -> Path:
-        return self.directory / LOCK_FILE
+    def lock(self) -> str:
+        return os.path.join(self.directory, LOCK_FILE)
 
 
 def locate(path_template: str, agent_id: str, workspace: str) -> StoreRef:
@@ -76,7 +87,7 @@ def locate(path_template: str, agent_id: str, workspace: str) -> StoreRef:
         raise VaultError(f"AGENT_WORKSPACE must be an absolute path, not {workspace!r}")
     path = path_template.replace("{AGENT_WORKSPACE}", os.path.normpath(workspace))
     path = path.replace("{AGENT_ID}", agent_id)
-    return StoreRef(agent_id, Path(os.path.abspath(os.path.expanduser(path))))
+    return StoreRef(agent_id, os.path.abspath(os.path.expanduser(path)))
 
 
 class OpenStore:
@@ -107,7 +118,7 @@ class OpenStore:
         if doc.get("agent_id") != agent_id:
             raise IntegrityError(f"{what} belongs to another agent; it was moved or tampered with")
         store_id = doc.get("store_id")
-        if not isinstance(store_id, str) or not re.fullmatch(r"[0-9a-f]{32}", store_id):
+        if not isinstance(store_id, str) or len(store_id) != 32 or not _HEX.issuperset(store_id):
             raise IntegrityError(f"{what} has a bad store id; it is corrupt")
         if admin_private is not None:
             from .admin_crypto import unwrap_as_admin

@@ -1,0 +1,104 @@
+"""The vault's own canonical JSON reader and writer agree with ``json`` byte for byte.
+
+``pass_mgr get`` avoids importing ``json`` (and the ``re`` it pulls in), so
+``crypto.canonical`` and ``crypto.parse_canonical`` have a fast path for the
+simple subset the vault writes; anything else must go to ``json`` and come out
+exactly as before, errors included.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from paddedcell.vault import crypto
+from paddedcell.vault.errors import IntegrityError
+
+
+def reference_canonical(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def reference_parse(raw: bytes, what: str):
+    """parse_canonical as it was, on json alone: (result, None) or (None, message)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None, f"{what} is not valid JSON; it is corrupt or was tampered with"
+    if not isinstance(obj, dict) or reference_canonical(obj) != raw:
+        return None, f"{what} is not in canonical form; it is corrupt or was tampered with"
+    return obj, None
+
+
+def parse(raw: bytes, what: str = "f"):
+    try:
+        return crypto.parse_canonical(raw, what), None
+    except IntegrityError as exc:
+        return None, str(exc)
+
+
+scalars = (st.none() | st.booleans() | st.integers() | st.integers(-10**20, 10**20)
+           | st.floats(allow_nan=False) | st.text(max_size=12)
+           | st.text(alphabet="ab+/=-_:.\"\\ \x7f\x1f\u00e9", max_size=6))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20)
+documents = st.dictionaries(st.text(max_size=8), values, max_size=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(values)
+def test_canonical_matches_json(obj):
+    assert crypto.canonical(obj) == reference_canonical(obj)
+
+
+@settings(max_examples=400, deadline=None)
+@given(documents)
+def test_parse_of_canonical_bytes_matches_json(doc):
+    raw = reference_canonical(doc)
+    assert parse(raw) == reference_parse(raw, "f")
+
+
+@settings(max_examples=600, deadline=None)
+@given(documents, st.data())
+def test_parse_of_damaged_bytes_matches_json(doc, data):
+    """Flip, drop or insert a byte anywhere: the same object or the same error as json."""
+    raw = bytearray(reference_canonical(doc))
+    index = data.draw(st.integers(0, len(raw) - 1))
+    action = data.draw(st.sampled_from(["flip", "drop", "insert"]))
+    if action == "flip":
+        raw[index] ^= 1 << data.draw(st.integers(0, 7))
+    elif action == "drop":
+        del raw[index]
+    else:
+        raw.insert(index, data.draw(st.sampled_from(b' ,:{}[]"\\-0123456789.eEtfn\x00\xff')))
+    raw = bytes(raw)
+    assert parse(raw) == reference_parse(raw, "f")
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"a":1,"a":2}', b'{"b":1,"a":2}', b'{"a":01}', b'{"a":-0}', b'{"a":1.0}', b'{"a":1e3}',
+    b'{"a":"\\u0041"}', b'{"a":"x\\"y"}', b'{"a":"\x7f"}', b'{"a":"\xc3\xa9"}', b' {"a":1}',
+    b'{"a":1} ', b'{"a" :1}', b'{"a":[1,]}', b'{"a":[,1]}', b'{}', b'{"":[]}', b'[]', b'"a"',
+    b'{"a":NaN}', b'{"a":Infinity}', b'{"a":true,"b":false,"c":null}', b'{"a":tru}',
+    b'{"a":-}', b'{"a":1234567890123456789012}', b'\xef\xbb\xbf{"a":1}', b'{"a":{"b":{}}}',
+    b'{"a"}', b'{"a":', b'{', b'', b'{"a":"b}', b'{"a":1}x',
+])
+def test_edge_cases_match_json(raw):
+    assert parse(raw) == reference_parse(raw, "f")
+
+
+def test_vault_documents_take_the_fast_path(monkeypatch):
+    """What the vault writes never needs json (that is the point: get must not import it)."""
+    doc = {"format": 1, "agent_id": "a.b@c", "store_id": "0" * 32, "generation": 7,
+           "wrap_host": {"nonce": "AAAA", "ct": "ab+/=="}, "wrap_admin": None,
+           "entries": {"db/x:y": {"next": 2, "length": 32, "symbols": True,
+                                  "versions": [{"v": 1, "created": "2026-11-30T05:00:00Z",
+                                                "nonce": "n", "ct": "c"}]}}}
+    raw = reference_canonical(doc)
+    monkeypatch.setattr(json, "loads", None)
+    monkeypatch.setattr(json, "dumps", None)
+    assert crypto.canonical(doc) == raw
+    assert crypto.parse_canonical(raw, "f") == doc
