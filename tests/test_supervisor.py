@@ -391,3 +391,34 @@ async def test_redactor_settings_reach_the_session_redactors(tmp_path, nursery):
     with trio.fail_after(20):
         await s.done.wait()
     assert s.text()[0] == "######\n"
+
+
+async def test_a_write_blocked_on_a_full_stdin_when_the_session_ends_is_not_writable(sup):
+    # Nothing reads stdin, so a big write blocks on the full pipe. The shell
+    # exits while a background child still holds the pipe: the session ends,
+    # its fd is closed under the waiting writer, and the agent must get
+    # OpenClaw's "not writable", not a daemon error (trio raises
+    # ClosedResourceError there).
+    from paddedcell.execspec.request import parse_process_action
+    from paddedcell.supervisor.service import ExecService
+
+    service = ExecService(sup)
+    session = sup.start(LaunchSpec(command=py("import time; time.sleep(30)") + " <&0 & sleep 1",
+                                   agent_id="ag", timeout_seconds=30))
+    session.backgrounded = True
+    action = parse_process_action({"action": "write", "sessionId": session.id,
+                                   "agentId": "ag", "data": "x" * (4 * 1024 * 1024)})
+    answers = []
+
+    async def write():
+        answers.append(await service.process(action))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(write)
+        await trio.sleep(0.3)
+        assert not answers  # blocked on the full pipe
+        with trio.fail_after(20):
+            await session.done.wait()
+    session.tree.signal(signal.SIGKILL)
+    assert answers[0]["details"]["status"] == "failed"
+    assert "stdin is not writable" in answers[0]["content"][0]["text"]

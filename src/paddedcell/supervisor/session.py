@@ -442,7 +442,11 @@ class Session:
                 sent = os.write(fd, view)
                 view = view[sent:]
             except BlockingIOError:
-                await trio.lowlevel.wait_writable(fd)
+                try:
+                    await trio.lowlevel.wait_writable(fd)
+                except trio.ClosedResourceError:
+                    # The session ended (and closed the fd) while we waited.
+                    raise BrokenPipeError("stdin is not writable") from None
         if eof:
             if self.pty:
                 os.write(fd, b"\x04")  # VEOF: the terminal's end of input
