@@ -124,6 +124,14 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["get"]:
         parsed = _parse_get(args[1:])
         if parsed is not None:
+            if argv is None:
+                # A process of its own that lives a few milliseconds: no garbage
+                # collections while it imports, and no interpreter teardown once the
+                # value is written and flushed (failures still exit the usual way).
+                import gc
+
+                gc.disable()
+                os._exit(run_get(*parsed))
             raise SystemExit(run_get(*parsed))
     from .pass_mgr_click import cli
 
