@@ -205,3 +205,29 @@ def test_connection_refused_says_the_daemon_is_not_running(tmp_path):
         with pytest.raises(DaemonError) as caught:
             client.call("GET", "/healthz")
     assert "not running" in caught.value.message and "paddedcell serve" in caught.value.message
+
+
+async def test_a_peer_whose_uid_cannot_be_read_is_refused(tmp_path, monkeypatch):
+    # Same-uid peers only: a connection that SO_PEERCRED cannot vouch for is
+    # closed unanswered, like one from another uid (was: served).
+    from paddedcell.daemon import http
+
+    monkeypatch.setattr(http, "peer_uid", lambda sock: None)
+    router = Router()
+
+    @router.route("GET", "/healthz")
+    async def healthz(request: Request):
+        return {"ok": True}
+
+    path = str(tmp_path / "s.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_unix, router, path)
+        def ask():
+            try:
+                return _raw_exchange(path, b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            except ConnectionResetError:  # closed with our request unread
+                return b""
+
+        answer = await trio.to_thread.run_sync(ask)
+        nursery.cancel_scope.cancel()
+    assert answer == b""

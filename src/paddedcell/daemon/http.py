@@ -190,8 +190,8 @@ async def serve_connection(stream: trio.SocketStream, router: Router) -> None:
     uid = peer_uid(stream.socket)
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
     async with stream:
-        if uid is not None and uid != os.getuid():
-            log.warning("refused a connection from uid %s", uid)
+        if uid != os.getuid():  # None: SO_PEERCRED failed, so the peer is unverified
+            log.warning("refused a connection from uid %s", "unknown" if uid is None else uid)
             return
         while True:
             try:
