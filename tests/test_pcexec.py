@@ -237,3 +237,19 @@ def test_locked_vault_fails_closed(tmp_path):
     result = pcexec(home, ws, f"touch {marker}")
     assert result.returncode == 3 and "locked" in result.stderr
     assert not marker.exists()
+
+
+def test_await_results_waits_for_the_whole_command_not_the_yield(tmp_path):
+    # --request with awaitResults: the daemon answers only when the command
+    # ends; the client gave up after the default yield + 60 s and reported a
+    # daemon timeout while the command still ran.
+    from paddedcell import config
+    from paddedcell.cli.pcexec import answer_within
+
+    settings = config.load(environ={"PADDEDCELL_HOME": str(tmp_path)})
+    assert answer_within({"command": "x", "awaitResults": True, "timeoutSeconds": 600},
+                         settings) > 600
+    assert answer_within({"command": "x", "awaitResults": True}, settings) > 1800
+    assert answer_within({"command": "x", "awaitResults": True, "timeoutSeconds": 0},
+                         settings) > 86400
+    assert answer_within({"command": "x", "yieldMs": 2000}, settings) == 62.0

@@ -156,6 +156,18 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
     return exit_code_of(result, outcome.get("signal"))
 
 
+def answer_within(body: dict[str, Any], settings) -> float:
+    """Seconds the daemon may take to answer ``body``: its yield, or with
+    ``awaitResults`` (no yield) the command's whole timeout; plus a margin."""
+    if body.get("awaitResults") is True and not body.get("background"):
+        seconds = body.get("timeoutSeconds", settings["supervisor.default_timeout_seconds"])
+        if not isinstance(seconds, (int, float)) or seconds <= 0:
+            return 366 * 24 * 3600.0  # no timeout: the daemon answers when the command ends
+        return float(seconds) + 60.0
+    yield_ms = body.get("yieldMs") or settings["supervisor.default_yield_ms"]
+    return float(yield_ms) / 1000 + 60.0
+
+
 def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
     """Hand the request to the daemon (started on demand); print its answer."""
     from ..daemon.client import DaemonError, ensure_daemon
@@ -165,12 +177,11 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
     if not body.get("agentId"):
         _fail("background and yielded runs belong to an agent: set AGENT_ID "
               "(and AGENT_WORKSPACE) or pass --agent-id", as_json or raw_request)
-    yield_ms = body.get("yieldMs") or settings["supervisor.default_yield_ms"]
     try:
         client = ensure_daemon(settings)
         # Always pass the timeout: a kept-alive socket keeps the last one set
         # (healthy() uses 2 s), and a yield may last two minutes.
-        result = client.call("POST", "/exec", body, timeout=float(yield_ms) / 1000 + 60.0)
+        result = client.call("POST", "/exec", body, timeout=answer_within(body, settings))
     except DaemonError as exc:
         code = EXIT_REFUSED if exc.status and 400 <= exc.status < 500 else 1
         _fail(exc.message, as_json or raw_request, code)
