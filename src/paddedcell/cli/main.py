@@ -61,7 +61,8 @@ def stop(timeout: float) -> None:
             click.echo(f"stopped (pid {pid})")
             return
         time.sleep(0.05)
-    click.echo(f"paddedcell: daemon pid {pid} did not stop within {timeout} s", err=True)
+    click.echo(f"paddedcell: daemon pid {pid} did not stop within {timeout} s (it ends its "
+               f"sessions first); retry with a longer --timeout, or kill -KILL {pid}", err=True)
     sys.exit(1)
 
 
