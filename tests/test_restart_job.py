@@ -167,3 +167,28 @@ async def test_a_reboot_resets_agents_that_are_not_frozen(tmp_path):
     assert {a["agentId"]: (a["state"], a["activeSessions"], a["workflow"]) for a in c.view()["agents"]} \
         == {"a": ("idle", [], None), "f": ("idle", [], None)}
     assert json.loads((tmp_path / "restart" / "global.json").read_text())["bootId"] == store_mod.boot_id()
+
+
+async def test_the_restart_job_runs_outside_agent_context(tmp_path, monkeypatch):
+    # A daemon started from an OpenClaw shell must not hand OPENCLAW_SHELL (or
+    # any other agent-context variable, DESIGN §4.3) to the restart commands:
+    # a rollback that runs `pass_mgr admin ...` would be refused.
+    for name in ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT", "OPENCLAW_SHELL"):
+        monkeypatch.setenv(name, "1")
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path)})
+    seen = tmp_path / "seen"
+    (tmp_path / "rollback.sh").write_text("true\n")
+    c = Coordinator(settings)
+    c.load()
+    job = spec(tmp_path, restart_cmd=f"env > {seen}")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(c.run)
+        assert c.query_restart("req", "req:s", job)["result"] == "OK"
+        with trio.fail_after(20):
+            while c.job is not None:
+                await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    names = {line.split("=", 1)[0] for line in seen.read_text().splitlines()}
+    assert "PADDEDCELL_RESTART_JOB" in names
+    assert not names & {"AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT",
+                        "OPENCLAW_SHELL"}

@@ -31,9 +31,8 @@ from typing import Any
 
 import click
 
-from .. import config
+from .. import AGENT_CONTEXT_VARIABLES, config
 
-AGENT_CONTEXT_VARS = ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT", "OPENCLAW_SHELL")
 STATE_STYLES = {"idle": "green", "busy": "yellow", "focus": "magenta", "freeze": "cyan",
                 "pre-freeze": "blue", "pre-freeze-focus": "blue"}
 
@@ -43,7 +42,7 @@ class Cancelled(Exception):
 
 
 def _in_agent_context() -> bool:
-    return any(os.environ.get(name) for name in AGENT_CONTEXT_VARS)
+    return any(os.environ.get(name) for name in AGENT_CONTEXT_VARIABLES)
 
 
 class Session:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import config
+from .. import AGENT_CONTEXT_VARIABLES, config
 
 
 class DaemonError(Exception):
@@ -157,7 +157,4 @@ def ensure_daemon(settings: config.Settings | None = None) -> DaemonClient:
 
 def _daemon_env() -> dict[str, str]:
     """The daemon serves every agent: it must not inherit one agent's identity."""
-    env = dict(os.environ)
-    for name in ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT", "OPENCLAW_SHELL"):
-        env.pop(name, None)
-    return env
+    return {k: v for k, v in os.environ.items() if k not in AGENT_CONTEXT_VARIABLES}

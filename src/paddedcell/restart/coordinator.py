@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import trio
 
-from .. import config
+from .. import AGENT_CONTEXT_VARIABLES, config
 from .job import JobLog, JobSpec, JobState, run_job, timestamp
 from .machine import (FREEZE_FAMILY, AgentRecord, Answer, Fleet, GlobalRecord,
                       IllegalTransition, Notice, RestartStatus, RestartStatusError, State, Verdict)
@@ -315,8 +315,7 @@ class Coordinator:
                 self.fleet.begin_rollback(now=self.clock())
                 self._persist(())
 
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT")}
+        env = {k: v for k, v in os.environ.items() if k not in AGENT_CONTEXT_VARIABLES}
         env.update(PADDEDCELL_RESTART_LOG=spec.log, PADDEDCELL_RESTART_JOB=job_id)
         try:
             with trio.CancelScope() as scope:
