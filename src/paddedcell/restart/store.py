@@ -18,9 +18,9 @@ rename) costs about 0.1 ms on an idle disk, but a rename waits for the file
 system journal, and on a busy disk that took 2–10 ms; worse, freezing 1,000
 agents meant 1,000 renames, about a second with the daemon blocked. An
 appended line waits for nothing. So agents go to a journal, compacted into the
-snapshot when it has grown past twice the number of agents (old lines carry
-lower sequence numbers than the snapshot and are skipped, so a crash between
-the two steps of a compaction loses nothing). A torn last line (the daemon
+snapshot when it has grown past 1,000 lines and twice the number of agents
+(old lines carry lower sequence numbers than the snapshot and are skipped, so
+a crash between the two steps of a compaction loses nothing). A torn last line (the daemon
 killed inside ``write``) is skipped.
 
 Which writes are fsynced, and why: ``global.json`` and the snapshot always.
@@ -134,7 +134,8 @@ class Store:
     def save_agents(self, records: Iterable[dict[str, Any]], *,
                     everyone: Callable[[], list[dict[str, Any]]] | None = None) -> None:
         """Append changed ``records`` in one write; compact into the snapshot when
-        the journal has grown past twice the agents ``everyone()`` returns."""
+        the journal has grown past 1,000 lines and twice the agents ``everyone()``
+        returns."""
         lines = []
         for record in records:
             self.seq += 1
