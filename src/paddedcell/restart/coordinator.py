@@ -397,8 +397,7 @@ class Coordinator:
                               "log": self.job["spec"]["log"]})
         g["lastJob"] = self.last_job
         g["now"] = self.clock()
-        agents = [{k: v for k, v in a.to_json().items()}
-                  for a in sorted(self.fleet.agents.values(), key=lambda a: a.agent_id)]
+        agents = [a.to_json() for a in sorted(self.fleet.agents.values(), key=lambda a: a.agent_id)]
         return {"agents": agents, "global": g}
 
     def _matching(self, agent_id: str | None) -> list[dict[str, Any]]:
