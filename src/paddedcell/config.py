@@ -147,7 +147,8 @@ def path_text(path: str) -> str:
     ``pass_mgr get`` several milliseconds of start-up, so its path handles text.
     """
     rest = path.lstrip("/")
-    root = "/" * (len(path) - len(rest)) if len(path) - len(rest) == 2 else "/" if rest != path else ""
+    slashes = len(path) - len(rest)
+    root = "//" if slashes == 2 else "/" if slashes else ""  # POSIX keeps exactly two
     parts = [part for part in rest.split("/") if part and part != "."]
     return root + "/".join(parts) if (root or parts) else "."
 
