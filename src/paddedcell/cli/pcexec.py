@@ -179,8 +179,7 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
               "(and AGENT_WORKSPACE) or pass --agent-id", as_json or raw_request)
     try:
         client = ensure_daemon(settings)
-        # Always pass the timeout: a kept-alive socket keeps the last one set
-        # (healthy() uses 2 s), and a yield may last two minutes.
+        # The client's default 60 s is shorter than a two-minute yield.
         result = client.call("POST", "/exec", body, timeout=answer_within(body, settings))
     except DaemonError as exc:
         code = EXIT_REFUSED if exc.status and 400 <= exc.status < 500 else 1

@@ -54,7 +54,7 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
         body["bracketed"] = bracketed
     try:
         client = ensure_daemon(config.load())
-        # Explicit: a kept-alive socket keeps the last timeout set (healthy() uses 2 s).
+        # A poll may wait up to 30 s on top of the daemon's own answer time.
         result = client.call("POST", "/process", body, timeout=60.0 + (timeout_ms or 0) / 1000)
     except DaemonError as exc:
         click.echo(f"paddedcell process: {exc.message}", err=True)
