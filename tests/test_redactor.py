@@ -315,3 +315,16 @@ def test_empty_mask_is_refused():
     # With "" as mask, "ab" + "abc" + "c" would leave "abc" in the output.
     with pytest.raises(ValueError, match="mask"):
         StreamRedactor(["abcdefgh"], mask="")
+
+
+def test_fresh_shares_the_matcher_and_starts_an_independent_stream():
+    proto = StreamRedactor(["s3cret-value-1"])
+    assert proto.feed(b"held: s3cret-va") == b"held: "
+    a, b = proto.fresh(), proto.fresh()
+    assert a._engine is proto._engine and a.held == 0  # no rebuild, no inherited tail
+    b.add_secrets(["other-secret-2"])
+    for r, data, expected in [(a, b"x s3cret-value-1 other-secret-2", b"x ###### other-secret-2"),
+                              (b, b"x s3cret-value-1 other-secret-2", b"x ###### ######")]:
+        out = b"".join(r.feed(bytes([c])) for c in data) + r.flush()
+        assert out == expected
+    assert proto.flush() == b"s3cret-va"  # the prototype's own stream is untouched

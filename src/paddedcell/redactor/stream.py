@@ -24,6 +24,7 @@ already covers part of it.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Iterable
 
@@ -140,6 +141,20 @@ class StreamRedactor:
             added = True
         if added:
             self._engine = _matcher.build(self._patterns)
+
+    def fresh(self) -> "StreamRedactor":
+        """A new, empty stream with the same secrets and the same built matcher.
+
+        Building the matcher is the cost of a redactor (milliseconds for a few
+        hundred secrets with variants); a supervisor needs one stream per
+        output and one for the command line. ``add_secrets`` on either
+        redactor afterwards changes only that one.
+        """
+        other = copy.copy(self)
+        other._secrets = set(self._secrets)
+        other._patterns = set(self._patterns)
+        other._buf, other._base, other._pos, other._open = b"", 0, 0, False
+        return other
 
     @property
     def secret_count(self) -> int:

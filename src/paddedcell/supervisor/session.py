@@ -24,7 +24,7 @@ import secrets as _secrets
 import signal
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import trio
 
@@ -32,8 +32,10 @@ from .. import orphans
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
-from .secretflow import redactor_options
 from .spawn import Spawned, set_window_size
+
+if TYPE_CHECKING:  # the redactor (numpy) is imported only when there is a secret
+    from ..redactor import StreamRedactor
 
 log = logging.getLogger("paddedcell.supervisor")
 
@@ -106,7 +108,7 @@ class Session:
 
     def __init__(self, *, session_id: str, agent_id: str | None, session_key: str | None,
                  command: str, display_command: str, cwd: str, use_pty: bool, spawned: Spawned,
-                 tree: procs.ProcessTree, buffer: OutputBuffer, secrets: list[str],
+                 tree: procs.ProcessTree, buffer: OutputBuffer, redactor: StreamRedactor | None,
                  settings, timeout_seconds: float, name: str | None,
                  on_output: OutputCallback | None = None,
                  cgroup: procs.CgroupScope | None = None):
@@ -151,13 +153,10 @@ class Session:
         self._closed_fds: set[int] = set()
         self.stdin_closed = spawned.stdin is None and spawned.pty_master is None
         streams = ["pty"] if use_pty else ["stdout", "stderr"]
-        if secrets:
-            from ..redactor import StreamRedactor
-            options = redactor_options(settings)
-            self._redactors = {name: StreamRedactor(secrets, **options) for name in streams}
+        if redactor is not None:  # one fresh stream each, sharing the built matcher
+            self._redactors = {name: redactor.fresh() for name in streams}
         else:  # nothing to mask: skip the matcher (and its import) entirely
             self._redactors = {name: _Passthrough() for name in streams}
-        del secrets  # plaintext lives only inside the redactors from here on
 
     # --- state ------------------------------------------------------------
 

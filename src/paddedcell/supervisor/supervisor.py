@@ -126,11 +126,14 @@ class Supervisor:
                                 agent_workspace=spec.agent_workspace, extra=spec.env,
                                 tree_token=token)
         argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
-        display = spec.command
+        display, redactor = spec.command, None
         if spec.secrets:
-            from ..redactor import redact
-            display = redact(spec.command.encode(), spec.secrets,
-                             **redactor_options(settings)).decode("utf-8", "replace")
+            # Built once: the command line and every output stream get a fresh()
+            # stream of it (the matcher is the expensive part).
+            from ..redactor import StreamRedactor
+            redactor = StreamRedactor(spec.secrets, **redactor_options(settings))
+            shown = redactor.fresh()
+            display = (shown.feed(spec.command.encode()) + shown.flush()).decode("utf-8", "replace")
         try:
             buffer = OutputBuffer(int(settings["supervisor.ring_buffer_bytes"]), self.budget,
                                   int(settings["supervisor.session_buffer_floor_bytes"]))
@@ -163,7 +166,7 @@ class Supervisor:
         session = Session(session_id=session_id, agent_id=spec.agent_id,
                           session_key=spec.session_key, command=spec.command,
                           display_command=display, cwd=cwd, use_pty=use_pty, spawned=spawned,
-                          tree=tree, buffer=buffer, secrets=spec.secrets, settings=settings,
+                          tree=tree, buffer=buffer, redactor=redactor, settings=settings,
                           timeout_seconds=spec.timeout_seconds, name=spec.name,
                           on_output=spec.on_output, cgroup=cgroup)
         session.warnings = warnings
