@@ -422,3 +422,13 @@ async def test_a_write_blocked_on_a_full_stdin_when_the_session_ends_is_not_writ
     session.tree.signal(signal.SIGKILL)
     assert answers[0]["details"]["status"] == "failed"
     assert "stdin is not writable" in answers[0]["content"][0]["text"]
+
+
+def test_the_childs_identity_cannot_be_overridden_by_the_launch_env():
+    from paddedcell.supervisor.spawn import child_environment
+
+    env = child_environment({"AGENT": "x"}, agent_id="me", agent_workspace="/ws/me",
+                            extra={"AGENT_ID": "other", "AGENT_WORKSPACE": "/ws/other",
+                                   "AGENT": "other", "KEEP": "1"}, tree_token="t")
+    assert (env["AGENT_ID"], env["AGENT_WORKSPACE"], env["KEEP"]) == ("me", "/ws/me", "1")
+    assert "AGENT" not in env

@@ -68,8 +68,14 @@ def pass_mgr_dir(path: str) -> str | None:
 def child_environment(base: Mapping[str, str], *, agent_id: str | None,
                       agent_workspace: str | None, extra: Mapping[str, str],
                       tree_token: str) -> dict[str, str]:
-    """Inherited env + agent identity + the request's (already guarded) env."""
+    """Inherited env + the request's env + agent identity, identity last.
+
+    ``parse_exec_request`` already refuses identity names in the request's
+    env; applying them last keeps that true for any other caller too (an
+    ``AGENT_ID`` override would point ``pass_mgr get`` at another agent).
+    """
     env = dict(base)
+    env.update(extra)
     for name in ("AGENT_ID", "AGENT_WORKSPACE", "AGENT"):
         env.pop(name, None)
     if agent_id:
@@ -77,7 +83,6 @@ def child_environment(base: Mapping[str, str], *, agent_id: str | None,
     if agent_workspace:
         env["AGENT_WORKSPACE"] = agent_workspace
     env["PADDEDCELL_AGENT"] = "1"
-    env.update(extra)
     path = env.get("PATH") or os.defpath
     extra_dir = pass_mgr_dir(path)
     if extra_dir:
