@@ -253,3 +253,13 @@ def test_await_results_waits_for_the_whole_command_not_the_yield(tmp_path):
     assert answer_within({"command": "x", "awaitResults": True, "timeoutSeconds": 0},
                          settings) > 86400
     assert answer_within({"command": "x", "yieldMs": 2000}, settings) == 62.0
+
+
+@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGKILL", 137), ("SIG34", 162),
+                                        (9, 137)])
+def test_exit_code_after_a_signal_is_128_plus_its_number(name, code):
+    # A realtime signal has no name: the supervisor reports "SIG34", which gave 128.
+    from paddedcell.cli.pcexec import exit_code_of
+
+    result = {"details": {"status": "failed", "failureKind": "signal", "exitSignal": name}}
+    assert exit_code_of(result) == code

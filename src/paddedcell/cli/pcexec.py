@@ -39,8 +39,10 @@ def exit_code_of(result: dict[str, Any], signal_number: int | None = None) -> in
     sig = details.get("exitSignal")
     if sig is not None:
         if signal_number is None:
+            # "SIGTERM", or "SIG34" for a signal without a name (procs.signal_name)
+            name = str(sig).removeprefix("SIG")
             try:
-                signal_number = int(sig) if str(sig).isdigit() else signal.Signals[str(sig)].value
+                signal_number = int(name) if name.isdigit() else signal.Signals[str(sig)].value
             except KeyError:
                 signal_number = 0
         return 128 + signal_number
