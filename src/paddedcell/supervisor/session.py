@@ -324,7 +324,10 @@ class Session:
                 try:
                     got, status = os.waitpid(pid, os.WNOHANG)
                 except ChildProcessError:
-                    got, status = pid, 0  # reaped elsewhere: the status is lost
+                    # Reaped elsewhere (a waitpid(-1) somewhere): the status is lost.
+                    log.warning("session %s: pid %d was reaped by someone else; its exit "
+                                "status is lost and reported as 0", self.id, pid)
+                    got, status = pid, 0
                 if got:
                     orphans.release(pid)
                     break
