@@ -680,6 +680,12 @@ def process_list(views: Iterable[SessionView], *, now_ms: int | None = None) -> 
     )
 
 
+_POLL_DROPPED_NOTE = (
+    "[earlier output is omitted from this poll; use action=log with offset and limit to "
+    "inspect retained output]\n\n"
+)
+
+
 def process_poll(
     view: SessionView,
     new_output: str,
@@ -694,13 +700,8 @@ def process_poll(
     """
     output = js_trim(new_output)
     body = output or "(no new output)"
+    dropped_note = _POLL_DROPPED_NOTE if output_dropped else ""
     if view.running:
-        dropped_note = (
-            "[earlier output is omitted from this poll; use action=log with offset and "
-            "limit to inspect retained output]\n\n"
-            if output_dropped
-            else ""
-        )
         text = (
             _retention_note(view)
             + dropped_note
@@ -717,12 +718,6 @@ def process_poll(
         if retry_in_ms is not None:
             details["retryInMs"] = retry_in_ms
         return _text_result(text, details)
-    dropped_note = (
-        "[earlier output is omitted from this poll; use action=log with offset and limit "
-        "to inspect retained output]\n\n"
-        if output_dropped
-        else ""
-    )
     text = _append_timeout_guidance(
         _retention_note(view) + dropped_note + body + _stop_or_exit_line(view),
         view.exit_reason,
