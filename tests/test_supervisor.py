@@ -432,3 +432,24 @@ def test_the_childs_identity_cannot_be_overridden_by_the_launch_env():
                                    "AGENT": "other", "KEEP": "1"}, tree_token="t")
     assert (env["AGENT_ID"], env["AGENT_WORKSPACE"], env["KEEP"]) == ("me", "/ws/me", "1")
     assert "AGENT" not in env
+
+
+async def test_concurrent_writes_to_one_session_do_not_interleave(sup):
+    # Two `process write` calls at once (parallel tool calls): each one's bytes
+    # must reach the command whole and in order, as OpenClaw's stream writes do
+    # (the second one used to die with trio.BusyResourceError: a daemon 500).
+    size = 256 * 1024
+    code = ("import sys, time\n"
+            f"data = b''\n"
+            f"while len(data) < {2 * size}:\n"
+            "    time.sleep(0.001)\n"
+            "    data += sys.stdin.buffer.read1(4096)\n"
+            "runs = sum(1 for i in range(1, len(data)) if data[i] != data[i - 1]) + 1\n"
+            "print('runs', runs)")
+    session = sup.start(LaunchSpec(command=py(code), timeout_seconds=60))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(session.write, b"A" * size)
+        nursery.start_soon(session.write, b"B" * size)
+    with trio.fail_after(30):
+        await session.done.wait()
+    assert session.text()[0] == "runs 2\n"

@@ -151,6 +151,7 @@ class Session:
         self._open_pumps = 0
         self._pumps_done = trio.Event()
         self._closed_fds: set[int] = set()
+        self._write_lock = trio.Lock()
         self.stdin_closed = spawned.stdin is None and spawned.pty_master is None
         streams = ["pty"] if use_pty else ["stdout", "stderr"]
         if redactor is not None:  # one fresh stream each, sharing the built matcher
@@ -434,7 +435,15 @@ class Session:
         return self.running and not self.stdin_closed
 
     async def write(self, data: bytes, eof: bool = False) -> None:
-        """Send bytes to the command's terminal or stdin pipe; ``eof`` closes stdin."""
+        """Send bytes to the command's terminal or stdin pipe; ``eof`` closes stdin.
+
+        Writes queue: each one reaches the command whole and in call order
+        (two tasks waiting on one fd would interleave, and trio refuses that).
+        """
+        async with self._write_lock:
+            await self._write(data, eof)
+
+    async def _write(self, data: bytes, eof: bool) -> None:
         fd = self.spawned.pty_master if self.pty else self.spawned.stdin
         if fd is None or not self.stdin_writable:
             raise BrokenPipeError("stdin is not writable")
