@@ -32,7 +32,7 @@ from .. import orphans
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
-from .spawn import Spawned, set_window_size
+from .spawn import Spawned
 
 if TYPE_CHECKING:  # the redactor (numpy) is imported only when there is a secret
     from ..redactor import StreamRedactor
@@ -465,10 +465,6 @@ class Session:
                 self._close_fd(fd)
                 self.spawned.fds.remove(fd)
                 self.stdin_closed = True
-
-    def resize(self, rows: int, columns: int) -> None:
-        if self.pty and self.running:
-            set_window_size(self.spawned.pty_master, rows, columns)
 
     def waiting_for_input(self) -> bool:
         """True when a foreground process of this PTY is blocked reading the terminal."""

@@ -190,7 +190,7 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
             except OSError as exc:
                 raise PtyUnavailable(f"Error: {exc.strerror or exc}") from None
             opened += [master, slave]
-            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+            set_window_size(slave, rows, columns)
             slave_name = os.ttyname(slave)
             proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=slave, stdout=slave,
                                     stderr=slave, start_new_session=True, preexec_fn=setup,
@@ -239,5 +239,6 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
         raise
 
 
-def set_window_size(master: int, rows: int, columns: int) -> None:
-    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+def set_window_size(fd: int, rows: int, columns: int) -> None:
+    """The terminal size programs in the PTY see (``TIOCSWINSZ``; either end works)."""
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
