@@ -192,3 +192,13 @@ async def test_the_restart_job_runs_outside_agent_context(tmp_path, monkeypatch)
     assert "PADDEDCELL_RESTART_JOB" in names
     assert not names & {"AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT",
                         "OPENCLAW_SHELL"}
+
+
+async def test_a_command_whose_child_keeps_its_output_open_ends_when_it_exits(tmp_path):
+    # `gateway restart` may leave a daemonised gateway holding our pipe: the
+    # step ends when the command exits (plus a short drain), not at its timeout.
+    log = JobLog(str(tmp_path / "job.log"), "j")
+    started = trio.current_time()
+    result = await run_command("sleep 12 & echo started", timeout=10.0, log=log, label="restart")
+    assert result.returncode == 0 and result.output == "started"  # was None: "timed out"
+    assert trio.current_time() - started < 8

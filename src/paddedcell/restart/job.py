@@ -113,6 +113,11 @@ class CommandResult:
     output: str = ""
 
 
+#: After a step's command exits, how long its output may still arrive from
+#: children that share the pipe (a daemonised gateway may never close it).
+OUTPUT_DRAIN_SECONDS = 2.0
+
+
 def _kill_group(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
@@ -125,7 +130,8 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
                       on_spawn: Callable[[int], None] | None = None) -> CommandResult:
     """Run one step in its own process group, copy its output to the log line by line.
 
-    On timeout or cancellation the whole group gets SIGTERM, then SIGKILL after
+    The step ends when the command exits (its output read for at most
+    ``OUTPUT_DRAIN_SECONDS`` more). On timeout or cancellation the whole group gets SIGTERM, then SIGKILL after
     two seconds: a restart script's children must not outlive the step.
     """
     shell = isinstance(argv, str)
@@ -138,17 +144,29 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
     collected: list[str] = []
     pending = b""
     timed_out = False
+    assert proc.stdout is not None
+
+    async def copy_output(drained: trio.Event) -> None:
+        nonlocal pending
+        async for chunk in proc.stdout:
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                text = raw.decode("utf-8", "replace").rstrip("\r")
+                collected.append(text)
+                log.line(f"{label}| {text}")
+        drained.set()
+
     try:
         with trio.move_on_after(max(timeout, 0.01)) as scope:
-            assert proc.stdout is not None
-            async for chunk in proc.stdout:
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for raw in lines:
-                    text = raw.decode("utf-8", "replace").rstrip("\r")
-                    collected.append(text)
-                    log.line(f"{label}| {text}")
-            await proc.wait()
+            async with trio.open_nursery() as nursery:
+                drained = trio.Event()
+                nursery.start_soon(copy_output, drained)
+                await proc.wait()
+                # A child it daemonised (the gateway) may hold the pipe for ever.
+                with trio.move_on_after(OUTPUT_DRAIN_SECONDS):
+                    await drained.wait()
+                nursery.cancel_scope.cancel()
         timed_out = scope.cancelled_caught
     finally:
         if proc.returncode is None:
@@ -164,6 +182,8 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
             log.line(f"{label}| {text}")
         if proc.returncode is not None:
             orphans.release(proc.pid)
+        with trio.CancelScope(shield=True):
+            await proc.stdout.aclose()
     if timed_out:
         return CommandResult(None, "\n".join(collected))
     return CommandResult(proc.returncode, "\n".join(collected))
