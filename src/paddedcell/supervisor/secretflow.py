@@ -17,6 +17,7 @@ does file locking and key derivation).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..execspec import commands
 
@@ -43,10 +44,14 @@ class SecretResolutionError(Exception):
 
 @dataclass(frozen=True)
 class Prepared:
-    """The secrets to mask (plaintext: hand straight to the supervisor) and the calls."""
+    """The secrets to mask (plaintext: hand straight to the supervisor), the calls,
+    and a redactor already built for the secrets (None without any): building
+    its matcher takes milliseconds, which belong in this worker thread, not in
+    the daemon's event loop."""
 
     secrets: list[str] = field(repr=False)
     calls: list = field(default_factory=list)
+    redactor: Any = field(default=None, repr=False)
 
 
 def prepare(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
@@ -76,4 +81,7 @@ def prepare(command: str, agent_id: str | None, workspace: str | None, settings)
         raise SecretResolutionError(str(exc)) from None
     # Distinct, longest first: the order does not change what is masked, only the work.
     unique = sorted({v for v in values if v}, key=len, reverse=True)
-    return Prepared(unique, calls)
+    if not unique:
+        return Prepared(unique, calls)
+    from ..redactor import StreamRedactor
+    return Prepared(unique, calls, StreamRedactor(unique, **redactor_options(settings)))

@@ -86,7 +86,8 @@ class ExecService:
                           pty=request.pty, timeout_seconds=request.timeout_seconds,
                           agent_id=request.agent_id, agent_workspace=request.agent_workspace,
                           session_key=request.session_key, name=request.title,
-                          secrets=prepared.secrets, on_output=on_output, stdin_fd=stdin_fd)
+                          secrets=prepared.secrets, redactor=prepared.redactor,
+                          on_output=on_output, stdin_fd=stdin_fd)
         del prepared
         try:
             session = self.supervisor.start(spec)
@@ -99,7 +100,7 @@ class ExecService:
                 reason=results.failure_reason("runtime-error", error=str(exc)),
                 cwd=workdir), None
         finally:
-            spec.secrets = []
+            spec.secrets, spec.redactor = [], None
         if request.background:
             session.backgrounded = True
             return self.running_result(session), session

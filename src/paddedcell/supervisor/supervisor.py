@@ -71,6 +71,8 @@ class LaunchSpec:
     name: str | None = None
     #: Plaintext values to mask; the Session keeps them only inside its redactors.
     secrets: list[str] = field(default_factory=list)
+    #: A ``StreamRedactor`` already built for ``secrets`` (else built here).
+    redactor: Any = None
     on_output: OutputCallback | None = None
     #: Pipes only: give the child this fd as stdin instead of a writable pipe.
     stdin_fd: int | None = None
@@ -126,12 +128,13 @@ class Supervisor:
                                 agent_workspace=spec.agent_workspace, extra=spec.env,
                                 tree_token=token)
         argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
-        display, redactor = spec.command, None
-        if spec.secrets:
-            # Built once: the command line and every output stream get a fresh()
-            # stream of it (the matcher is the expensive part).
+        display, redactor = spec.command, spec.redactor
+        if redactor is None and spec.secrets:
             from ..redactor import StreamRedactor
             redactor = StreamRedactor(spec.secrets, **redactor_options(settings))
+        if redactor is not None:
+            # Built once: the command line and every output stream get a fresh()
+            # stream of it (the matcher is the expensive part).
             shown = redactor.fresh()
             display = (shown.feed(spec.command.encode()) + shown.flush()).decode("utf-8", "replace")
         try:
