@@ -14,7 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-AGENT_VARIABLES = ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT", "OPENCLAW_SHELL")
+from . import AGENT_CONTEXT_VARIABLES
+
 
 
 def _tool(name: str) -> str:
@@ -34,7 +35,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="paddedcell-demo-") as tmp:
         home, workspace = Path(tmp) / "home", Path(tmp) / "workspace"
         workspace.mkdir()
-        human = {k: v for k, v in os.environ.items() if k not in AGENT_VARIABLES}
+        human = {k: v for k, v in os.environ.items() if k not in AGENT_CONTEXT_VARIABLES}
         human["PADDEDCELL_HOME"] = str(home)
         admin_password = secrets.token_urlsafe(18)
         db_password = "hunter2-" + secrets.token_hex(8)
