@@ -183,20 +183,23 @@ class SampledMatcher(_Engine):
         count = len(pats)
         grams = np.ndarray((count, s), dtype=self._dtype, buffer=joined, strides=(m, 1))
         grams = grams.astype(np.uint64).ravel()
-        # Two bitmaps indexed by two bit fields of one multiplicative hash
-        # (the top ``bits1`` bits, then the next ``bits2``). The first is
-        # 2**-EXTRA_BITS_1 full, so a clean 64 KiB read has few survivors; the second
-        # thins those before the exact check. Bigger tables would filter more
-        # but cost page faults at build time, and the supervisor builds two
+        # Two tables indexed by two bit fields of one multiplicative hash (the
+        # top ``bits1`` bits, then the next ``bits2``). The first is a byte per
+        # entry (one gather per gram: ~3x faster than testing a bit, in the same
+        # memory as a bitmap with 3 more bits), 2**-(EXTRA_BITS_1 - 3) full, so
+        # a clean 64 KiB read has few survivors; the second, a bitmap, thins
+        # those before the exact check. Bigger tables would filter more but
+        # cost page faults at build time, and the supervisor builds two
         # redactors per command.
         grams_bits = int(count * s).bit_length()
-        bits1 = min(26, max(16, grams_bits + EXTRA_BITS_1))
+        bits1 = min(23, max(13, grams_bits + EXTRA_BITS_1 - 3))
         bits2 = min(26, max(12, grams_bits + EXTRA_BITS_2))
         self._shift1 = np.uint64(64 - bits1)
         self._shift2 = np.uint64(64 - bits1 - bits2)
         self._field = np.uint64((1 << bits2) - 1)
         h = grams * self._MULT
-        self._table1 = _bitmap(bits1, (h >> self._shift1).view(np.int64))
+        self._table1 = np.zeros(1 << bits1, np.bool_)
+        self._table1[(h >> self._shift1).view(np.int64)] = True
         self._table2 = _bitmap(bits2, ((h >> self._shift2) & self._field).view(np.int64))
         self._find_work = FIND_WORK
         order = np.argsort(grams, kind="stable")
@@ -217,10 +220,10 @@ class SampledMatcher(_Engine):
         if q == 4:
             grams = grams.astype(np.uint64)
         h = grams * self._MULT
-        first = _probe(self._table1, (h >> self._shift1).view(np.int64))
+        first = self._table1.take((h >> self._shift1).view(np.int64))
         if not first.any():
             return []
-        hit = np.flatnonzero(first)
+        hit = first.nonzero()[0]  # on a bool array: ~8x faster than on uint8
         second = _probe(self._table2, ((h[hit] >> self._shift2) & self._field).view(np.int64))
         hit = hit[second.view(bool)]
         if not hit.size:
