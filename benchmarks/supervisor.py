@@ -143,14 +143,14 @@ def supervised(path: Path, settings, secrets: list[str], use_pty: bool = False) 
 def redactor_alone(path: Path, secrets: list[str]) -> float:
     """The same bytes through one StreamRedactor in the supervisor's chunk size."""
     from paddedcell.redactor import StreamRedactor
-    from paddedcell.supervisor.session import PIPE_READ_SIZE
+    from paddedcell.supervisor.session import REDACTED_READ_SIZE
 
     data = path.read_bytes()
     view = memoryview(data)
     start = time.perf_counter()
     redactor = StreamRedactor(secrets)
-    for i in range(0, len(data), PIPE_READ_SIZE):
-        redactor.feed(bytes(view[i:i + PIPE_READ_SIZE]))
+    for i in range(0, len(data), REDACTED_READ_SIZE):
+        redactor.feed(bytes(view[i:i + REDACTED_READ_SIZE]))
     redactor.flush()
     return time.perf_counter() - start
 
