@@ -219,8 +219,8 @@ def exec_round_trip(daemon: Daemon, rounds: int) -> tuple[list[float], list[floa
 
 def flood(daemon: Daemon, seconds: float) -> dict:
     # Warm up: one run big enough to evict from its ring loads what any busy
-    # daemon has loaded (numpy, through the newline counter and the redactor),
-    # so "peak - idle" measures the flood, not a one-time import.
+    # daemon has loaded for output without secrets, so "peak - idle" measures
+    # the flood, not a one-time import.
     daemon.call("/exec", {"command": "head -c 8000000 /dev/zero", "agentId": "warm"})
     idle = daemon.rss_mib()
     sessions = []
