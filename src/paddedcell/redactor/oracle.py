@@ -34,10 +34,10 @@ def covered(data: bytes, patterns: Iterable[bytes]) -> list[bool]:
     """Which bytes of ``data`` lie inside some occurrence of some pattern."""
     cover = [False] * len(data)
     for p in patterns:
-        for i in range(len(data) - len(p) + 1):
-            if data[i : i + len(p)] == p:
-                for j in range(i, i + len(p)):
-                    cover[j] = True
+        i = data.find(p)
+        while i >= 0:
+            cover[i : i + len(p)] = [True] * len(p)
+            i = data.find(p, i + 1)  # i + 1, not i + len(p): occurrences may overlap
     return cover
 
 
