@@ -40,6 +40,17 @@ function registerResultMiddleware(api, scanner, logger) {
   }
 }
 
+/**
+ * A transcript message with the admin password masked in its content and its
+ * details (OpenClaw persists a tool result's bounded details with it), or undefined.
+ */
+function scrubTranscriptMessage(scanner, message, source) {
+  if (!message || (message.content === undefined && message.details === undefined)) return undefined;
+  const value = message.details === undefined ? { content: message.content } : { content: message.content, details: message.details };
+  const { leak, value: masked } = scanner.scrubValueSync(value, source);
+  return leak ? { message: { ...message, ...masked } } : undefined;
+}
+
 function runKey(ctx) {
   return ctx?.runId || `${ctx?.agentId ?? "main"}\0${ctx?.sessionKey ?? ""}`;
 }
@@ -171,19 +182,11 @@ export function registerHooks(deps) {
     }
 
     // Synchronous by OpenClaw's contract: a promise would be ignored.
-    api.on("tool_result_persist", (event) => {
-      const message = event?.message;
-      if (!message) return undefined;
-      const { leak, value } = scanner.scrubValueSync(message.content, `openclaw:transcript:${event.toolName ?? "tool"}`);
-      return leak ? { message: { ...message, content: value } } : undefined;
-    });
+    api.on("tool_result_persist", (event) =>
+      scrubTranscriptMessage(scanner, event?.message, `openclaw:transcript:${event?.toolName ?? "tool"}`));
 
-    api.on("before_message_write", (event) => {
-      const message = event?.message;
-      if (!message || message.content === undefined) return undefined;
-      const { leak, value } = scanner.scrubValueSync(message.content, `openclaw:transcript:${message.role ?? "message"}`);
-      return leak ? { message: { ...message, content: value } } : undefined;
-    });
+    api.on("before_message_write", (event) =>
+      scrubTranscriptMessage(scanner, event?.message, `openclaw:transcript:${event?.message?.role ?? "message"}`));
   }
 
   api.on("gateway_start", async (_event, ctx) => {

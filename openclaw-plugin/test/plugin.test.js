@@ -124,9 +124,18 @@ test("tool params holding the admin password are blocked and lock the vault", as
       message: { role: "user", content: [{ type: "text", text: `my pw is ${ADMIN_PASSWORD} ok` }] },
     });
     assert.deepEqual(written?.message, { role: "user", content: [{ type: "text", text: "my pw is ###### ok" }] });
+    // A tool result's details are persisted too (OpenClaw keeps bounded details in the transcript).
+    const persisted = api.hooks.get("tool_result_persist")[0].handler({
+      toolName: "exec",
+      message: { role: "toolResult", toolName: "exec", content: [{ type: "text", text: "done" }],
+        details: { status: "completed", aggregated: `pw=${ADMIN_PASSWORD}` } },
+    });
+    assert.equal(persisted?.message?.details?.aggregated, "pw=######");
+    assert.equal(persisted.message.content[0].text, "done");
+    assert.ok(!JSON.stringify(persisted).includes(ADMIN_PASSWORD));
     const sending = await api.hook("message_sending")({ to: "x", content: `pw ${ADMIN_PASSWORD}` }, {});
     assert.equal(sending.content, "pw ######");
-    assert.equal(criticals(), 3);
+    assert.equal(criticals(), 4);
   } finally {
     await local.stop();
   }
