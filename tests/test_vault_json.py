@@ -102,3 +102,11 @@ def test_vault_documents_take_the_fast_path(monkeypatch):
     monkeypatch.setattr(json, "dumps", None)
     assert crypto.canonical(doc) == raw
     assert crypto.parse_canonical(raw, "f") == doc
+
+
+@pytest.mark.parametrize("depth", [1200, 100_000])
+def test_deeply_nested_input_is_one_integrity_error_not_a_crash(depth):
+    """Nesting past the recursion limit is malformed input like any other: exit 6, no traceback."""
+    raw = b'{"a":' + b"[" * depth + b"]" * depth + b"}"
+    obj, message = parse(raw)
+    assert obj is None and message.startswith("f is not")

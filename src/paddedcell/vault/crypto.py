@@ -95,9 +95,13 @@ def parse_canonical(raw: bytes, what: str) -> dict[str, Any]:
 
     try:
         obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nesting past the stack: malformed
         raise IntegrityError(f"{what} is not valid JSON; it is corrupt or was tampered with") from None
-    if not isinstance(obj, dict) or canonical(obj) != raw:
+    try:
+        same = isinstance(obj, dict) and canonical(obj) == raw
+    except RecursionError:
+        same = False
+    if not same:
         raise IntegrityError(f"{what} is not in canonical form; it is corrupt or was tampered with")
     return obj
 
