@@ -5,16 +5,9 @@
 // new agent turn, and acknowledges only the ids it delivered; an undelivered
 // notification stays queued for the next gateway.
 
-import { sharedState } from "./state.js";
+import { sharedState, sleep } from "./state.js";
 
 const RETRY_MS = 5000;
-
-function sleep(ms, signal) {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
-  });
-}
 
 export function notificationRunId(id) {
   return `paddedcell-notification-${id}`;

@@ -34,6 +34,19 @@ export function clientsFor(config, logger) {
   return entry;
 }
 
+/**
+ * Wait `ms`; true when the time passed, false as soon as `signal` aborts. The
+ * abort listener is removed either way (long polling loops reuse one signal).
+ */
+export function sleep(ms, signal) {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => { clearTimeout(timer); resolve(false); };
+    const timer = setTimeout(() => { signal?.removeEventListener("abort", onAbort); resolve(true); }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 /** Bounded maps: drop the oldest entries past `max`. */
 export function remember(map, key, value, max = 1000) {
   map.delete(key);

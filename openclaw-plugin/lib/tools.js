@@ -6,7 +6,7 @@ import path from "node:path";
 import { DaemonError } from "./daemon.js";
 import { pcexecDecision, infraFor } from "./policy.js";
 import { EXEC_PARAMETERS, PROCESS_PARAMETERS, SAFE_RESTART_PARAMETERS, WORKFLOW_PARAMETERS } from "./schemas.js";
-import { sharedState, remember, workflowKey } from "./state.js";
+import { sharedState, remember, workflowKey, sleep } from "./state.js";
 import { leakScannerFor } from "./leak.js";
 
 function text(textValue, details = {}) {
@@ -153,13 +153,6 @@ async function scrubResult(deps, result, source) {
   return leak ? { ...result, ...value } : result;
 }
 
-function sleep(ms, signal) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => { clearTimeout(timer); reject(Object.assign(new Error("aborted"), { name: "AbortError" })); }, { once: true });
-  });
-}
-
 /** A path the agent gave, made absolute against its workspace. */
 function absoluteIn(workspace, value) {
   const raw = String(value ?? "").trim();
@@ -214,6 +207,6 @@ async function safeRestart(deps, who, params, signal) {
       return text(`Not every agent became idle within ${Math.round(maxWaitMs / 1000)} s; the restart was not scheduled. Try again later.`,
         { status: "failed", result, polls, blocking: answer.blocking ?? [] });
     }
-    await sleep(intervalMs, signal);
+    if (!(await sleep(intervalMs, signal))) throw Object.assign(new Error("aborted"), { name: "AbortError" });
   }
 }
