@@ -96,11 +96,6 @@ export class LeakScanner {
     return this.hits.get(digest(text));
   }
 
-  /** The masked text of an earlier hit, or undefined. */
-  known(text) {
-    return this._known(text)?.masked;
-  }
-
   /** `{leak, text}`: the text with every hit replaced by the mask. */
   async scrub(text, source) {
     if (typeof text !== "string" || text.length < this.minLength) return { leak: false, text };
