@@ -125,6 +125,12 @@ function parseAnswer(method, urlPath, { status, body }) {
 
 const UNREACHABLE = new Set(["ENOENT", "ECONNREFUSED", "ECONNRESET", "EPIPE"]);
 
+/**
+ * After a failed start, calls fail at once with that error for this long instead of
+ * each waiting startTimeoutMs for another start (every message and tool call asks).
+ */
+const START_RETRY_MS = 30_000;
+
 export class DaemonClient {
   /**
    * @param {object} config plugin config: socketPath, paddedcellHome, daemonCommand,
@@ -141,6 +147,7 @@ export class DaemonClient {
     this.startTimeoutMs = config.startTimeoutMs ?? 15_000;
     this.autoStart = config.autoStart !== false;
     this._starting = null;
+    this._failedStart = null; // {at, error} of the last failed start
   }
 
   /** JSON call; starts the daemon once when it is not reachable. */
@@ -199,8 +206,13 @@ export class DaemonClient {
   /** Start the daemon detached when /healthz does not answer; one start at a time. */
   async ensureRunning() {
     if (await this.healthy()) return;
+    const failed = this._failedStart;
+    if (failed && Date.now() - failed.at < START_RETRY_MS) throw failed.error;
     if (!this._starting) {
-      this._starting = this._start().finally(() => { this._starting = null; });
+      this._starting = this._start().then(
+        () => { this._failedStart = null; },
+        (error) => { this._failedStart = { at: Date.now(), error }; throw error; },
+      ).finally(() => { this._starting = null; });
     }
     return this._starting;
   }

@@ -53,6 +53,17 @@ test("a missing daemon command gives an actionable error", async () => {
   await assert.rejects(off.call("GET", "/healthz"), /paddedcell serve/);
 });
 
+test("after a failed start, calls fail at once instead of starting the daemon again", async () => {
+  const home = tempDir("pc-plugin-nostart-");
+  const starts = path.join(home, "starts");
+  const client = new DaemonClient({
+    paddedcellHome: home, startTimeoutMs: 300, daemonCommand: ["sh", "-c", `echo start >> '${starts}'`],
+  });
+  await assert.rejects(client.call("GET", "/healthz"), /did not start/);
+  await assert.rejects(client.call("GET", "/healthz"), /did not start/);
+  assert.equal(fs.readFileSync(starts, "utf8"), "start\n", "the daemon command ran once");
+});
+
 test("the blocking caller reaches the daemon and never throws", () => {
   const sync = new SyncCaller(d.socketPath);
   try {
