@@ -404,3 +404,16 @@ def test_scrypt_when_openssl_lacks_argon2(s, ws, monkeypatch):
         set_secret("a1", ws, "db", "v", "wrong password", s)
     monkeypatch.undo()  # admin.json names its KDF, so a build with Argon2 still opens it
     set_secret("a1", ws, "db", "v2", PW, s)
+
+
+@pytest.mark.parametrize("constant", ["Infinity", "-Infinity", "NaN"])
+def test_non_json_constants_in_admin_json_are_an_integrity_error_on_recover(ready, constant):
+    """recover reads admin.json before any MAC: json's NaN/Infinity extensions must not pass
+    (int(Infinity) in the KDF parameters used to crash with OverflowError)."""
+    admin_file = ready.home / "vault" / "admin.json"
+    doc = json.loads(admin_file.read_bytes())
+    doc["kdf"]["iterations"] = float(constant.replace("Infinity", "inf"))
+    admin_file.write_bytes(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+    assert constant.encode() in admin_file.read_bytes()
+    with pytest.raises(IntegrityError, match="not valid JSON"):
+        recover(PW, ready)

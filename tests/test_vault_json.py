@@ -23,9 +23,14 @@ def reference_canonical(obj) -> bytes:
 
 
 def reference_parse(raw: bytes, what: str):
-    """parse_canonical as it was, on json alone: (result, None) or (None, message)."""
+    """parse_canonical as it was, on json alone: (result, None) or (None, message).
+
+    NaN and Infinity are json extensions, not JSON: they are invalid, as in the vault."""
+    def not_json(name):
+        raise ValueError(name)
+
     try:
-        obj = json.loads(raw)
+        obj = json.loads(raw, parse_constant=not_json)
     except (ValueError, UnicodeDecodeError):
         return None, f"{what} is not valid JSON; it is corrupt or was tampered with"
     if not isinstance(obj, dict) or reference_canonical(obj) != raw:

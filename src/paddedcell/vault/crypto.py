@@ -94,7 +94,7 @@ def parse_canonical(raw: bytes, what: str) -> dict[str, Any]:
     import json
 
     try:
-        obj = json.loads(raw)
+        obj = json.loads(raw, parse_constant=_not_json)
     except (ValueError, UnicodeDecodeError, RecursionError):  # nesting past the stack: malformed
         raise IntegrityError(f"{what} is not valid JSON; it is corrupt or was tampered with") from None
     try:
@@ -104,6 +104,11 @@ def parse_canonical(raw: bytes, what: str) -> dict[str, Any]:
     if not same:
         raise IntegrityError(f"{what} is not in canonical form; it is corrupt or was tampered with")
     return obj
+
+
+def _not_json(name: str) -> Any:
+    """``json`` accepts NaN and Infinity, which are not JSON (RFC 8259); neither is a vault file."""
+    raise ValueError(f"{name} is not JSON")
 
 
 # -- canonical JSON without the json module ---------------------------------------------
