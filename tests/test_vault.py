@@ -417,3 +417,13 @@ def test_non_json_constants_in_admin_json_are_an_integrity_error_on_recover(read
     assert constant.encode() in admin_file.read_bytes()
     with pytest.raises(IntegrityError, match="not valid JSON"):
         recover(PW, ready)
+
+
+def test_no_part_of_the_password_reaches_the_log_through_the_source_label(ready):
+    """The label is folded and cut to 200 characters; the password check must see the source
+    as given, or a password split by the cut is logged in part."""
+    source = "s" * 190 + " " + PW
+    assert check_leak(PW, source, settings=ready)
+    written = (ready.home / "security.log").read_text() + \
+        (ready.home / "vault" / "locked.json").read_text()
+    assert PW[:9] not in written and "withheld" in written

@@ -423,7 +423,9 @@ def find_leaks(text: str | bytes, source: str, *, settings: Any = None) -> list[
     if not spans:
         return []
     label = " ".join(str(source).split())[:200] or "unknown"
-    if detector.contains(label):
+    # Check the source as given too: the fold and cut above can split the password,
+    # and its first part would then be logged.
+    if detector.contains(str(source)) or detector.contains(label):
         label = "(withheld: the source label contained the password)"
     with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
         admin.write_locked(paths, label)
