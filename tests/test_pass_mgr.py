@@ -267,7 +267,9 @@ def test_loose_permissions_are_refused_with_the_fix(ready):
 
 def test_usage_errors_are_exit_2(pm):
     for args in (["bogus"], ["get"], ["get", "a", "b"], ["set", "a"], ["generate"],
-                 ["get", "k", "--version", "x"]):
+                 ["get", "k", "--version", "x"],
+                 # str.isdigit() is true for these, int() refuses them: no traceback
+                 ["get", "k", "--version", "\u00b2"], ["get", "k", "--version=\u00b9"]):
         assert pm.run(*args, agent=True).returncode == 2, args
     assert pm.ok("--help").startswith("Usage: pass_mgr")
 

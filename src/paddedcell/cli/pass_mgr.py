@@ -84,14 +84,19 @@ def require_ready(settings) -> None:
 # -- the fast get path ---------------------------------------------------------------
 
 
+def _decimal(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _parse_get(args: list[str]) -> tuple[str, int | None] | None:
     """(key, version) for the plain forms of ``get``; None sends the call to click."""
     key, version, rest = None, None, list(args)
     while rest:
         arg = rest.pop(0)
-        if arg == "--version" and rest and rest[0].isdigit():
+        if arg == "--version" and rest and _decimal(rest[0]):
             version = int(rest.pop(0))
-        elif arg.startswith("--version=") and arg[10:].isdigit():
+        elif arg.startswith("--version=") and _decimal(arg[10:]):
             version = int(arg[10:])
         elif arg.startswith("-") or key is not None:
             return None
