@@ -427,3 +427,15 @@ def test_no_part_of_the_password_reaches_the_log_through_the_source_label(ready)
     written = (ready.home / "security.log").read_text() + \
         (ready.home / "vault" / "locked.json").read_text()
     assert PW[:9] not in written and "withheld" in written
+
+
+def test_text_that_is_not_utf8_is_refused_cleanly(ready, ws):
+    """Non-UTF-8 bytes in argv arrive as lone surrogates; they used to raise UnicodeEncodeError."""
+    with pytest.raises(VaultError, match="UTF-8") as caught:
+        set_secret("a1", ws, "k", "bad \udcff value", PW, ready)
+    assert type(caught.value) is VaultError
+    with pytest.raises(Forbidden):
+        set_secret("a1", ws, "k", "fine", "\udcff" + PW, ready)
+    with pytest.raises(VaultError, match="UTF-8"):
+        init_admin("a new \udcff password", ready, current_password=PW)
+    assert get_secret("a1", ws, "db", settings=ready) == "db-value"

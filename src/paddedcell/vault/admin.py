@@ -146,6 +146,10 @@ def unlock_admin_private(doc: dict[str, Any], password: str) -> bytes:
     from .admin_crypto import derive
     from .errors import Forbidden
 
+    try:
+        password.encode("utf-8")
+    except UnicodeEncodeError:  # no admin password is (init refuses them): a wrong one
+        raise Forbidden("wrong admin password") from None
     verifier, kek = derive(password, doc.get("kdf"))
     expected = crypto.b64d(doc.get("verifier"))
     if not _equal(verifier, expected):

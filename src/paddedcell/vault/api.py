@@ -257,6 +257,8 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
         raise VaultError("the secret value is empty; give a value")
     if "\n" in value or "\r" in value or "\0" in value:
         raise VaultError("the secret value contains a newline or NUL; give one line")
+    if not _is_utf8(value):
+        raise VaultError("the secret value is not valid UTF-8; give it as UTF-8 text")
     paths = _paths(settings)
     admin.require_ready(paths)
     admin.unlock_admin_private(admin.load_admin(paths, admin.read_host_key(paths)),
@@ -280,6 +282,17 @@ def _check_new_password(password: str, settings: Any) -> None:
     if password != password.strip() or "\n" in password or "\0" in password:
         raise VaultError("the admin password must not start or end with spaces "
                          "or contain a newline")
+    if not _is_utf8(password):
+        raise VaultError("the admin password is not valid UTF-8; give it as UTF-8 text")
+
+
+def _is_utf8(text: str) -> bool:
+    """False for lone surrogates: how Python hands over non-UTF-8 bytes from argv."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def init_admin(password: str, settings: Any = None, *,
