@@ -212,7 +212,7 @@ async def test_a_peer_whose_uid_cannot_be_read_is_refused(tmp_path, monkeypatch)
     # closed unanswered, like one from another uid (was: served).
     from paddedcell.daemon import http
 
-    monkeypatch.setattr(http, "peer_uid", lambda sock: None)
+    monkeypatch.setattr(http, "peer_credentials", lambda sock: (None, None))
     router = Router()
 
     @router.route("GET", "/healthz")
@@ -231,3 +231,21 @@ async def test_a_peer_whose_uid_cannot_be_read_is_refused(tmp_path, monkeypatch)
         answer = await trio.to_thread.run_sync(ask)
         nursery.cancel_scope.cancel()
     assert answer == b""
+
+
+async def test_a_request_carries_the_peer_pid(tmp_path):
+    # SO_PEERCRED's pid reaches the handler as request.peer_pid: here the
+    # client is this very process, so the pid is ours.
+    router = Router()
+
+    @router.route("GET", "/who")
+    async def who(request: Request):
+        return {"pid": request.peer_pid, "uid": request.peer_uid}
+
+    path = str(tmp_path / "s.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_unix, router, path)
+        answer = await trio.to_thread.run_sync(
+            _raw_exchange, path, b"GET /who HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        nursery.cancel_scope.cancel()
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1]) == {"pid": os.getpid(), "uid": os.getuid()}

@@ -54,6 +54,9 @@ class Request:
     query: dict[str, str]
     body: dict[str, Any]
     peer_uid: int | None = None
+    #: The peer process's pid from ``SO_PEERCRED`` (at connect time), or None
+    #: when the kernel would not say; maps a caller to its agent session.
+    peer_pid: int | None = None
 
     def require(self, name: str, kind: type = str) -> Any:
         """The body field ``name``, which must be present and of ``kind``."""
@@ -109,13 +112,18 @@ class Router:
             return 500, {"error": "internal error in the paddedcell daemon; see its log"}
 
 
-def peer_uid(sock: trio.socket.SocketType) -> int | None:
+def peer_credentials(sock: trio.socket.SocketType) -> tuple[int | None, int | None]:
+    """``(pid, uid)`` of the peer from ``SO_PEERCRED``; ``(None, None)`` if unreadable."""
     try:
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except OSError:
-        return None
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return uid
+        return None, None
+    pid, uid, _gid = struct.unpack("3i", raw)
+    return (pid if pid > 0 else None), uid
+
+
+def peer_uid(sock: trio.socket.SocketType) -> int | None:
+    return peer_credentials(sock)[1]
 
 
 def _encode(status: int, payload: dict[str, Any], keep_alive: bool) -> tuple[h11.Response, bytes]:
@@ -187,7 +195,7 @@ async def _next_event(stream: trio.SocketStream, conn: h11.Connection) -> Any:
 
 async def serve_connection(stream: trio.SocketStream, router: Router) -> None:
     """Answer requests on one connection until the peer closes it."""
-    uid = peer_uid(stream.socket)
+    pid, uid = peer_credentials(stream.socket)
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
     async with stream:
         if uid != os.getuid():  # None: SO_PEERCRED failed, so the peer is unverified
@@ -220,7 +228,7 @@ async def serve_connection(stream: trio.SocketStream, router: Router) -> None:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
 
-            request = _parse(event, bytes(body), uid)
+            request = _parse(event, bytes(body), uid, pid)
             if isinstance(request, tuple):
                 status, payload = request
             else:
@@ -240,7 +248,8 @@ async def serve_connection(stream: trio.SocketStream, router: Router) -> None:
                 return
 
 
-def _parse(event: h11.Request, raw: bytes, uid: int | None) -> Request | tuple[int, dict[str, Any]]:
+def _parse(event: h11.Request, raw: bytes, uid: int | None,
+           pid: int | None = None) -> Request | tuple[int, dict[str, Any]]:
     target = urlsplit(event.target.decode("latin-1"))
     query = dict(parse_qsl(target.query))
     body: Any = {}
@@ -251,7 +260,7 @@ def _parse(event: h11.Request, raw: bytes, uid: int | None) -> Request | tuple[i
             return 400, {"error": "request body is not valid JSON"}
         if not isinstance(body, dict):
             return 400, {"error": "request body must be a JSON object"}
-    return Request(event.method.decode("ascii").upper(), target.path, query, body, uid)
+    return Request(event.method.decode("ascii").upper(), target.path, query, body, uid, pid)
 
 
 async def serve_unix(router: Router, path: str, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
