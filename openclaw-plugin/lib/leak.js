@@ -10,12 +10,35 @@
 // two strings masks its part of each). When the answer lacks them (an older daemon),
 // the whole text, or every content string, becomes the mask. Hits are remembered by
 // hash so a later hook that sees the same text (for example the transcript write of
-// a user message already flagged at run start) masks it without asking again.
+// a user message already flagged at run start) masks it without asking again; texts
+// that scanned clean are remembered for CLEAN_TTL_MS, so the transcript hooks do not
+// ask again about a text a gate just scanned.
+//
+// Fail closed (the default, `leakScan: true`): a text the daemon did not answer about
+// comes back `unscanned`, and the caller withholds it (`scanner.withhold(result)`): the
+// prompt is answered with a warning, the tool call blocked, the outbound text held.
+// `leakScan: "fail-open"` lets unscanned texts pass (availability over the check).
+// A synchronous check that timed out opens a breaker for SYNC_COOL_DOWN_MS: the
+// transcript hooks then answer `unscanned` at once instead of blocking the gateway's
+// thread for the whole timeout on every write while the daemon hangs.
 
 import crypto from "node:crypto";
 
 export const MASK = "######";
 const MAX_REMEMBERED = 512;
+const CLEAN_TTL_MS = 60_000;
+export const SYNC_TIMEOUT_MS = 1000;
+export const SYNC_COOL_DOWN_MS = 15_000;
+/** What stands in for a text that could not be scanned, where it cannot simply be dropped. */
+export const WITHHELD = "[withheld by PaddedCell: the admin-password leak scan did not answer in time]";
+
+/** "off" | "fail-closed" | "fail-open" from the plugin's `leakScan` setting. */
+export function leakScanMode(config) {
+  const value = config?.leakScan;
+  if (value === false || value === "off") return "off";
+  if (value === "fail-open") return "fail-open";
+  return "fail-closed";
+}
 
 function digest(text) {
   return crypto.createHash("sha256").update(text, "utf8").digest("hex");
@@ -73,17 +96,33 @@ export class LeakScanner {
    *   daemon check: its answer `{leak, redacted?, spans?}`, or null when it could not ask
    * @param {(text: string, source: string) => object|boolean|null} [opts.checkSync] blocking check
    * @param {number} [opts.minLength] texts shorter than this are not sent
+   * @param {boolean} [opts.failOpen] unscanned texts pass (withhold() is always false)
+   * @param {() => number} [opts.now] clock, for tests
    */
-  constructor({ check, checkSync, minLength = 4 }) {
+  constructor({ check, checkSync, minLength = 4, failOpen = false, now = Date.now }) {
     this.check = check;
     this.checkSync = checkSync;
     this.minLength = minLength;
+    this.failOpen = failOpen;
+    this.now = now;
     this.hits = new Map(); // sha256(text) -> { masked, spans }
+    this.clean = new Map(); // sha256(text) -> time it scanned clean
+  }
+
+  /** True when the caller must not let this result's text through: a hit, or unscanned and failing closed. */
+  withhold(result) {
+    return Boolean(result?.unscanned && !this.failOpen);
   }
 
   /** Turn the daemon's answer about `text` into a remembered hit, or null for a miss. */
   _hit(text, answer) {
-    if (answer !== true && answer?.leak !== true) return null;
+    if (answer !== true && answer?.leak !== true) {
+      const key = digest(text);
+      this.clean.delete(key);
+      this.clean.set(key, this.now());
+      if (this.clean.size > MAX_REMEMBERED) this.clean.delete(this.clean.keys().next().value);
+      return null;
+    }
     const spans = validSpans(answer?.spans, text.length);
     const masked = typeof answer?.redacted === "string" ? answer.redacted : MASK;
     const hit = { masked, spans };
@@ -92,40 +131,73 @@ export class LeakScanner {
     return hit;
   }
 
+  /** A remembered hit, CLEAN for a text that scanned clean lately, or undefined. */
   _known(text) {
-    return this.hits.get(digest(text));
+    const key = digest(text);
+    const hit = this.hits.get(key);
+    if (hit) return hit;
+    const at = this.clean.get(key);
+    if (at !== undefined && this.now() - at < CLEAN_TTL_MS) return CLEAN;
+    return undefined;
   }
 
-  /** `{leak, text}`: the text with every hit replaced by the mask. */
+  /** The outcome for `text` given a remembered verdict or the daemon's answer (null: none). */
+  _outcome(text, known, answer) {
+    if (known !== undefined) return known === CLEAN ? null : known;
+    if (answer === null || answer === undefined) return UNSCANNED;
+    return this._hit(text, answer);
+  }
+
+  /** `{leak, text, unscanned?}`: the text with every hit replaced by the mask. */
   async scrub(text, source) {
     if (typeof text !== "string" || text.length < this.minLength) return { leak: false, text };
-    const hit = this._known(text) ?? this._hit(text, await this.check(text, source));
+    const known = this._known(text);
+    const hit = this._outcome(text, known, known === undefined ? await this.check(text, source) : undefined);
+    if (hit === UNSCANNED) return { leak: false, text, unscanned: true };
     return hit ? { leak: true, text: hit.masked } : { leak: false, text };
   }
 
   /** Same as scrub, blocking (for the synchronous transcript hooks). */
   scrubSync(text, source) {
     if (typeof text !== "string" || text.length < this.minLength || !this.checkSync) return { leak: false, text };
-    const hit = this._known(text) ?? this._hit(text, this.checkSync(text, source));
+    const known = this._known(text);
+    const hit = this._outcome(text, known, known === undefined ? this.checkSync(text, source) : undefined);
+    if (hit === UNSCANNED) return { leak: false, text, unscanned: true };
     return hit ? { leak: true, text: hit.masked } : { leak: false, text };
   }
 
-  /** Scrub every content string inside a JSON-like value, in one call; `{leak, value}` (a copy when changed). */
+  /** Scrub every content string inside a JSON-like value, in one call; `{leak, value, unscanned?}` (a copy when changed). */
   async scrubValue(value, source) {
     const strings = collectStrings(value);
     const joined = strings.join("\n");
     if (joined.length < this.minLength) return { leak: false, value };
-    const hit = this._known(joined) ?? this._hit(joined, await this.check(joined, source));
-    return hit ? { leak: true, value: replaceStrings(value, maskJoined(strings, hit.spans)) } : { leak: false, value };
+    const known = this._known(joined);
+    const hit = this._outcome(joined, known, known === undefined ? await this.check(joined, source) : undefined);
+    return this._valueResult(value, strings, hit);
   }
 
   scrubValueSync(value, source) {
     const strings = collectStrings(value);
     const joined = strings.join("\n");
     if (joined.length < this.minLength || !this.checkSync) return { leak: false, value };
-    const hit = this._known(joined) ?? this._hit(joined, this.checkSync(joined, source));
+    const known = this._known(joined);
+    const hit = this._outcome(joined, known, known === undefined ? this.checkSync(joined, source) : undefined);
+    return this._valueResult(value, strings, hit);
+  }
+
+  _valueResult(value, strings, hit) {
+    if (hit === UNSCANNED) return { leak: false, value, unscanned: true };
     return hit ? { leak: true, value: replaceStrings(value, maskJoined(strings, hit.spans)) } : { leak: false, value };
   }
+}
+
+const CLEAN = Symbol("clean");
+const UNSCANNED = Symbol("unscanned");
+
+/** A copy of `value` with every content string replaced by `text` (structure kept). */
+export function withholdValue(value, text = WITHHELD) {
+  const strings = collectStrings(value);
+  return replaceStrings(value, strings.map((s) => (s.length ? text : s)));
 }
 
 /** Keys that hold message structure, not content: never scanned, never masked. */
@@ -162,20 +234,26 @@ const scanners = new WeakMap(); // client -> LeakScanner
 
 /** The scanner for this daemon, or null when the plugin config turns scanning off. */
 export function leakScannerFor({ client, sync, config, logger }) {
-  if (config.leakScan === false) return null;
+  const mode = leakScanMode(config);
+  if (mode === "off") return null;
   let scanner = scanners.get(client);
-  if (scanner) return scanner;
+  if (scanner && scanner.failOpen === (mode === "fail-open")) return scanner;
   let warned = false;
+  let syncClosedUntil = 0; // the breaker: no blocking sync calls before this time
   const warn = (err) => {
     if (warned) return;
     warned = true;
-    logger?.warn?.(`paddedcell: admin-password leak scan unavailable: ${err}`);
+    logger?.warn?.(`paddedcell: admin-password leak scan unavailable: ${err}; ` +
+      (mode === "fail-open" ? "texts pass unscanned (leakScan: fail-open)" : "unscanned texts are withheld"));
   };
   scanner = new LeakScanner({
+    failOpen: mode === "fail-open",
     check: async (text, source) => {
       try {
-        const answer = await client.call("POST", "/vault/check-leak", { text, source }, { timeoutMs: 10_000 });
+        const answer = await client.call("POST", "/vault/check-leak", { text, source },
+          { timeoutMs: Number(config.leakScanTimeoutMs ?? 10_000) });
         warned = false;
+        syncClosedUntil = 0;
         return answer;
       } catch (err) {
         warn(err?.message ?? err);
@@ -183,8 +261,10 @@ export function leakScannerFor({ client, sync, config, logger }) {
       }
     },
     checkSync: (text, source) => {
-      const reply = sync.call("POST", "/vault/check-leak", { text, source }, 2000);
+      if (Date.now() < syncClosedUntil) return null;
+      const reply = sync.call("POST", "/vault/check-leak", { text, source }, SYNC_TIMEOUT_MS);
       if (reply.error || reply.status >= 400) {
+        if (reply.error) syncClosedUntil = Date.now() + SYNC_COOL_DOWN_MS;
         warn(reply.error ?? reply.answer?.error ?? `HTTP ${reply.status}`);
         return null;
       }

@@ -137,6 +137,16 @@ export function commandForAllowlist(command) {
   return String(command ?? "").replace(PASS_MGR_GET, "PADDEDCELL_SECRET");
 }
 
+/**
+ * Key of a before_tool_call decision that pcexec's execute() looks up: the agent, its
+ * session and the tool call id, since a model picks its own tool call ids ("call_1")
+ * and two sessions may use the same one at once. Null without a tool call id.
+ */
+export function decisionKey(ctx, toolCallId) {
+  if (toolCallId === undefined || toolCallId === null || toolCallId === "") return null;
+  return JSON.stringify([ctx?.agentId || "main", ctx?.sessionKey ?? "", String(toolCallId)]);
+}
+
 /** The full decision for one pcexec call. */
 export async function pcexecDecision({ cfg, agentId, params, infra, env = process.env }) {
   let approvalsAgent;

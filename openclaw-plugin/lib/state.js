@@ -12,7 +12,7 @@ export function sharedState() {
   if (!globalThis[KEY]) {
     globalThis[KEY] = {
       clients: new Map(),       // settings JSON -> {client, sync}
-      decisions: new Map(),     // toolCallId -> {action, at} from before_tool_call
+      decisions: new Map(),     // decisionKey(ctx, toolCallId) -> {action, command} from before_tool_call
       runs: new Map(),          // run key -> {agentId, sessionKey} of runs the daemon admitted
       workflows: new Map(),     // "agentId\0sessionKey" -> workflow name opened there
       notifier: null,           // {controller, promise} of the notification loop

@@ -4,7 +4,7 @@
 
 import path from "node:path";
 import { DaemonError } from "./daemon.js";
-import { pcexecDecision, infraFor } from "./policy.js";
+import { pcexecDecision, infraFor, decisionKey } from "./policy.js";
 import { EXEC_PARAMETERS, PROCESS_PARAMETERS, SAFE_RESTART_PARAMETERS, WORKFLOW_PARAMETERS } from "./schemas.js";
 import { sharedState, remember, workflowKey, sleep } from "./state.js";
 import { leakScannerFor } from "./leak.js";
@@ -29,8 +29,9 @@ function configFor(api, ctx) {
  */
 async function admitPcexec(deps, ctx, toolCallId, params) {
   const state = sharedState();
-  const earlier = toolCallId ? state.decisions.get(toolCallId) : undefined;
-  if (toolCallId) state.decisions.delete(toolCallId);
+  const key = decisionKey(ctx, toolCallId);
+  const earlier = key ? state.decisions.get(key) : undefined;
+  if (key) state.decisions.delete(key);
   // The hook's decision holds only for the very command it judged.
   if (earlier && earlier.command === String(params.command ?? "")) return earlier;
   const { agentId } = identity(ctx);
