@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,8 @@ async def run_daemon(settings: config.Settings, *, task_status=trio.TASK_STATUS_
             for name in ROUTE_MODULES:
                 importlib.import_module(name).register(router, ctx)
             path = str(socket_path(settings))
-            await nursery.start(serve_unix, router, path)
+            await nursery.start(partial(serve_unix, request_timeout=float(
+                settings["daemon.request_timeout_seconds"])), router, path)
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
             log.info("paddedcell daemon %s listening on %s", __version__, path)
             task_status.started(ctx)

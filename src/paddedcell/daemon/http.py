@@ -1,17 +1,29 @@
 """HTTP/1.1 + JSON over a Unix socket, with h11 doing all the parsing.
 
+The guarantee: whatever a peer sends, and whenever it leaves, only its own
+connection ends; the daemon and every other connection go on, and an answer is
+a 4xx or 2xx unless the daemon itself has a bug (then one logged 500 line).
+
 Theory of operation: one Trio task per connection; each request is read whole
-(bodies are small JSON documents, capped at ``MAX_BODY_BYTES``), routed by
-``(method, path)`` to an async handler that takes a :class:`Request` and returns
-a JSON-able dict, and answered with keep-alive. Handlers raise
-:class:`HTTPError` for anything the caller should fix; every other exception is
-logged and answered 500 with one line, never a stack trace (DESIGN §4.4).
+(bodies are JSON documents capped at ``MAX_BODY_BYTES``; a begun request must
+arrive within ``request_timeout`` seconds, else 408), checked at the edge by
+:mod:`paddedcell.daemon.validate` (depth, surrogates, number ranges: a handler
+never sees what it cannot carry), routed by ``(method, path)`` to an async
+handler that takes a :class:`Request` and returns a JSON-able dict, and answered
+with keep-alive. HEAD is answered like GET without the body; a known path with
+another method is 405 with ``Allow``. A handler's exception becomes a status
+through the one table in ``validate`` (``HTTPError``, ``RequestError``,
+``ExecRefused``, ``CoordinatorError``, ...); any other is logged and answered
+500 with one line, never a stack trace (DESIGN §4.4).
 
 A handler may instead return :class:`Streaming`: the answer is then sent with
 chunked transfer encoding, one chunk per ``write`` (``/exec`` with
 ``"stream": true`` sends NDJSON lines this way). The producer learns that the
 peer went away from an event, or from ``trio.BrokenResourceError`` on a write,
-and decides whether to carry on without it.
+and decides whether to carry on without it. A client that half-closes after its
+request (end-of-file, legal HTTP/1.1) has not gone away: only a hang-up
+(``POLLHUP``) or a failed write says so. GET handlers (long polls) are cancelled
+when their client hangs up, so they give back the file descriptor at once.
 
 Only peers with our own uid are served: the socket is 0600 and every accepted
 connection is checked with ``SO_PEERCRED`` as well, because a 0600 socket in a
@@ -20,9 +32,10 @@ directory someone else controls is not enough on its own.
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import os
+import select
 import socket
 import struct
 from dataclasses import dataclass, field
@@ -32,10 +45,22 @@ from urllib.parse import parse_qsl, urlsplit
 import h11
 import trio
 
+from . import validate
+
 log = logging.getLogger("paddedcell.daemon")
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 READ_SIZE = 64 * 1024
+#: Bodies above this are parsed (and their answers encoded) in a worker thread,
+#: so a 10 MB check-leak does not stall every other connection.
+PARSE_IN_THREAD_BYTES = 256 * 1024
+#: Bytes of a pipelined next request kept while an answer is produced.
+MAX_PIPELINED_BYTES = 1024 * 1024
+#: How often a half-closed client is checked for a hang-up.
+HANGUP_POLL_SECONDS = 0.25
+LISTEN_BACKLOG = 1024
+
+_big_bodies = trio.CapacityLimiter(2)
 
 
 class HTTPError(Exception):
@@ -97,19 +122,28 @@ class Router:
 
         return decorate
 
+    def allowed(self, path: str) -> list[str]:
+        """The methods ``path`` answers (GET implies HEAD), for ``Allow``."""
+        methods = {method for method, route in self.routes if route == path}
+        if "GET" in methods:
+            methods.add("HEAD")
+        return sorted(methods)
+
     async def dispatch(self, request: Request) -> tuple[int, "dict[str, Any] | Streaming"]:
-        handler = self.routes.get((request.method, request.path))
+        """Run the handler; its exception becomes a status through the one table
+        in :mod:`paddedcell.daemon.validate` (unknown ones: a logged 500)."""
+        method = "GET" if request.method == "HEAD" else request.method
+        handler = self.routes.get((method, request.path))
         if handler is None:
             if any(path == request.path for _, path in self.routes):
-                return 405, {"error": f"{request.method} is not allowed on {request.path}"}
+                return 405, {"error": f"{request.method} is not allowed on {request.path}; "
+                                      f"use {' or '.join(self.allowed(request.path))}"}
             return 404, {"error": f"no route {request.path}; see GET /healthz for the version"}
         try:
             return 200, await handler(request)
-        except HTTPError as exc:
-            return exc.status, {"error": exc.message}
-        except Exception:
-            log.exception("handler for %s %s failed", request.method, request.path)
-            return 500, {"error": "internal error in the paddedcell daemon; see its log"}
+        except Exception as exc:
+            return validate.answer_for(exc, lambda what: log.exception(
+                "%s for %s %s", what, request.method, request.path))
 
 
 def peer_credentials(sock: trio.socket.SocketType) -> tuple[int | None, int | None]:
@@ -126,43 +160,103 @@ def peer_uid(sock: trio.socket.SocketType) -> int | None:
     return peer_credentials(sock)[1]
 
 
-def _encode(status: int, payload: dict[str, Any], keep_alive: bool) -> tuple[h11.Response, bytes]:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    headers = [
-        ("content-type", "application/json; charset=utf-8"),
-        ("content-length", str(len(body))),
-    ]
+def _hung_up(sock: trio.socket.SocketType) -> bool:
+    """The peer closed both directions (``POLLHUP``), not merely its sending half.
+
+    On a Unix stream socket end-of-file on reading only says the client is done
+    sending (``shutdown(SHUT_WR)`` is legal HTTP/1.1); a hang-up is a full close.
+    """
+    try:
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLOUT)
+        return any(events & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                   for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return True
+
+
+class _Peer:
+    """Watches the client while an answer is produced.
+
+    Bytes that arrive are the client's next request(s), kept for h11 (at most
+    ``MAX_PIPELINED_BYTES``). End-of-file is a half-close, not a departure: the
+    watcher then polls for the hang-up. ``gone`` is set when the peer left.
+    """
+
+    def __init__(self, stream: trio.SocketStream, conn: h11.Connection):
+        self.stream, self.conn = stream, conn
+        self.gone = trio.Event()
+
+    async def watch(self, on_gone: Callable[[], None] | None = None) -> None:
+        try:
+            while len(self.conn.trailing_data[0]) < MAX_PIPELINED_BYTES:
+                data = await self.stream.receive_some(READ_SIZE)
+                if not data:
+                    break
+                self.conn.receive_data(data)
+            while not _hung_up(self.stream.socket):
+                await trio.sleep(HANGUP_POLL_SECONDS)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        self.gone.set()
+        if on_gone is not None:
+            on_gone()
+
+
+def _response(status: int, body_length: int, *, keep_alive: bool = True,
+              headers: list[tuple[str, str]] = ()) -> h11.Response:
+    fields = [("content-type", "application/json; charset=utf-8"),
+              ("content-length", str(body_length)), *headers]
     if not keep_alive:
-        headers.append(("connection", "close"))
-    return h11.Response(status_code=status, headers=headers), body
+        fields.append(("connection", "close"))
+    return h11.Response(status_code=status, headers=fields)
 
 
 async def _send(stream: trio.SocketStream, conn: h11.Connection, status: int,
-                payload: dict[str, Any], keep_alive: bool = True) -> None:
-    response, body = _encode(status, payload, keep_alive)
-    data = conn.send(response) + conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
-    await stream.send_all(data)
+                payload: dict[str, Any], keep_alive: bool = True, *,
+                headers: list[tuple[str, str]] = (), head: bool = False,
+                body: bytes | None = None) -> None:
+    """One whole JSON answer (headers only for HEAD, with the GET's length)."""
+    if body is None:
+        body = _encode_or_500(payload)
+        if body is None:
+            status, body = 500, validate.encode(validate.INTERNAL_ERROR)
+    data = conn.send(_response(status, len(body), keep_alive=keep_alive, headers=headers))
+    if not head:
+        data += conn.send(h11.Data(data=body))
+    await stream.send_all(data + conn.send(h11.EndOfMessage()))
+
+
+def _encode_or_500(payload: Any) -> bytes | None:
+    try:
+        return validate.encode(payload)
+    except (TypeError, ValueError):
+        log.exception("a handler returned an answer that is not JSON")
+        return None
+
+
+async def _refuse(stream: trio.SocketStream, conn: h11.Connection, status: int,
+                  message: str) -> None:
+    """Answer an unreadable request and end the connection; a departed peer is fine."""
+    if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        return
+    try:
+        await _send(stream, conn, status, {"error": validate.one_line(message)}, False)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+        pass
 
 
 async def _send_streaming(stream: trio.SocketStream, conn: h11.Connection,
                           answer: Streaming) -> None:
     """Chunked 200 answer (h11 chooses chunked: no content-length, HTTP/1.1 peer).
 
-    While producing, a second task reads the socket: end-of-file means the
-    client went away (``peer_gone`` is set, so the producer can stop work
-    nobody will see); bytes are the client's next request, kept for h11.
+    While producing, a :class:`_Peer` watches the client: ``peer_gone`` is set
+    only when it hung up, so a client that half-closes after sending its
+    request still gets the whole answer. A failed write also means it left.
     """
     response = h11.Response(status_code=200, headers=[("content-type", answer.content_type)])
     await stream.send_all(conn.send(response))
-    peer_gone = trio.Event()
-
-    async def watch_peer() -> None:
-        try:
-            while data := await stream.receive_some(READ_SIZE):
-                conn.receive_data(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        peer_gone.set()
+    peer = _Peer(stream, conn)
 
     async def write(data: bytes) -> None:
         if data:
@@ -170,9 +264,9 @@ async def _send_streaming(stream: trio.SocketStream, conn: h11.Connection,
 
     failed = False
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch_peer)
+        nursery.start_soon(peer.watch)
         try:
-            await answer.produce(write, peer_gone)
+            await answer.produce(write, peer.gone)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             failed = True
         except Exception:
@@ -184,87 +278,175 @@ async def _send_streaming(stream: trio.SocketStream, conn: h11.Connection,
     await stream.send_all(conn.send(h11.EndOfMessage()))
 
 
-async def _next_event(stream: trio.SocketStream, conn: h11.Connection) -> Any:
-    while True:
-        event = conn.next_event()
-        if event is not h11.NEED_DATA:
-            return event
-        data = await stream.receive_some(READ_SIZE)
-        conn.receive_data(data)
+class _Timeout(Exception):
+    pass
 
 
-async def serve_connection(stream: trio.SocketStream, router: Router) -> None:
-    """Answer requests on one connection until the peer closes it."""
-    pid, uid = peer_credentials(stream.socket)
-    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
-    async with stream:
-        if uid != os.getuid():  # None: SO_PEERCRED failed, so the peer is unverified
-            log.warning("refused a connection from uid %s", "unknown" if uid is None else uid)
-            return
+async def _read_request(stream: trio.SocketStream, conn: h11.Connection,
+                        timeout: float) -> tuple[h11.Request, bytes] | tuple[int, str] | None:
+    """The next whole request and its body; ``(status, message)`` to refuse it;
+    None when the peer closed between requests.
+
+    Waiting for a request to begin has no limit (a kept-alive client may idle);
+    once its first byte is here, the rest must arrive within ``timeout`` seconds.
+    """
+    deadline = trio.current_time() + timeout if conn.trailing_data[0] else math.inf
+
+    async def next_event() -> Any:
+        nonlocal deadline
         while True:
-            try:
-                event = await _next_event(stream, conn)
-                if isinstance(event, (h11.ConnectionClosed, h11.EndOfMessage)) or event is h11.PAUSED:
-                    return
-                assert isinstance(event, h11.Request)
-                body = bytearray()
-                while True:
-                    part = await _next_event(stream, conn)
-                    if isinstance(part, h11.Data):
-                        body += part.data
-                        if len(body) > MAX_BODY_BYTES:
-                            await _send(stream, conn, 413,
-                                        {"error": f"request body over {MAX_BODY_BYTES} bytes"}, False)
-                            return
-                    elif isinstance(part, h11.EndOfMessage):
-                        break
-                    else:
-                        return
-            except h11.RemoteProtocolError as exc:
-                if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                    await _send(stream, conn, exc.error_status_hint,
-                                {"error": f"bad HTTP request: {exc}"}, False)
-                return
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return
+            event = conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            with trio.move_on_at(deadline):
+                data = await stream.receive_some(READ_SIZE)
+                if deadline == math.inf:
+                    deadline = trio.current_time() + timeout
+                conn.receive_data(data)
+                continue
+            raise _Timeout
 
-            request = _parse(event, bytes(body), uid, pid)
-            if isinstance(request, tuple):
-                status, payload = request
+    try:
+        event = await next_event()
+        if not isinstance(event, h11.Request):  # ConnectionClosed, PAUSED
+            return None
+        declared = _content_length(event)
+        if declared is not None and declared > MAX_BODY_BYTES:
+            return 413, f"request body of {declared} bytes is over {MAX_BODY_BYTES} bytes"
+        body = bytearray()
+        while True:
+            part = await next_event()
+            if isinstance(part, h11.Data):
+                body += part.data
+                if len(body) > MAX_BODY_BYTES:
+                    return 413, f"request body over {MAX_BODY_BYTES} bytes"
+            elif isinstance(part, h11.EndOfMessage):
+                return event, bytes(body)
             else:
-                status, payload = await router.dispatch(request)
+                return None
+    except h11.RemoteProtocolError as exc:
+        # h11 hints 501 for a Transfer-Encoding it does not know: the client's to fix.
+        status = exc.error_status_hint if 400 <= exc.error_status_hint < 500 else 400
+        return status, f"bad HTTP request: {exc}"
+    except _Timeout:
+        return 408, f"request incomplete after {timeout:g} s (daemon.request_timeout_seconds)"
+
+
+def _content_length(event: h11.Request) -> int | None:
+    for name, value in event.headers:
+        if name == b"content-length":
             try:
-                if isinstance(payload, Streaming):
-                    await _send_streaming(stream, conn, payload)
-                else:
-                    await _send(stream, conn, status, payload)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def serve_connection(stream: trio.SocketStream, router: Router, *,
+                           request_timeout: float = 30.0) -> None:
+    """Answer requests on one connection until the peer closes it.
+
+    Whatever goes wrong here (a peer that leaves mid-answer, an h11 refusal, a
+    bug) ends this connection only; it never reaches the listener.
+    """
+    try:
+        pid, uid = peer_credentials(stream.socket)
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        async with stream:
+            if uid != os.getuid():  # None: SO_PEERCRED failed, so the peer is unverified
+                log.warning("refused a connection from uid %s", "unknown" if uid is None else uid)
                 return
-            if conn.our_state is h11.MUST_CLOSE:
+            await _serve(stream, conn, router, uid, pid, request_timeout)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass  # the peer left
+    except Exception:
+        log.exception("a connection failed; it is closed, the daemon goes on")
+
+
+async def _serve(stream: trio.SocketStream, conn: h11.Connection, router: Router,
+                 uid: int | None, pid: int | None, request_timeout: float) -> None:
+    while True:
+        got = await _read_request(stream, conn, request_timeout)
+        if got is None:
+            return
+        if isinstance(got[0], int):
+            await _refuse(stream, conn, got[0], got[1])
+            return
+        event, raw = got
+        head = event.method.upper() == b"HEAD"
+        big = len(raw) > PARSE_IN_THREAD_BYTES
+        if big:
+            request = await trio.to_thread.run_sync(_parse, event, raw, uid, pid,
+                                                    limiter=_big_bodies)
+        else:
+            request = _parse(event, raw, uid, pid)
+        headers: list[tuple[str, str]] = []
+        if isinstance(request, tuple):
+            status, payload = request
+        elif request.method in ("GET", "HEAD"):
+            # Reading routes only: one whose client hung up is cancelled, so an
+            # abandoned long poll gives its file descriptor back at once.
+            answer = await _dispatch_watched(stream, conn, router, request)
+            if answer is None:
                 return
-            try:
-                conn.start_next_cycle()
-            except h11.LocalProtocolError:
-                return
+            status, payload = answer
+        else:
+            status, payload = await router.dispatch(request)
+        if status == 405 and not isinstance(request, tuple):
+            headers.append(("allow", ", ".join(router.allowed(request.path))))
+        if isinstance(payload, Streaming):
+            if head:
+                await stream.send_all(conn.send(h11.Response(
+                    status_code=200, headers=[("content-type", payload.content_type)]))
+                    + conn.send(h11.EndOfMessage()))
+            else:
+                await _send_streaming(stream, conn, payload)
+        else:
+            body = None
+            if big:
+                body = await trio.to_thread.run_sync(_encode_or_500, payload, limiter=_big_bodies)
+                if body is None:
+                    status, body = 500, validate.encode(validate.INTERNAL_ERROR)
+            await _send(stream, conn, status, payload, headers=headers, head=head, body=body)
+        if conn.our_state is h11.MUST_CLOSE:
+            return
+        try:
+            conn.start_next_cycle()
+        except h11.LocalProtocolError:
+            return
+
+
+async def _dispatch_watched(stream: trio.SocketStream, conn: h11.Connection, router: Router,
+                            request: Request) -> tuple[int, "dict[str, Any] | Streaming"] | None:
+    peer = _Peer(stream, conn)
+    answer = None
+    async with trio.open_nursery() as nursery:
+        with trio.CancelScope() as handler_scope:
+            nursery.start_soon(peer.watch, handler_scope.cancel)
+            answer = await router.dispatch(request)
+        nursery.cancel_scope.cancel()
+    return answer
 
 
 def _parse(event: h11.Request, raw: bytes, uid: int | None,
            pid: int | None = None) -> Request | tuple[int, dict[str, Any]]:
     target = urlsplit(event.target.decode("latin-1"))
     query = dict(parse_qsl(target.query))
-    body: Any = {}
-    if raw.strip():
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            return 400, {"error": "request body is not valid JSON"}
-        if not isinstance(body, dict):
-            return 400, {"error": "request body must be a JSON object"}
-    return Request(event.method.decode("ascii").upper(), target.path, query, body, uid, pid)
+    try:
+        body = validate.parse_body(raw, target.path)
+    except validate.BodyError as exc:
+        return 400, {"error": validate.one_line(str(exc))}
+    method = event.method.decode("ascii").upper()
+    return Request(method, target.path, query, body, uid, pid)
 
 
-async def serve_unix(router: Router, path: str, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Listen on ``path`` (mode 0600) and serve until cancelled."""
+async def serve_unix(router: Router, path: str, *, request_timeout: float = 30.0,
+                     task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Listen on ``path`` (mode 0600) and serve until cancelled.
+
+    ``request_timeout``: seconds a begun request may take to arrive whole
+    (``daemon.request_timeout_seconds``); a slower one is answered 408 and closed.
+    """
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -276,7 +458,11 @@ async def serve_unix(router: Router, path: str, *, task_status=trio.TASK_STATUS_
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    # A burst of several hundred connects must queue, not fail with EAGAIN; the
+    # kernel caps this at net.core.somaxconn.
+    sock.listen(max(LISTEN_BACKLOG, socket.SOMAXCONN))
     listener = trio.SocketListener(sock)
     task_status.started(listener)
-    await trio.serve_listeners(lambda stream: serve_connection(stream, router), [listener])
+    await trio.serve_listeners(
+        lambda stream: serve_connection(stream, router, request_timeout=request_timeout),
+        [listener])

@@ -33,7 +33,8 @@ log = logging.getLogger("paddedcell.daemon")
 
 
 def _line(payload: dict[str, Any]) -> bytes:
-    return json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
+    # ASCII JSON: a non-UTF-8 cwd (surrogateescape) cannot fail the encoding.
+    return json.dumps(payload, ensure_ascii=True).encode("ascii") + b"\n"
 
 
 async def _sweep_orphans(interval: float) -> None:
