@@ -19,11 +19,11 @@ M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 
 
-@pytest.fixture(autouse=True, params=["find-below-threshold", "always-sample"])
-def sampler_mode(request, monkeypatch):
-    """Run every test with the default small-buffer shortcut and without it."""
-    if request.param == "always-sample":
-        monkeypatch.setattr(matcher, "FIND_WORK", 0)
+@pytest.fixture(autouse=True, params=[matcher.HyperscanMatcher, matcher.AhoMatcher], ids=["hyperscan", "portable"])
+def engine(request, monkeypatch):
+    """Run every test on the fast engine and on the portable one."""
+    monkeypatch.setattr(matcher, "ENGINE", request.param)
+    return request.param
 
 
 def stream(r: StreamRedactor, chunks) -> bytes:

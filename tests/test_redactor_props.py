@@ -16,13 +16,16 @@ from paddedcell.redactor.variants import Variants, expand
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def always_sample():
-    """Test inputs are small; without this the sampler would defer to bytes.find."""
-    saved = matcher.FIND_WORK
-    matcher.FIND_WORK = 0
-    yield
-    matcher.FIND_WORK = saved
+ENGINES = [matcher.HyperscanMatcher, matcher.AhoMatcher]
+
+
+@pytest.fixture(autouse=True, scope="module", params=ENGINES, ids=["hyperscan", "portable"])
+def engine(request):
+    """Every property runs on the fast engine and on the portable one."""
+    saved = matcher.ENGINE
+    matcher.ENGINE = request.param
+    yield request.param
+    matcher.ENGINE = saved
 
 MASK = b"######"
 # A small alphabet makes overlaps, self-overlaps and prefixes common. No "#":
@@ -156,13 +159,10 @@ def test_warning_is_a_user_warning_category():
     k=st.integers(1, 60),
     variants=st.booleans(),
     chunk_sizes=st.lists(st.sampled_from([1, 7, 4096, 5000, 65536, 70000]), min_size=1, max_size=4),
-    find_work=st.sampled_from([0, 32 * 1024]),
 )
-def test_realistic_sizes_through_the_sampler(seed, k, variants, chunk_sizes, find_work):
-    """Real-size secrets and reads (the vectorised path), planted at random offsets."""
+def test_realistic_sizes(seed, k, variants, chunk_sizes):
+    """Real-size secrets and reads, planted at random offsets."""
     import random
-
-    matcher.FIND_WORK = find_work  # the module fixture restores it
 
     rng = random.Random(seed)
     alnum = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"

@@ -52,7 +52,7 @@ def redact(secrets_files: tuple[str, ...], secrets: tuple[str, ...], mask: str |
     Bytes are written as soon as they cannot be the start of a secret; only a
     tail that may still become one is held until more input (or EOF) arrives.
     """
-    # Imported here: numpy and pyahocorasick would slow every other
+    # Imported here: Hyperscan and pyahocorasick would slow every other
     # `paddedcell` subcommand's start-up.
     from ..redactor import ShortSecretWarning, StreamRedactor
 

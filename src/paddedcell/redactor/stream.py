@@ -25,7 +25,10 @@ already covers part of it.
 from __future__ import annotations
 
 import copy
+import hashlib
+import threading
 import warnings
+from collections import OrderedDict
 from typing import Iterable
 
 from . import matcher as _matcher
@@ -97,6 +100,7 @@ class StreamRedactor:
         *,
         variant_min_length: int = 8,
         warn_below_length: int = 6,
+        engine: type | None = None,
     ):
         self.mask = _as_bytes(mask)
         if not self.mask:
@@ -105,9 +109,10 @@ class StreamRedactor:
         self.variants = Variants.coerce(variants)
         self.variant_min_length = variant_min_length
         self.warn_below_length = warn_below_length
-        self._secrets: set[bytes] = set()
-        self._patterns: set[bytes] = set()
-        self._engine = _matcher.build(())
+        self._engine_class = engine
+        self._secrets: frozenset[bytes] = frozenset()
+        self._patterns: frozenset[bytes] = frozenset()
+        self._engine = _matcher.build((), engine)
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
         self._pos = 0  # stream offset up to which output is decided
@@ -120,12 +125,12 @@ class StreamRedactor:
         """Mask these too, from the first byte not yet emitted on."""
         if isinstance(secrets, (str, bytes)):
             raise TypeError("add_secrets takes an iterable of secrets, not one secret")
-        added = False
+        new = set()
         for raw in secrets:
             secret = _as_bytes(raw)
-            if not secret or secret in self._secrets:
+            if not secret or secret in self._secrets or secret in new:
                 continue
-            self._secrets.add(secret)
+            new.add(secret)
             if len(secret) < self.warn_below_length:
                 warnings.warn(
                     ShortSecretWarning(
@@ -135,12 +140,11 @@ class StreamRedactor:
                     ),
                     stacklevel=_stacklevel,
                 )
-            self._patterns.add(secret)
-            if len(secret) >= self.variant_min_length:
-                self._patterns |= expand(secret, self.variants)
-            added = True
-        if added:
-            self._engine = _matcher.build(self._patterns)
+        if new:
+            self._secrets = self._secrets | new
+            self._patterns, self._engine = _compiled(
+                self._secrets, self.variants, self.variant_min_length, self._engine_class
+            )
 
     def fresh(self) -> "StreamRedactor":
         """A new, empty stream with the same secrets and the same built matcher.
@@ -150,9 +154,7 @@ class StreamRedactor:
         output and one for the command line. ``add_secrets`` on either
         redactor afterwards changes only that one.
         """
-        other = copy.copy(self)
-        other._secrets = set(self._secrets)
-        other._patterns = set(self._patterns)
+        other = copy.copy(self)  # the secret and pattern sets are immutable: shared
         other._buf, other._base, other._pos, other._open = b"", 0, 0, False
         return other
 
@@ -233,6 +235,46 @@ class StreamRedactor:
         if len(out) == 1 and type(out[0]) is bytes:
             return out[0]
         return b"".join(out)
+
+
+#: Built matchers by secret set: a supervisor redacts every command of an agent
+#: with the same secrets, and k = 10 000 secrets take seconds to build.
+CACHE_SIZE = 8
+_cache: OrderedDict[bytes, tuple[frozenset[bytes], object]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _compiled(secrets: frozenset[bytes], variants: Variants, variant_min_length: int, engine):
+    """The pattern set and built matcher of a secret set, from an LRU keyed by digest.
+
+    The key is a SHA-256 over the sorted secrets (length-prefixed) and the
+    options: the cache holds no secret in its keys, and the matchers it holds
+    are what every redactor of that set would build anyway.
+    """
+    engine = engine or _matcher.ENGINE
+    h = hashlib.sha256()
+    h.update(repr((variants, variant_min_length, engine.name)).encode())
+    for s in sorted(secrets):
+        h.update(len(s).to_bytes(8, "big"))
+        h.update(s)
+    key = h.digest()
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    patterns: set[bytes] = set()
+    for secret in secrets:
+        patterns.add(secret)
+        if len(secret) >= variant_min_length:
+            patterns |= expand(secret, variants)
+    built = (frozenset(patterns), _matcher.build(patterns, engine))
+    with _cache_lock:
+        _cache[key] = built
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return built
 
 
 def redact(

@@ -21,21 +21,10 @@ Pure: no I/O, no Trio. Bytes in; decoding happens at the edges.
 
 from __future__ import annotations
 
-import sys
-
 
 def _count_newlines(buf: bytearray, a: int, b: int) -> int:
-    """Newlines in ``buf[a:b]``.
-
-    numpy's vector compare is ~3x ``bytearray.count``, but importing numpy
-    costs ~70 ms: more than ``bytearray.count`` spends on the 62 MiB a 64 MiB
-    ``pcexec`` run evicts. So numpy is used only once something else (the
-    redactor) has loaded it, as in a daemon that has masked a secret.
-    """
-    numpy = sys.modules.get("numpy")
-    if numpy is None or b - a < 4096:
-        return buf.count(b"\n", a, b)
-    return int(numpy.count_nonzero(numpy.frombuffer(buf, numpy.uint8, b - a, a) == 10))
+    """Newlines in ``buf[a:b]`` (``bytearray.count`` runs in C at memchr speed)."""
+    return buf.count(b"\n", a, b)
 
 
 class BudgetExhausted(Exception):
