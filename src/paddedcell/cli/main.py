@@ -66,6 +66,22 @@ def stop(timeout: float) -> None:
     sys.exit(1)
 
 
+@cli.command()
+@click.option("--agent-id", help="The agent whose secrets and sessions the tools use (default: $AGENT_ID).")
+@click.option("--agent-workspace", type=click.Path(file_okay=False),
+              help="That agent's workspace (default: $AGENT_WORKSPACE).")
+def mcp(agent_id: str | None, agent_workspace: str | None) -> None:
+    """Serve pcexec, pcprocess and list_keys to an MCP client over stdio."""
+    agent_id = agent_id or os.environ.get("AGENT_ID")
+    agent_workspace = agent_workspace or os.environ.get("AGENT_WORKSPACE")
+    if not agent_id or not agent_workspace:
+        raise click.UsageError("paddedcell mcp needs an identity: --agent-id ID --agent-workspace DIR "
+                               "(or AGENT_ID and AGENT_WORKSPACE in the server's env in your client config)")
+    from ..mcp import serve
+
+    sys.exit(serve(agent_id, os.path.abspath(agent_workspace)))
+
+
 from .redact import redact as _redact_command  # noqa: E402
 
 cli.add_command(_redact_command)

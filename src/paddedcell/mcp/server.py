@@ -1,0 +1,306 @@
+"""The MCP tools on the SDK's low-level server, each a translation of one daemon call.
+
+Result shapes (what each client shows its model, see shared/research/mcp-clients.md):
+``content`` is one text item, exactly the text OpenClaw's exec would show;
+``structuredContent`` is the exec ``details`` object, which Codex sends its model instead
+of the text, so it is masked like the text (the daemon built both from redacted bytes)
+and an error's reason is in it too. ``isError`` marks a call that did not do what was
+asked: a ``failed`` status (a secret that cannot be resolved: nothing ran; a timeout; a
+signal) or a refusal (HTTP 4xx from the daemon: nothing ran).
+
+Progress: when the client sends a ``progressToken``, each redacted tail the daemon
+streams (``POST /exec`` with ``stream: true``) becomes a progress notification whose
+message is that tail. Cancellation: the SDK cancels the handler; we close the exec
+stream's socket, and the daemon ends a foreground command's whole tree when its caller
+leaves, as it does for the OpenClaw plugin's aborted calls. Background runs outlive it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import sys
+import threading
+from typing import Any, Callable
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from .. import __version__, agent_text, config
+from ..cli.pcexec import answer_within
+from ..daemon.client import DaemonClient, DaemonError, _UnixConnection, ensure_daemon
+from . import SERVER_NAME, Front, instructions, tool_list
+
+PROCESS_TIMEOUT_SECONDS = 45.0  # poll may wait 30 s (DESIGN §4.2)
+
+
+def tools() -> list[types.Tool]:
+    return [types.Tool.model_validate(tool, by_name=False) for tool in tool_list()]
+
+
+PROMPT = types.Prompt(name="paddedcell",
+                      description="How to use secrets without seeing them: pcexec, "
+                                  "$(pass_mgr get KEY), what ###### means.")
+
+
+def _result(result: dict[str, Any]) -> types.CallToolResult:
+    """A daemon result (``{content, details}``) as an MCP tool result."""
+    details = result.get("details") if isinstance(result.get("details"), dict) else {}
+    content = result.get("content") or []
+    text = "".join(part.get("text", "") for part in content
+                   if isinstance(part, dict) and part.get("type") == "text")
+    failed = details.get("status") == "failed"
+    if failed and "error" not in details:
+        # Codex shows its model only the structured result: the reason must be there too.
+        details = {**details, "error": text}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=details, is_error=failed)
+
+
+def _error(message: str, status: str) -> types.CallToolResult:
+    """A call that did not run: the reason in the text and in the structured result."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
+                                structured_content={"status": status, "error": message},
+                                is_error=True)
+
+
+def _refusal(exc: DaemonError) -> types.CallToolResult:
+    refused = exc.status is not None and 400 <= exc.status < 500
+    return _error(exc.message, "refused" if refused else "error")
+
+
+class ExecStream:
+    """One ``POST /exec`` with ``stream: true`` on its own connection, closable from
+    another thread (closing it is how a cancelled call tells the daemon to stop)."""
+
+    def __init__(self, path: str, timeout: float):
+        self._conn = _UnixConnection(path, timeout)
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        self._closed.set()
+        sock = self._conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def run(self, body: dict[str, Any], on_update: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        path = self._conn._path
+        try:
+            self._conn.request("POST", "/exec", body=json.dumps(body).encode("utf-8"),
+                               headers={"content-type": "application/json"})
+            response = self._conn.getresponse()
+            if response.status >= 400:
+                raw = response.read()
+                try:
+                    message = json.loads(raw).get("error")
+                except (ValueError, AttributeError):
+                    message = None
+                raise DaemonError(message or f"HTTP {response.status}", response.status)
+            last: dict[str, Any] | None = None
+            for line in response:
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                if isinstance(item.get("update"), dict):
+                    on_update(item["update"])
+                elif "result" in item:
+                    last = item["result"]
+            if last is None:
+                raise DaemonError("the paddedcell daemon ended the exec stream without a result; "
+                                  "see PADDEDCELL_HOME/daemon.log")
+            return last
+        except (ConnectionRefusedError, FileNotFoundError):
+            raise DaemonError(f"paddedcell daemon is not running (nothing listens on {path}); "
+                              f"start it with: paddedcell serve") from None
+        except TimeoutError:
+            raise DaemonError("the paddedcell daemon did not answer POST /exec in time") from None
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            if self._closed.is_set():
+                raise DaemonError("cancelled") from None
+            raise DaemonError(f"lost the paddedcell daemon during POST /exec ({exc})") from None
+        finally:
+            self._conn.close()
+
+
+class Tools:
+    """The tool calls of one MCP connection, bound to one agent identity."""
+
+    def __init__(self, agent_id: str, agent_workspace: str, session_key: str):
+        self.identity = {"agentId": agent_id, "agentWorkspace": agent_workspace,
+                         "sessionKey": session_key}
+        self.settings = config.load()
+        self._daemon_lock = threading.Lock()
+        self._daemon_ready = False
+
+    def daemon(self) -> DaemonClient:
+        """A fresh client (one per call: calls run concurrently), the daemon started once."""
+        with self._daemon_lock:
+            if not self._daemon_ready:
+                ensure_daemon(self.settings).close()
+                self._daemon_ready = True
+        return DaemonClient(self.settings)
+
+    async def call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        try:
+            if params.name == "pcexec":
+                return await self.pcexec(ctx, arguments)
+            if params.name == "pcprocess":
+                return await self.pcprocess(arguments)
+            if params.name == "list_keys":
+                return await self.list_keys()
+        except DaemonError as exc:
+            return _refusal(exc)
+        return _error(f"unknown tool {params.name!r}; this server has pcexec, pcprocess and list_keys",
+                      "refused")
+
+    async def pcexec(self, ctx: Any, arguments: dict[str, Any]) -> types.CallToolResult:
+        command = arguments.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return _error("Provide a command to start.", "refused")
+        body = {**arguments, **self.identity, "stream": True}
+        await anyio.to_thread.run_sync(self.daemon)
+        stream = ExecStream(str(self.daemon_path), answer_within(body, self.settings))
+        updates = 0
+
+        def on_update(update: dict[str, Any]) -> None:
+            nonlocal updates
+            tail = update.get("tail")
+            if not isinstance(tail, str):
+                return
+            updates += 1
+            try:
+                anyio.from_thread.run(ctx.session.report_progress, float(updates), None, tail)
+            except Exception:  # the call was cancelled or the client left: the tail is dropped
+                pass
+
+        try:
+            result = await anyio.to_thread.run_sync(stream.run, body, on_update, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            stream.close()
+            raise
+        return _result(result)
+
+    @property
+    def daemon_path(self) -> str:
+        return DaemonClient(self.settings).path
+
+    async def pcprocess(self, arguments: dict[str, Any]) -> types.CallToolResult:
+        body = {**arguments, "agentId": self.identity["agentId"]}
+
+        def call() -> dict[str, Any]:
+            with self.daemon() as client:
+                return client.call("POST", "/process", body, timeout=PROCESS_TIMEOUT_SECONDS)
+
+        return _result(await anyio.to_thread.run_sync(call, abandon_on_cancel=True))
+
+    async def list_keys(self) -> types.CallToolResult:
+        """``pass_mgr list`` run as this agent, through the daemon like any pcexec."""
+        body = {"command": "pass_mgr list", "awaitResults": True, "timeoutSeconds": 30,
+                **self.identity}
+
+        def call() -> dict[str, Any]:
+            with self.daemon() as client:
+                return client.call("POST", "/exec", body, timeout=answer_within(body, self.settings))
+
+        result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        details = result.get("details") or {}
+        if details.get("status") != "completed" or details.get("exitCode") not in (0, None):
+            return _result({**result, "details": {**details, "status": "failed"}})
+        keys = [line.strip() for line in str(details.get("aggregated", "")).splitlines() if line.strip()]
+        text = "\n".join(keys) if keys else "(no keys)"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content={"status": "completed", "keys": keys})
+
+
+def build_server(tool_calls: Tools) -> Server:
+    listed = tools()
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await tool_calls.call(ctx, params)
+
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[PROMPT])
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if params.name != PROMPT.name:
+            raise ValueError(f"no prompt {params.name!r}; this server has {PROMPT.name!r}")
+        text = agent_text.skill_without_openclaw_tools()
+        return types.GetPromptResult(description=PROMPT.description, messages=[
+            types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))])
+
+    server: Server = Server(SERVER_NAME, version=__version__, instructions=instructions(),
+                            on_list_tools=list_tools, on_call_tool=call_tool,
+                            on_list_prompts=list_prompts, on_get_prompt=get_prompt)
+    # No tracing spans per message: nothing exports them here, and they cost per call.
+    server.middleware = []
+    return server
+
+
+class _QueuedLines:
+    """The front's queue as the async line iterator ``stdio_server`` reads."""
+
+    def __init__(self, front: Front):
+        self.front = front
+
+    def __aiter__(self) -> "_QueuedLines":
+        return self
+
+    async def __anext__(self) -> str:
+        line = self.front.lines.get_nowait() if not self.front.lines.empty() else \
+            await anyio.to_thread.run_sync(self.front.lines.get, abandon_on_cancel=True)
+        if line is None:
+            raise StopAsyncIteration
+        return line
+
+
+class _FrontWriter:
+    """What ``stdio_server`` writes to: the front's filter, then the wire."""
+
+    def __init__(self, front: Front):
+        self.front = front
+
+    async def write(self, text: str) -> None:
+        self.front.outgoing(text)
+
+    async def flush(self) -> None:
+        pass
+
+
+def run(front: Front, *, agent_id: str, agent_workspace: str) -> int:
+    import os
+
+    tool_calls = Tools(agent_id, agent_workspace, session_key=f"mcp:{agent_id}:{os.getpid()}")
+    server = build_server(tool_calls)
+
+    async def main() -> None:
+        async with stdio_server(stdin=_QueuedLines(front), stdout=_FrontWriter(front)) as (read, write):
+            async with anyio.create_task_group() as tg:
+                # Start (or find) the daemon now, so the first call does not wait for it.
+                tg.start_soon(_warm_up, tool_calls)
+                await server.run(read, write, server.create_initialization_options())
+                tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _warm_up(tool_calls: Tools) -> None:
+    try:
+        await anyio.to_thread.run_sync(tool_calls.daemon, abandon_on_cancel=True)
+    except DaemonError as exc:
+        print(f"paddedcell mcp: {exc.message}", file=sys.stderr)
