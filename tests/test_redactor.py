@@ -328,3 +328,37 @@ def test_fresh_shares_the_matcher_and_starts_an_independent_stream():
         out = b"".join(r.feed(bytes([c])) for c in data) + r.flush()
         assert out == expected
     assert proto.flush() == b"s3cret-va"  # the prototype's own stream is untouched
+
+
+def test_add_secrets_masks_a_value_whose_start_is_held():
+    """Issue 10: a value learnt mid-run is masked from its first byte not yet emitted."""
+    r = StreamRedactor([b"tok-aaaaaaaaaaaa"])  # holds any tail that starts like "tok-"
+    assert r.feed(b"x tok-") == b"x "
+    assert r.held == 4
+    r.add_secrets([b"tok-bbbbbbbbbbbb"])
+    assert r.feed(b"bbbbbbbbbbbb") == M  # its first four bytes were held: masked with it
+    assert r.feed(b" " + b"tok-bbbbbbbbbbbb".hex().encode()) == b" " + M  # its variants too
+    assert r.flush() == b""
+
+
+def test_add_secrets_mid_stream_after_emitted_bytes_cannot_recall():
+    r = StreamRedactor([b"password123"], variants=False)
+    assert r.feed(b"abc-new-secret") == b"abc-new-secret"
+    r.add_secrets([b"new-secret-value"])
+    assert r.feed(b"-value new-secret-value") == b"-value " + M
+    assert r.flush() == b""
+
+
+def test_matchers_are_cached_by_secret_set():
+    from paddedcell.redactor import stream as stream_module
+
+    a = StreamRedactor([b"cache-secret-1", b"cache-secret-2"])
+    b = StreamRedactor([b"cache-secret-2", b"cache-secret-1"])  # same set, other order
+    assert a._engine is b._engine
+    c = StreamRedactor([b"cache-secret-1"])
+    assert c._engine is not a._engine
+    c.add_secrets([b"cache-secret-2"])  # grows into the cached set
+    assert c._engine is a._engine
+    assert StreamRedactor([b"cache-secret-1", b"cache-secret-2"], variants=False)._engine is not a._engine
+    key_bytes = b"".join(stream_module._cache)
+    assert b"cache-secret" not in key_bytes  # keys are digests, not secrets
