@@ -9,25 +9,19 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .variants import Variants, expand
+from .variants import Variants, pattern_set
 
 
 def patterns_for(
     secrets: Iterable[str | bytes],
     variants: bool | Variants = True,
     variant_min_length: int = 8,
+    fragment_min: int = 12,
+    mask: bytes = b"######",
 ) -> set[bytes]:
     """Every byte string the redactor must mask for these secrets."""
-    v = Variants.coerce(variants)
-    out: set[bytes] = set()
-    for raw in secrets:
-        s = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else bytes(raw)
-        if not s:
-            continue
-        out.add(s)
-        if len(s) >= variant_min_length:
-            out |= expand(s, v)
-    return out
+    raw = [s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s) for s in secrets]
+    return pattern_set(raw, Variants.coerce(variants), variant_min_length, fragment_min, mask)
 
 
 def covered(data: bytes, patterns: Iterable[bytes]) -> list[bool]:

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from typing import Iterable
 
 from . import matcher as _matcher
-from .variants import Variants, expand
+from .variants import Variants, pattern_set
 
 
 class ShortSecretWarning(UserWarning):
@@ -87,9 +87,12 @@ class StreamRedactor:
 
     Secrets shorter than ``warn_below_length`` bytes are masked but raise a
     :class:`ShortSecretWarning`. Variants are added only for secrets of at
-    least ``variant_min_length`` bytes. The guarantee assumes no secret
-    contains a byte of the mask: a secret such as ``#x`` can reappear where a
-    mask meets plain text (Buildkite's fuzzer excludes the same case).
+    least ``variant_min_length`` bytes, fragments (runs of ``fragment_min``
+    bytes) for secrets of at least 16 (see :mod:`.variants`). A secret that
+    starts or ends with mask bytes does not reappear where a mask meets plain
+    text (the pattern set is closed under that, see
+    :func:`.variants.joint_pieces`); only a secret made of mask bytes alone
+    (``##`` under ``######``) cannot be kept out of the mask itself.
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class StreamRedactor:
         *,
         variant_min_length: int = 8,
         warn_below_length: int = 6,
+        fragment_min: int = 12,
         engine: type | None = None,
     ):
         self.mask = _as_bytes(mask)
@@ -109,6 +113,9 @@ class StreamRedactor:
         self.variants = Variants.coerce(variants)
         self.variant_min_length = variant_min_length
         self.warn_below_length = warn_below_length
+        if fragment_min < 8:
+            raise ValueError("fragment_min must be at least 8: shorter runs of a secret are ordinary text")
+        self.fragment_min = fragment_min
         self._engine_class = engine
         self._secrets: frozenset[bytes] = frozenset()
         self._patterns: frozenset[bytes] = frozenset()
@@ -143,7 +150,9 @@ class StreamRedactor:
         if new:
             self._secrets = self._secrets | new
             self._patterns, self._engine = _compiled(
-                self._secrets, self.variants, self.variant_min_length, self._engine_class
+                self._secrets,
+                (self.variants, self.variant_min_length, self.fragment_min, self.mask),
+                self._engine_class,
             )
 
     def fresh(self) -> "StreamRedactor":
@@ -244,16 +253,16 @@ _cache: OrderedDict[bytes, tuple[frozenset[bytes], object]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _compiled(secrets: frozenset[bytes], variants: Variants, variant_min_length: int, engine):
+def _compiled(secrets: frozenset[bytes], options: tuple, engine):
     """The pattern set and built matcher of a secret set, from an LRU keyed by digest.
 
-    The key is a SHA-256 over the sorted secrets (length-prefixed) and the
-    options: the cache holds no secret in its keys, and the matchers it holds
-    are what every redactor of that set would build anyway.
+    The key is a SHA-256 over the sorted secrets (length-prefixed), the
+    options and the engine: the cache holds no secret in its keys, and the
+    matchers it holds are what every redactor of that set would build anyway.
     """
     engine = engine or _matcher.ENGINE
     h = hashlib.sha256()
-    h.update(repr((variants, variant_min_length, engine.name)).encode())
+    h.update(repr((options, engine.name)).encode())
     for s in sorted(secrets):
         h.update(len(s).to_bytes(8, "big"))
         h.update(s)
@@ -263,11 +272,8 @@ def _compiled(secrets: frozenset[bytes], variants: Variants, variant_min_length:
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    patterns: set[bytes] = set()
-    for secret in secrets:
-        patterns.add(secret)
-        if len(secret) >= variant_min_length:
-            patterns |= expand(secret, variants)
+    variants, variant_min_length, fragment_min, mask = options
+    patterns = pattern_set(secrets, variants, variant_min_length, fragment_min, mask)
     built = (frozenset(patterns), _matcher.build(patterns, engine))
     with _cache_lock:
         _cache[key] = built

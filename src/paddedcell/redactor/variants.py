@@ -1,37 +1,101 @@
-"""Encoded forms of a secret that command output commonly shows.
+"""The forms a secret takes in real terminal output, and the pattern set they make.
 
 A program rarely prints a secret only verbatim: a PTY turns ``\\n`` into
-``\\r\\n``, ``base64`` and ``xxd -p`` encode it, curl and JSON serialisers escape
-it. Each form here is a plain byte string matched like the secret itself.
+``\\r\\n``, ``base64`` and ``xxd -p`` encode it, ``set -x`` and ``printf %q``
+quote it, curl, JSON and HTML serialisers escape it, ``${v:1}`` slices it.
+Every form here is a plain byte string, matched exactly like the secret
+itself: one literal set per secret set, which keeps three properties of the
+redactor free of special cases — any engine that finds literals is exact,
+the hold-back (longest tail that is a prefix of a pattern) stays minimal
+and exact, and the slow oracle checks it all.
 
 Variants apply only to secrets of at least ``variant_min_length`` bytes: the
-encodings of a short secret are short strings that ordinary output contains by
+forms of a short secret are short strings that ordinary output contains by
 chance (GitHub's runner masked every ``e`` and ``f`` for that reason, see
 actions/runner #326). The secret itself is always matched, whatever its length.
+
+Fragments
+---------
+With ``fragments`` on, every run of at least ``fragment_min`` bytes of a
+secret of at least ``FRAGMENT_SECRET_MIN`` bytes is masked: ``${v:1}``, a tail
+cut at a timeout and a half-printed value show nothing useful. The union of
+overlapping occurrences is what gets masked, so registering every
+``fragment_min``-byte window of the secret masks any longer run too.
+
+A window is registered only if it is *distinctive*, i.e. it identifies this
+secret rather than a kind of token:
+
+* it occurs in no other secret of the set (a window shared by two secrets is
+  structure they have in common — a JWT's claims, a key format — and masking
+  it would mask every token of that kind in a log);
+* at least ``DISTINCT_BYTES`` of its bytes lie outside *public structure*:
+  a known token prefix (``ghp_``, ``glpat-``, ``sk-``, ``AKIA`` … in
+  :data:`PUBLIC_PREFIXES`), a PEM armour line, and for a JWT its header
+  segment, both dots and the first 12 characters of its payload (base64 of
+  ``{"sub":"``-like claim names, the same in every token);
+* it has at least ``DISTINCT_BYTES`` different byte values (``AAAAAAAAAAAA``
+  in base64 of zeros is nobody's secret).
+
+Where a mask meets text
+-----------------------
+A secret that begins with the end of the mask (``#Tok3n`` under ``######``),
+ends with its beginning, or holds the whole mask could reappear in the
+output where a mask meets plain text. :func:`joint_pieces` closes the pattern
+set: for every pattern ``p = A + m + B`` where ``m`` is mask bytes that an
+output mask could supply (a suffix of the mask when ``A`` is empty, a prefix
+when ``B`` is empty, the whole mask otherwise), the plain piece next to the
+mask (``B`` or ``A``) is a pattern too, recursively. Output is plain input
+bytes and masks, and plain bytes that hold a pattern would have been
+covered, so such an occurrence of ``p`` cannot exist. The one case left is a
+secret made only of mask bytes (``##`` under ``######``): it lies inside the
+mask itself.
 """
 
 from __future__ import annotations
 
 import base64
+import codecs
+import html
 import json
 import re
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, fields
+from typing import Iterable
 from urllib.parse import quote, quote_plus
+
+#: Secrets shorter than this get no fragments.
+FRAGMENT_SECRET_MIN = 16
+#: A fragment needs this many bytes outside public structure, and this many
+#: different byte values (see module docstring).
+DISTINCT_BYTES = 8
+
+#: Token prefixes that say which service issued a key, not which key it is.
+PUBLIC_PREFIXES = (
+    b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"glpat-", b"gldt-", b"glrt-",
+    b"xoxb-", b"xoxp-", b"xoxa-", b"xoxs-", b"xapp-", b"sk-proj-", b"sk-ant-api03-", b"sk-ant-",
+    b"sk_live_", b"sk_test_", b"pk_live_", b"rk_live_", b"sk-", b"AKIA", b"ASIA", b"AIza",
+    b"npm_", b"pypi-", b"hf_", b"SG.", b"dop_v1_", b"shpat_", b"xai-",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Variants:
-    """Which encoded forms of each (long enough) secret are masked too."""
+    """Which forms of each (long enough) secret are masked too. All on by default."""
 
-    crlf: bool = True  # every "\n" of a multi-line secret as "\r\n" (PTY cooked mode)
+    crlf: bool = True  # "\n" as "\r\n" and "\r\r\n" (PTY), words joined by one space (echo $KEY), each line alone
     base64: bool = True  # standard and URL-safe alphabets, all three byte alignments
-    url: bool = True  # percent-encoding, upper- and lower-case hex, "+" for space
-    json: bool = True  # JSON string body, with and without \\uXXXX for non-ASCII
+    url: bool = True  # percent-encoding: every byte, quote(), encodeURIComponent; upper/lower hex; "+"
+    json: bool = True  # JSON string body, with and without \uXXXX for non-ASCII
     hex: bool = True  # lower- and upper-case hex digits
+    shell: bool = True  # set -x '\'' quoting, double-quote escapes (declare -p), printf %q
+    escapes: bool = True  # backslash escapes both ways: \t <-> TAB, \xNN (Python bytes repr), C escapes
+    entities: bool = True  # XML/HTML entities (&amp; &lt; &gt; &quot; &#39; &#x27; &apos;)
+    doubling: bool = True  # '' doubling (SQL, YAML), "" (CSV), $$ (Make, Jenkins); quote-trimmed
+    fragments: bool = True  # distinctive runs of >= fragment_min bytes (see module docstring)
 
     @classmethod
     def none(cls) -> "Variants":
-        return cls(crlf=False, base64=False, url=False, json=False, hex=False)
+        return cls(**{f.name: False for f in fields(cls)})
 
     @classmethod
     def coerce(cls, value: "bool | Variants") -> "Variants":
@@ -62,36 +126,204 @@ def base64_inner_forms(secret: bytes) -> list[bytes]:
 
 
 _PERCENT_HEX = re.compile(rb"%[0-9A-F]{2}")
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+#: bash's printf %q puts a backslash before each of these (``#`` and ``~`` only
+#: at the start of a word).
+_Q_SPECIAL = frozenset(b" \t!\"$&'()*,;<>?[\\]^`{|}")
+_C_ESCAPES = {0x5C: b"\\\\", 0x09: b"\\t", 0x0A: b"\\n", 0x0D: b"\\r", 0x0B: b"\\v", 0x0C: b"\\f",
+              0x07: b"\\a", 0x08: b"\\b"}
+
+
+def _lower_percent(encoded: bytes) -> bytes:
+    return _PERCENT_HEX.sub(lambda m: m.group(0).lower(), encoded)
+
+
+def _printf_q(secret: bytes) -> bytes:
+    out = bytearray()
+    for i, c in enumerate(secret):
+        if c in _Q_SPECIAL or (i == 0 and c in b"#~"):
+            out += b"\\"
+        out.append(c)
+    return bytes(out)
+
+
+def _c_escaped(secret: bytes) -> bytes:
+    out = bytearray()
+    for c in secret:
+        if c in _C_ESCAPES:
+            out += _C_ESCAPES[c]
+        elif c < 0x20 or c >= 0x7F:
+            out += b"\\x%02x" % c
+        else:
+            out.append(c)
+    return bytes(out)
 
 
 def expand(secret: bytes, variants: Variants) -> set[bytes]:
-    """All enabled encoded forms of ``secret``, without the secret itself."""
+    """All enabled forms of ``secret`` except fragments, without the secret itself."""
     forms: set[bytes] = set()
-    if variants.crlf and b"\n" in secret:
-        forms.add(secret.replace(b"\n", b"\r\n"))
+    if variants.crlf and (b"\n" in secret or b"  " in secret or b"\t" in secret):
+        if b"\n" in secret:
+            forms.add(secret.replace(b"\n", b"\r\n"))
+            forms.add(secret.replace(b"\n", b"\r\r\n"))
+            for line in secret.split(b"\n"):
+                line = line.rstrip(b"\r")
+                if len(line) >= 8 and not line.startswith(b"-----"):  # PEM armour is public
+                    forms.add(line)
+        # echo $KEY unquoted: word splitting, words joined by one space.
+        forms.add(b" ".join(secret.split()))
     if variants.base64:
         for inner in base64_inner_forms(secret):
             forms.add(inner)
             forms.add(inner.translate(_URLSAFE))
     if variants.url:
-        upper = quote(secret, safe="").encode("ascii")
-        forms.add(upper)
-        forms.add(_PERCENT_HEX.sub(lambda m: m.group(0).lower(), upper))
-        forms.add(quote_plus(secret, safe="").encode("ascii"))
-    if variants.json:
-        try:
-            text = secret.decode("utf-8")
-        except UnicodeDecodeError:
-            pass  # not text, so no JSON serialiser prints it as a string
-        else:
-            forms.add(json.dumps(text, ensure_ascii=True)[1:-1].encode("ascii"))
-            forms.add(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass"))
+        for safe in ("", "/", "-_.!~*'()"):  # every byte; quote() default; encodeURIComponent
+            upper = quote(secret, safe=safe).encode("ascii")
+            forms.add(upper)
+            forms.add(_lower_percent(upper))
+        plus = quote_plus(secret, safe="").encode("ascii")
+        forms.add(plus)
+        forms.add(_lower_percent(plus))
+        every = b"".join(b"%%%02X" % c for c in secret)  # even unreserved bytes escaped
+        forms.add(every)
+        forms.add(every.lower())
+    text = None
+    try:
+        text = secret.decode("utf-8")
+    except UnicodeDecodeError:
+        pass  # not text: no serialiser of strings prints it
+    if variants.json and text is not None:
+        forms.add(json.dumps(text, ensure_ascii=True)[1:-1].encode("ascii"))
+        forms.add(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass"))
     if variants.hex:
         forms.add(secret.hex().encode("ascii"))
         forms.add(secret.hex().upper().encode("ascii"))
+    if variants.shell:
+        forms.add(secret.replace(b"'", b"'\\''"))  # set -x, bash ${v@Q}
+        forms.add(secret.replace(b"'", b"'\"'\"'"))  # the other POSIX idiom
+        forms.add(re.sub(rb'([\\"$`])', rb"\\\1", secret))  # declare -p, "..." in set -x
+        forms.add(_printf_q(secret))
+    if variants.escapes:
+        forms.add(_c_escaped(secret))
+        forms.add(repr(secret)[2:-1].encode("ascii"))  # Python b'...' repr
+        if text is not None:
+            forms.add(repr(text)[1:-1].encode("utf-8", "surrogatepass"))
+        if b"\\" in secret:  # written with escapes: the program prints the bytes they mean
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # "\d": kept as is
+                try:
+                    forms.add(codecs.escape_decode(secret)[0])
+                except ValueError:
+                    pass  # a dangling backslash: no program decodes it either
+    if variants.entities and re.search(rb"[&<>\"']", secret):
+        xml = secret.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
+        forms.add(xml)
+        for dq in (b"&quot;", b"&#34;"):
+            for sq in (b"&#x27;", b"&#39;", b"&apos;"):
+                forms.add(xml.replace(b'"', dq).replace(b"'", sq))
+        if text is not None:
+            forms.add(html.escape(text, quote=True).encode("utf-8", "surrogateescape"))
+    if variants.doubling:
+        forms.add(secret.replace(b"'", b"''"))
+        forms.add(secret.replace(b'"', b'""'))
+        forms.add(secret.replace(b"$", b"$$"))
+        if len(secret) >= 2 and secret[:1] == secret[-1:] and secret[:1] in (b"'", b'"'):
+            forms.add(secret[1:-1])  # quote-trimmed (GitHub's runner)
     forms.discard(secret)
     forms.discard(b"")
     return forms
 
 
-_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_JWT = re.compile(rb"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
+
+
+def public_mask(secret: bytes) -> bytearray:
+    """1 for each byte of ``secret`` that is public structure (see module docstring)."""
+    public = bytearray(len(secret))
+    for prefix in PUBLIC_PREFIXES:
+        if secret.startswith(prefix):
+            public[: len(prefix)] = b"\1" * len(prefix)
+            break
+    for m in re.finditer(rb"-----(BEGIN|END)[ A-Z0-9]*-----", secret):
+        public[m.start() : m.end()] = b"\1" * (m.end() - m.start())
+    for m in _JWT.finditer(secret):
+        dot = secret.index(b".", m.start())
+        end = min(len(secret), dot + 1 + 12)
+        public[m.start() : end] = b"\1" * (end - m.start())
+        second = secret.find(b".", dot + 1)
+        if second >= 0:
+            public[second] = 1
+    return public
+
+
+def fragments(secrets: Iterable[bytes], fragment_min: int) -> set[bytes]:
+    """Distinctive ``fragment_min``-byte windows of every secret long enough."""
+    counts: dict[bytes, int] = {}
+    per_secret = []
+    for s in set(secrets):
+        grams = {s[i : i + fragment_min] for i in range(len(s) - fragment_min + 1)}
+        for g in grams:
+            counts[g] = counts.get(g, 0) + 1
+        if len(s) >= FRAGMENT_SECRET_MIN and len(s) > fragment_min:
+            per_secret.append(s)
+    out: set[bytes] = set()
+    for s in per_secret:
+        public = public_mask(s)
+        for i in range(len(s) - fragment_min + 1):
+            g = s[i : i + fragment_min]
+            if counts[g] > 1 or len(set(g)) < DISTINCT_BYTES:
+                continue
+            if fragment_min - sum(public[i : i + fragment_min]) < DISTINCT_BYTES:
+                continue
+            out.add(g)
+    return out
+
+
+def joint_pieces(patterns: Iterable[bytes], mask: bytes) -> set[bytes]:
+    """Plain pieces that keep a pattern from forming where a mask meets text.
+
+    See "Where a mask meets text" in the module docstring.
+    """
+    out: set[bytes] = set()
+    todo = [p for p in patterns if p and (p[0] in mask or p[-1] in mask or mask in p)]
+    seen: set[bytes] = set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        pieces = []
+        for j in range(1, min(len(mask), len(p)) + 1):
+            if p[:j] == mask[-j:]:
+                pieces.append(p[j:])
+            if p[-j:] == mask[:j]:
+                pieces.append(p[:-j])
+        i = p.find(mask, 1)
+        while 0 < i and i + len(mask) < len(p):
+            pieces.append(p[:i])
+            i = p.find(mask, i + 1)
+        for piece in pieces:
+            if piece and piece not in out:
+                out.add(piece)
+                todo.append(piece)
+    return out
+
+
+def pattern_set(
+    secrets: Iterable[bytes],
+    variants: Variants,
+    variant_min_length: int = 8,
+    fragment_min: int = 12,
+    mask: bytes = b"######",
+) -> set[bytes]:
+    """Every byte string the redactor masks for these secrets: the one definition
+    the matchers and the oracle share."""
+    secrets = [s for s in set(secrets) if s]
+    patterns: set[bytes] = set(secrets)
+    for s in secrets:
+        if len(s) >= variant_min_length:
+            patterns |= expand(s, variants)
+    if variants.fragments:
+        patterns |= fragments([s for s in secrets if len(s) >= variant_min_length], fragment_min)
+    patterns |= joint_pieces(patterns, mask)
+    return patterns
