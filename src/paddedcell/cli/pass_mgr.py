@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 from .. import AGENT_CONTEXT_VARIABLES as AGENT_MARKERS
 
 EXIT_LEAK = 10
+#: Agent commands that go over the session channel inside a session.
+SESSION_OPS = ("get", "generate", "rotate", "unset", "list", "history")
 PROG = "pass_mgr"
 
 
@@ -127,6 +129,17 @@ def run_get(key: str, version: int | None) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] and args[0] in SESSION_OPS:
+        # Inside an agent session the session's supervisor answers, for its agent only
+        # (DESIGN §1); AGENT_ID there is informational. Logic: cli/session_channel.py.
+        from . import session_channel
+
+        if session_channel.in_session():
+            code = session_channel.run_pass_mgr(args)
+            if code >= 0:
+                if argv is None:
+                    os._exit(code)
+                raise SystemExit(code)
     if args[:1] == ["get"]:
         parsed = _parse_get(args[1:])
         if parsed is not None:

@@ -305,3 +305,37 @@ def signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"SIG{signum}"
+
+
+# --- which session does a peer belong to -------------------------------------
+
+
+def in_tree(tree: ProcessTree, pid: int, me: int | None = None, proc: str = "/proc",
+            max_depth: int = 4096) -> bool:
+    """Does ``pid`` belong to ``tree``: itself or an ancestor a known member?
+
+    Walks the ``ppid`` chain from ``pid`` (the peer of a channel connection,
+    from ``SO_PEERCRED``): a process the tree does not know yet (a
+    ``pass_mgr`` started a millisecond ago) is found through its parent. A
+    chain that reaches ``me`` (the supervisor, a child subreaper) through a
+    process the tree does not know counts only when that orphan carries the
+    tree's marker. The leader is matched by pid while unreaped, members by
+    ``(pid, starttime)``: a recycled pid is not a member.
+    """
+    me = os.getpid() if me is None else me
+    child = None
+    for _ in range(max_depth):
+        if pid <= 0:
+            return False
+        info = read_stat(pid, proc)
+        if info is None:
+            return False
+        if tree.members.get(pid) == info.starttime or (
+                pid == tree.leader and not tree.leader_reaped):
+            return True
+        if pid == me:
+            return child is not None and has_marker(child, tree.marker, proc)
+        if info.ppid == pid:
+            return False
+        child, pid = pid, info.ppid
+    return False

@@ -163,6 +163,25 @@ class Session:
         else:  # nothing to mask: skip the matcher (and its import) entirely
             self._redactors = {name: _Passthrough() for name in streams}
 
+    def add_secrets(self, values: list[str]) -> None:
+        """Mask these too from the next byte on: a value the supervisor handed to
+        this session mid-run (``pass_mgr get/generate/rotate`` over its channel)."""
+        values = [v for v in values if v]
+        if not values or not self._redactors:
+            return
+        from ..redactor import StreamRedactor
+        from .secretflow import redactor_options
+
+        built = None
+        for name, redactor in list(self._redactors.items()):
+            if isinstance(redactor, _Passthrough):
+                # Nothing is held back by a passthrough: switching now loses no byte.
+                if built is None:
+                    built = StreamRedactor(values, **redactor_options(self.settings))
+                self._redactors[name] = built.fresh()
+            else:
+                redactor.add_secrets(values)
+
     # --- state ------------------------------------------------------------
 
     @property
@@ -284,6 +303,7 @@ class Session:
                         break
                 if chunks:
                     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                    redactor = self._redactors.get(stream, redactor)  # add_secrets may swap it
                     if len(data) <= REDACT_SLICE:
                         self._emit(stream, redactor.feed(data))
                     else:
@@ -298,7 +318,7 @@ class Session:
                 if not chunks:
                     await trio.lowlevel.wait_readable(fd)
         finally:
-            self._emit(stream, redactor.flush())
+            self._emit(stream, self._redactors.get(stream, redactor).flush())
             self._open_pumps -= 1
             if self._open_pumps == 0:
                 self._pumps_done.set()

@@ -32,6 +32,7 @@ import trio
 
 from . import procs
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
+from .channel import CHANNEL_VARIABLE, SessionChannel, channel_dir, forward_to_daemon
 from .secretflow import redactor_options
 from .session import OutputCallback, Session, new_session_id
 from .spawn import PtyUnavailable, Sandbox, SpawnError, child_environment, pick_shell, spawn
@@ -93,6 +94,8 @@ class Supervisor:
         self._leftovers: list[procs.ProcessTree] = []
         self._cgroup_parent = procs.delegated_cgroup()
         self._wake = trio.Event()
+        #: Where a session's channel sends its ``exec``/``process`` requests (DESIGN §1).
+        self.forward = lambda op, body: forward_to_daemon(op, body, settings)
 
     # --- admission and start ------------------------------------------------
 
@@ -127,6 +130,10 @@ class Supervisor:
         env = child_environment(self.base_env, agent_id=spec.agent_id,
                                 agent_workspace=spec.agent_workspace, extra=spec.env,
                                 tree_token=token)
+        channel = SessionChannel(None, settings, channel_dir(settings), token, self.forward,
+                                 spec.agent_workspace)
+        channel.open()
+        env[CHANNEL_VARIABLE] = channel.path
         argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
         display, redactor = spec.command, spec.redactor
         if redactor is None and spec.secrets:
@@ -141,6 +148,7 @@ class Supervisor:
             buffer = OutputBuffer(int(settings["supervisor.ring_buffer_bytes"]), self.budget,
                                   int(settings["supervisor.session_buffer_floor_bytes"]))
         except BudgetExhausted as exc:
+            channel.close()
             raise LimitReached(str(exc)) from None
         session_id = new_session_id()
         cgroup = procs.open_cgroup_scope(self._cgroup_parent, f"paddedcell-{token[:16]}")
@@ -162,6 +170,7 @@ class Supervisor:
                                 enter_cgroup=cgroup.enter if cgroup else None)
         except BaseException:
             buffer.release()
+            channel.close()
             if cgroup is not None:
                 cgroup.remove()
             raise
@@ -173,12 +182,21 @@ class Supervisor:
                           timeout_seconds=spec.timeout_seconds, name=spec.name,
                           on_output=spec.on_output, cgroup=cgroup)
         session.warnings = warnings
+        channel.session = session
+        self.nursery.start_soon(self._serve_channel, session, channel)
         self.sessions[session_id] = session
         self._protect_floors()
         self._record("exec.started", session, pid=session.pid, cwd=cwd, pty=use_pty)
         self.nursery.start_soon(self._run, session)
         self._wake.set()
         return session
+
+    async def _serve_channel(self, session: Session, channel: SessionChannel) -> None:
+        """The session's channel lives as long as the session runs."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(channel.serve)
+            await session.done.wait()
+            nursery.cancel_scope.cancel()
 
     async def _run(self, session: Session) -> None:
         try:

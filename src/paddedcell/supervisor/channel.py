@@ -1,0 +1,300 @@
+"""The per-session channel: how processes inside a session reach their supervisor.
+
+Identity is a property of the session (DESIGN §1). Every session gets its own
+Unix socket, ``PADDEDCELL_HOME/run/sessions/<token>.sock`` (directory 0700),
+served by the supervisor that started the session (the daemon, or a
+foreground ``pcexec``). ``pass_mgr`` and the CLIs inside the session send one
+JSON line and read one JSON line back; the supervisor answers for the
+session's agent only, whatever the request or the caller's environment says.
+
+A socket path is not a credential: without the sandbox every session's
+socket is in the same directory. So each connection's peer (``SO_PEERCRED``
+pid, translated into our PID namespace by the kernel, sandbox or not) must
+belong to the session's process tree (:func:`procs.in_tree`), else the answer
+is "forbidden" (exit 5). Values the supervisor hands out (``get``,
+``generate``, ``rotate``) join the session's redactors before the answer is
+written, so they are masked from their first byte.
+
+Protocol, one request per connection (``pass_mgr`` lives milliseconds)::
+
+    -> {"op": "get", "key": "db", "version": null}\\n
+    <- {"ok": true, "value": "..."}\\n           or
+    <- {"ok": false, "exit": 4, "error": "one line"}\\n
+
+Ops: ``get``, ``generate``, ``rotate``, ``unset``, ``list``, ``history``
+(vault, for the session's agent), ``whoami``, and ``exec`` / ``process``
+(a daemon request whose ``agentId`` is the session's; another agent's is
+refused with exit 5), forwarded to the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import struct
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from . import procs
+
+log = logging.getLogger("paddedcell.supervisor")
+
+#: The environment variable that locates the channel (a locator, not a credential).
+CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
+#: Largest request line accepted (an exec request with a long command).
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+EXIT_FORBIDDEN = 5
+VAULT_OPS = ("get", "generate", "rotate", "unset", "list", "history")
+
+Forward = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class ChannelRefusal(Exception):
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+def channel_dir(settings) -> Path:
+    return settings.home / "run" / "sessions"
+
+
+def bind_path(path: str) -> tuple[str, int | None]:
+    """A name short enough for ``sun_path`` (108 bytes): long paths go through
+    ``/proc/self/fd/N/`` of their directory. Returns the name and the fd to close."""
+    if len(os.fsencode(path)) < 100:
+        return path, None
+    directory, name = os.path.split(path)
+    fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    return f"/proc/self/fd/{fd}/{name}", fd
+
+
+def peer_pid(sock) -> int | None:
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    pid, uid, _gid = struct.unpack("3i", raw)
+    return pid if pid > 0 and uid == os.getuid() else None
+
+
+def _vault_call(op: str, agent_id: str, workspace: str, request: dict[str, Any],
+                settings) -> tuple[dict[str, Any], list[str]]:
+    """Run one vault op for the session's agent: ``(answer, values handed out)``."""
+    from .. import vault
+    from ..vault import api
+
+    key = request.get("key")
+    if op != "list" and not (op == "rotate" and key is None):
+        if not isinstance(key, str) or not key:
+            raise ChannelRefusal(f"{op} needs a KEY", 2)
+    version = request.get("version")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)
+                                or version < 1):
+        raise ChannelRefusal("--version must be a whole number ≥ 1", 2)
+    try:
+        if op == "get":
+            value = api.get_secret(agent_id, workspace, key, version=version, settings=settings)
+            return {"value": value}, [value]
+        if op == "generate":
+            length = request.get("length")
+            if length is not None and (not isinstance(length, int) or not 8 <= length <= 4096):
+                raise ChannelRefusal("--length must be between 8 and 4096", 2)
+            change = api.generate_secret(agent_id, workspace, key, length=length,
+                                         symbols=bool(request.get("symbols", True)),
+                                         force=bool(request.get("force")), settings=settings)
+            return {"version": change.version, "length": len(change.value)}, [change.value]
+        if op == "rotate":
+            if key is None:
+                api.rotate_store(agent_id, workspace, settings=settings)
+                return {"agentId": agent_id}, []
+            change = api.rotate_secret(agent_id, workspace, key, settings=settings)
+            return {"version": change.version}, [change.value]
+        if op == "unset":
+            api.unset_secret(agent_id, workspace, key, settings=settings)
+            return {}, []
+        if op == "list":
+            return {"keys": api.list_keys(agent_id, workspace, settings=settings)}, []
+        versions = api.key_history(agent_id, workspace, key, settings=settings)
+        return {"versions": [[v, created] for v, created in versions]}, []
+    except vault.VaultError as exc:
+        raise ChannelRefusal(str(exc), exc.exit_code) from None
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        raise ChannelRefusal(f"{exc.strerror or exc}{where}", 1) from None
+
+
+class SessionChannel:
+    """Serves one session's socket until the session ends (cancel the task)."""
+
+    def __init__(self, session, settings, directory: Path, token: str,
+                 forward: Forward | None, agent_workspace: str | None):
+        self.session = session
+        self.settings = settings
+        self.path = str(directory / f"{token[:20]}.sock")
+        self.forward = forward
+        self.agent_workspace = agent_workspace
+        self._sock = None
+
+    def open(self) -> None:
+        """Bind and listen now (before the command starts, so it can connect at once)."""
+        directory = os.path.dirname(self.path)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        name, fd = bind_path(self.path)
+        try:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            raw.bind(name)  # the directory is 0700: only we can reach it
+            raw.listen(64)
+        except BaseException:
+            raw.close()
+            raise
+        finally:
+            if fd is not None:
+                os.close(fd)
+        sock = trio.socket.from_stdlib_socket(raw)
+        self._sock = sock
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+    async def serve(self) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                while True:
+                    conn, _ = await self._sock.accept()
+                    nursery.start_soon(self._handle, conn)
+        finally:
+            self.close()
+
+    async def _handle(self, conn) -> None:
+        with conn:
+            try:
+                with trio.fail_after(30):
+                    line = await self._read_line(conn)
+                answer = await self._answer(conn, line)
+            except trio.TooSlowError:
+                return
+            except (OSError, trio.BrokenResourceError):
+                return
+            try:
+                await conn.send(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+            except OSError:
+                pass
+
+    async def _read_line(self, conn) -> bytes:
+        data = b""
+        while b"\n" not in data:
+            chunk = await conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > MAX_REQUEST_BYTES:
+                raise OSError("request too large")
+        return data.split(b"\n", 1)[0]
+
+    async def _answer(self, conn, line: bytes) -> dict[str, Any]:
+        session = self.session
+        pid = peer_pid(conn)
+        if pid is None or not procs.in_tree(session.tree, pid):
+            return _refusal("this channel belongs to another session; pass_mgr answers only "
+                            "inside the session it was started for", EXIT_FORBIDDEN)
+        try:
+            request = json.loads(line)
+        except ValueError:
+            return _refusal("the channel request is not JSON", 2)
+        if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+            return _refusal("the channel request needs an 'op'", 2)
+        op = request["op"]
+        agent_id, workspace = session.agent_id, self.agent_workspace
+        try:
+            if op == "whoami":
+                return {"ok": True, "agentId": agent_id, "agentWorkspace": workspace,
+                        "sessionKey": session.session_key}
+            if op in VAULT_OPS:
+                if not (agent_id and workspace):
+                    raise ChannelRefusal("this session belongs to no agent (no agent id and "
+                                         "workspace), so it has no secrets", 1)
+                answer, values = await trio.to_thread.run_sync(
+                    _vault_call, op, agent_id, workspace, request, self.settings)
+                if values:
+                    # Masked before the value leaves: from its first byte on.
+                    session.add_secrets(values)
+                return {"ok": True, **answer}
+            if op in ("exec", "process"):
+                return await self._forward(op, request.get("body"))
+        except ChannelRefusal as exc:
+            return _refusal(exc.message, exc.exit_code)
+        return _refusal(f"unknown channel op {op!r}", 2)
+
+    async def _forward(self, op: str, body: Any) -> dict[str, Any]:
+        session = self.session
+        if not isinstance(body, dict):
+            raise ChannelRefusal(f"the {op} request must be a JSON object", 2)
+        claimed = body.get("agentId")
+        if claimed is not None and claimed != session.agent_id:
+            raise ChannelRefusal(
+                f"inside agent {session.agent_id or '(none)'}'s session you act as that agent "
+                f"only, not {claimed}", EXIT_FORBIDDEN)
+        claimed_ws = body.get("agentWorkspace")
+        if op == "exec" and claimed_ws is not None and claimed_ws != self.agent_workspace:
+            raise ChannelRefusal(
+                f"inside this session the agent workspace is {self.agent_workspace}, not "
+                f"{claimed_ws}", EXIT_FORBIDDEN)
+        if not session.agent_id:
+            raise ChannelRefusal("this session belongs to no agent; background sessions need one",
+                                 1)
+        body = dict(body, agentId=session.agent_id)
+        if op == "exec":
+            if self.agent_workspace:
+                body["agentWorkspace"] = self.agent_workspace
+            if session.session_key and not body.get("sessionKey"):
+                body["sessionKey"] = session.session_key
+        if self.forward is None:
+            raise ChannelRefusal("this supervisor cannot forward daemon requests", 1)
+        return await self.forward(op, body)
+
+
+def _refusal(message: str, exit_code: int) -> dict[str, Any]:
+    return {"ok": False, "exit": exit_code, "error": message}
+
+
+async def forward_to_daemon(op: str, body: dict[str, Any], settings) -> dict[str, Any]:
+    """The default forwarder: the daemon's ``/exec`` or ``/process``, in a worker thread."""
+
+    def call() -> dict[str, Any]:
+        from ..daemon.client import DaemonError, ensure_daemon
+
+        if op == "exec":
+            body.pop("stream", None)
+            from ..cli.pcexec import answer_within
+
+            timeout = answer_within(body, settings)
+        else:
+            timeout = 60.0 + float(body.get("timeout") or 0) / 1000
+        try:
+            client = ensure_daemon(settings)
+            try:
+                return {"ok": True, "result": client.call("POST", f"/{op}", body, timeout=timeout)}
+            finally:
+                client.close()
+        except DaemonError as exc:
+            code = EXIT_FORBIDDEN if exc.status == 403 else (2 if exc.status and exc.status < 500
+                                                             else 1)
+            return {"ok": False, "exit": code, "error": exc.message, "status": exc.status}
+
+    return await trio.to_thread.run_sync(call)
