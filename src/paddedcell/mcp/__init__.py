@@ -30,7 +30,7 @@ heavy: it takes the stdio wire, answers ``initialize`` and the first ``tools/lis
 a table at once, and imports the SDK meanwhile. Each pre-answered request is then
 replayed into the SDK, which builds its session state from it as usual; its own answer
 is compared with ours (a difference is logged to stderr) and dropped. Everything else
-the SDK answers. ``tests/test_mcp_server.py`` checks that the table and the SDK agree
+the SDK answers. ``tests/e2e/test_mcp_server.py`` checks that the table and the SDK agree
 for every protocol version, and ``benchmarks/mcp.py`` measures the start-up.
 
 Stdio hygiene: the wire is moved to private descriptors and fd 0/1 point at
@@ -191,7 +191,7 @@ class Front:
             if isinstance(message, dict) and "method" not in message and message.get("id") in self.answered:
                 ours = self.answered.pop(message["id"])
                 if message.get("result") != ours:
-                    print(f"paddedcell mcp: the SDK answered initialize differently from the "
+                    print(f"paddedcell mcp: the SDK answered a request differently from the "
                           f"front's table (ours {json.dumps(ours)[:400]}, SDK "
                           f"{json.dumps(message)[:400]}); update paddedcell.mcp", file=sys.stderr)
                 return

@@ -1,0 +1,206 @@
+"""`paddedcell mcp` over raw stdio JSON-RPC against a real daemon (issue 14).
+
+The real-client tests (TypeScript SDK, Codex) are in test_mcp_clients.py; these pin
+the protocol details: the front's table against the SDK, masking in text, structured
+content and progress, nothing run for an unresolvable key, cancellation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from mcp_stack import AGENT, SECRET, McpProcess, start_stack, visible  # noqa: E402
+
+from paddedcell import mcp as front_module  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = start_stack(tmp_path_factory.mktemp("mcp"))
+    yield s
+    s.daemon.stop()
+
+
+@pytest.fixture
+def server(stack):
+    proc = McpProcess(stack.server_command(), stack.server_env())
+    proc.initialize()
+    yield proc
+    proc.close()
+
+
+def test_the_front_table_matches_the_sdk_for_every_protocol_version(stack):
+    import mcp_types.version
+
+    assert front_module.HANDSHAKE_PROTOCOL_VERSIONS == mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS
+    for version in (*front_module.HANDSHAKE_PROTOCOL_VERSIONS, "1999-01-01"):
+        proc = McpProcess(stack.server_command(), stack.server_env())
+        answer = proc.initialize(version)
+        expected = version if version != "1999-01-01" else front_module.HANDSHAKE_PROTOCOL_VERSIONS[-1]
+        assert answer["result"]["protocolVersion"] == expected
+        listed, _ = proc.request("tools/list")
+        # Served by the SDK now (the front answers only the first tools/list).
+        again, _ = proc.request("tools/list")
+        assert listed["result"] == again["result"]
+        assert proc.close() == 0
+        err = proc.stderr()
+        assert "answered a request differently" not in err, err
+
+
+def test_a_differing_sdk_answer_is_reported_and_dropped(capsys):
+    sent = []
+
+    class Wire:
+        def send(self, message):
+            sent.append(message)
+
+    front = front_module.Front.__new__(front_module.Front)
+    front.wire, front.answered = Wire(), {7: {"protocolVersion": "2025-06-18"}}
+    front.outgoing(json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"protocolVersion": "2025-11-25"}}))
+    assert sent == [] and "answered a request differently" in capsys.readouterr().err
+    front.outgoing(json.dumps({"jsonrpc": "2.0", "id": 7, "result": {}}))
+    assert len(sent) == 1, "only the first answer to a pre-answered id is dropped"
+
+
+def test_tools_schemas_and_prompt(server):
+    from paddedcell import agent_text
+
+    listed, _ = server.request("tools/list")
+    tools = {tool["name"]: tool for tool in listed["result"]["tools"]}
+    assert set(tools) == {"pcexec", "pcprocess", "list_keys"}
+    assert tools["pcexec"]["inputSchema"] == agent_text.parameters("pcexec")
+    assert tools["pcprocess"]["inputSchema"] == agent_text.parameters("pcprocess")
+    assert agent_text.secret_workflow() in tools["pcexec"]["description"]
+    for tool in tools.values():
+        assert tool["outputSchema"]["required"] == ["status"]
+    prompts, _ = server.request("prompts/list")
+    assert [p["name"] for p in prompts["result"]["prompts"]] == ["paddedcell"]
+    prompt, _ = server.request("prompts/get", {"name": "paddedcell"})
+    assert "$(pass_mgr get KEY)" in prompt["result"]["messages"][0]["content"]["text"]
+
+
+def test_a_secret_is_masked_in_text_and_structured_content(server):
+    result = server.call("pcexec", {"command": 'echo "db=$(pass_mgr get db)"; printf %s "$(pass_mgr get db)" | base64'})
+    assert result["isError"] is False
+    assert result["content"][0]["text"].startswith("db=######")
+    assert result["structuredContent"]["status"] == "completed"
+    assert result["structuredContent"]["aggregated"].startswith("db=######")
+    assert SECRET not in visible(result)
+    import base64
+    assert base64.b64encode(SECRET.encode()).decode() not in visible(result)
+
+
+def test_an_unknown_key_runs_nothing_and_says_why_in_both_forms(server, stack):
+    marker = stack.root / "unknown-key-ran"
+    result = server.call("pcexec", {"command": f"touch {marker}; echo $(pass_mgr get nosuchkey)"})
+    assert not marker.exists()
+    assert result["isError"] is True
+    assert "no secret named 'nosuchkey'" in result["content"][0]["text"]
+    assert result["structuredContent"]["failureKind"] == "secret-resolution"
+    assert "no secret named 'nosuchkey'" in result["structuredContent"]["error"]
+
+
+def test_a_refusal_is_an_error_with_its_reason(server, stack):
+    marker = stack.root / "refused-ran"
+    result = server.call("pcexec", {"command": f"touch {marker}; pass_mgr set {AGENT} /tmp k v adminpw"})
+    assert not marker.exists()
+    assert result["isError"] is True
+    assert result["structuredContent"]["status"] == "refused"
+    assert result["structuredContent"]["error"] == result["content"][0]["text"]
+    assert "pass_mgr set" in result["content"][0]["text"]
+
+
+def test_unknown_fields_reach_the_daemon_which_decides(server):
+    # The schemas accept unknown fields as OpenClaw's exec does; whether the daemon
+    # ignores or refuses them is its call (issue 13 makes it ignore them), and either
+    # way the model gets a result, not a protocol error.
+    result = server.call("pcexec", {"command": "echo fine", "someFutureField": {"x": 1}})
+    if result["isError"]:
+        assert "someFutureField" in result["content"][0]["text"]
+        assert result["structuredContent"]["status"] == "refused"
+    else:
+        assert result["content"][0]["text"] == "fine"
+
+
+def test_progress_carries_redacted_tails(server):
+    answer, notes = server.request("tools/call", {
+        "name": "pcexec", "_meta": {"progressToken": "tok-1"},
+        "arguments": {"command": "for i in 1 2 3; do echo $(pass_mgr get db) $i; sleep 0.4; done"}})
+    progress = [n["params"] for n in notes if n.get("method") == "notifications/progress"]
+    assert progress, "no progress notification for a 1.2 s command"
+    assert all(p["progressToken"] == "tok-1" for p in progress)
+    assert any("###### 1" in p["message"] for p in progress)
+    assert SECRET not in json.dumps(notes) + visible(answer)
+    assert [p["progress"] for p in progress] == sorted({p["progress"] for p in progress})
+
+
+def test_cancellation_kills_the_commands_tree(server, stack):
+    pidfile, late = stack.root / "cancel-pid", stack.root / "cancel-late"
+    server.send({"id": 9001, "method": "tools/call", "params": {"name": "pcexec", "arguments": {
+        "command": f"sleep 30 & echo $! > {pidfile}; wait; touch {late}"}}})
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    assert os.path.exists(f"/proc/{child}")
+    server.send({"method": "notifications/cancelled", "params": {"requestId": 9001, "reason": "test"}})
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{child}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{child}"), "the cancelled command's child still runs"
+    assert not late.exists()
+    # The connection still serves; the cancelled request got no answer.
+    after = server.call("pcexec", {"command": "echo after"})
+    assert after["content"][0]["text"] == "after"
+
+
+def test_a_background_run_is_polled_and_logged_masked(server):
+    started = server.call("pcexec", {"command": "echo start $(pass_mgr get db); sleep 0.5; echo end $(pass_mgr get db)",
+                                     "background": True})
+    assert started["structuredContent"]["status"] == "running"
+    session = started["structuredContent"]["sessionId"]
+    deadline = time.monotonic() + 20
+    polled = {"structuredContent": {"status": "running"}}
+    seen = []
+    while polled["structuredContent"]["status"] == "running" and time.monotonic() < deadline:
+        polled = server.call("pcprocess", {"action": "poll", "sessionId": session, "timeout": 2000})
+        seen.append(polled)
+    assert polled["structuredContent"]["status"] == "completed", polled
+    assert "start ######" in "".join(p["content"][0]["text"] for p in seen)
+    logged = server.call("pcprocess", {"action": "log", "sessionId": session})
+    assert "end ######" in logged["content"][0]["text"]
+    assert SECRET not in visible(seen) + visible(logged)
+    missing = server.call("pcprocess", {"action": "poll", "sessionId": "nope"})
+    assert "nope" in missing["content"][0]["text"]
+
+
+def test_list_keys_gives_names_only(server):
+    result = server.call("list_keys", {})
+    assert result["structuredContent"] == {"status": "completed", "keys": ["db"]}
+    assert SECRET not in visible(result)
+
+
+def test_no_identity_is_a_usage_error(stack):
+    env = {k: v for k, v in stack.server_env().items()}
+    proc = subprocess.run([stack.paddedcell, "mcp"], env=env, input=b"", capture_output=True, timeout=30)
+    assert proc.returncode == 2
+    assert b"--agent-id ID --agent-workspace DIR" in proc.stderr
+
+
+def test_identity_from_the_environment(stack):
+    env = {**stack.server_env(), "AGENT_ID": AGENT, "AGENT_WORKSPACE": str(stack.workspace)}
+    proc = McpProcess([stack.paddedcell, "mcp"], env)
+    try:
+        proc.initialize()
+        assert proc.call("list_keys", {})["structuredContent"]["keys"] == ["db"]
+    finally:
+        proc.close()
