@@ -123,11 +123,34 @@ def test_journal_skips_a_torn_line_and_compacts_without_losing_changes(tmp_path)
 
 def test_journal_compacts_when_it_outgrows_the_agents(tmp_path):
     store = Store(tmp_path)
+    latest = {}
+    due_at = None
     for i in range(1100):
-        store.save_agents([{"agentId": f"a{i % 3}", "n": i}],
-                          everyone=lambda: [{"agentId": "a0"}, {"agentId": "a1"}, {"agentId": "a2"}])
+        latest[f"a{i % 3}"] = {"agentId": f"a{i % 3}", "n": i}
+        if store.save_agents([latest[f"a{i % 3}"]], agent_count=3) and due_at is None:
+            due_at = i
+            store.compact(list(latest.values()))
+    assert due_at == 1000  # over 1,000 lines (and twice the 3 agents)
     assert store.journal_lines < 1000 and (tmp_path / "restart" / "agents.json").exists()
-    assert sorted(Store(tmp_path).load_agents()) == ["a0", "a1", "a2"]
+    assert Store(tmp_path).load_agents() == latest
+
+
+def test_appends_during_a_compaction_become_the_new_journal(tmp_path):
+    # The coordinator writes the snapshot in a worker thread while requests
+    # append: nothing appended meanwhile is lost, old lines are dropped.
+    store = Store(tmp_path)
+    store.save_agents([{"agentId": "a", "n": 1}, {"agentId": "b", "n": 1}])
+    seq = store.begin_compaction()
+    store.save_agents([{"agentId": "a", "n": 2}])  # after the snapshot's seq
+    store.write_snapshot(seq, [{"agentId": "a", "n": 1}, {"agentId": "b", "n": 1}])
+    store.save_agents([{"agentId": "c", "n": 1}])
+    store.end_compaction()
+    assert store.journal_lines == 2
+    assert Store(tmp_path).load_agents() == {"a": {"agentId": "a", "n": 2},
+                                             "b": {"agentId": "b", "n": 1},
+                                             "c": {"agentId": "c", "n": 1}}
+    store.save_agents([{"agentId": "b", "n": 3}])  # the new journal takes appends
+    assert Store(tmp_path).load_agents()["b"] == {"agentId": "b", "n": 3}
 
 
 async def test_frozen_agents_with_no_restart_pending_are_released_on_load(tmp_path):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..restart.coordinator import Coordinator, CoordinatorError, job_spec_from_body
+from ..restart.coordinator import Coordinator, job_spec_from_body
 from .http import HTTPError, Request, Router
 
 
@@ -49,11 +49,8 @@ def register(router: Router, ctx: Any) -> None:
     ctx.services["restart"] = coordinator
     ctx.nursery.start_soon(coordinator.run)
 
-    def call(fn, *args, **kwargs) -> dict[str, Any]:
-        try:
-            return fn(*args, **kwargs)
-        except CoordinatorError as exc:
-            raise HTTPError(exc.status, exc.message) from exc
+    # CoordinatorError and JobSpecError become their statuses at the edge
+    # (daemon/validate.py); every argument is checked before the coordinator runs.
 
     @router.route("POST", "/lifecycle/message-start")
     async def message_start(request: Request) -> dict[str, Any]:
@@ -61,24 +58,24 @@ def register(router: Router, ctx: Any) -> None:
         if notification_id is not None and (not isinstance(notification_id, int)
                                             or isinstance(notification_id, bool)):
             raise HTTPError(400, "field 'notificationId' must be the integer id of a notification")
-        return call(coordinator.message_start, request.require("agentId"),
+        return coordinator.message_start(request.require("agentId"),
                     request.require("sessionKey"), heartbeat=_flag(request, "heartbeat"),
                     workflow=_optional_str(request, "workflow"), notification_id=notification_id)
 
     @router.route("POST", "/lifecycle/message-end")
     async def message_end(request: Request) -> dict[str, Any]:
-        return call(coordinator.message_end, request.require("agentId"),
+        return coordinator.message_end(request.require("agentId"),
                     request.require("sessionKey"), heartbeat=_flag(request, "heartbeat"))
 
     @router.route("POST", "/workflow/open")
     async def workflow_open(request: Request) -> dict[str, Any]:
-        return call(coordinator.workflow_open, request.require("agentId"),
+        return coordinator.workflow_open(request.require("agentId"),
                     request.require("workflow"))
 
     @router.route("POST", "/workflow/close")
     async def workflow_close(request: Request) -> dict[str, Any]:
         _optional_str(request, "workflow")
-        return call(coordinator.workflow_close, request.require("agentId"))
+        return coordinator.workflow_close(request.require("agentId"))
 
     @router.route("POST", "/query-restart")
     async def query_restart(request: Request) -> dict[str, Any]:
@@ -86,22 +83,19 @@ def register(router: Router, ctx: Any) -> None:
         session = request.require("requesterSessionKey")
         job = None
         if request.body.get("job") is not None:
-            try:
-                job = job_spec_from_body(request.body["job"], ctx.settings)
-            except ValueError as exc:
-                raise HTTPError(400, str(exc)) from None
-        return call(coordinator.query_restart, agent_id, session, job)
+            job = job_spec_from_body(request.body["job"], ctx.settings)
+        return coordinator.query_restart(agent_id, session, job)
 
     @router.route("POST", "/restart-result")
     async def restart_result(request: Request) -> dict[str, Any]:
         status = request.require("status")
         if status not in ("ok", "failed"):
             raise HTTPError(400, "field 'status' must be \"ok\" or \"failed\"")
-        return call(coordinator.restart_result, status, _optional_str(request, "log"))
+        return coordinator.restart_result(status, _optional_str(request, "log"))
 
     @router.route("POST", "/restart-cancel")
     async def restart_cancel(request: Request) -> dict[str, Any]:
-        return call(coordinator.cancel, request.require("requesterAgentId"),
+        return coordinator.cancel(request.require("requesterAgentId"),
                     request.require("requesterSessionKey"),
                     _optional_str(request, "reason") or "cancelled by the requester")
 

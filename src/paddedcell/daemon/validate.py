@@ -186,6 +186,7 @@ ERROR_STATUSES: tuple[tuple[str, str, int | None], ...] = (
     ("paddedcell.execspec.request", "RequestError", 400),
     ("paddedcell.supervisor.service", "ExecRefused", None),
     ("paddedcell.restart.coordinator", "CoordinatorError", None),
+    ("paddedcell.restart.coordinator", "JobSpecError", 400),
     ("paddedcell.restart.machine", "IllegalTransition", 409),
     ("paddedcell.restart.machine", "RestartStatusError", 409),
     ("paddedcell.vault.errors", "VaultError", 409),

@@ -27,6 +27,7 @@ Safety nets, checked every ``restart.watchdog_seconds``:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -46,6 +47,10 @@ from .store import Store, boot_id
 log = logging.getLogger("paddedcell.restart")
 
 
+class JobSpecError(ValueError):
+    """The ``job`` object of a query-restart is unusable; ``str()`` is one line."""
+
+
 class CoordinatorError(Exception):
     """A request the coordinator refuses; ``status`` is the HTTP status to use."""
 
@@ -53,6 +58,36 @@ class CoordinatorError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def _transaction(method: Callable[..., Any]) -> Callable[..., Any]:
+    """All of ``method`` or nothing: if it raises, memory is as before the call
+    (the fleet by its undo log, the job and queue by saving them: O(1) in the
+    number of agents), and nothing was written, because every write comes last."""
+
+    @functools.wraps(method)
+    def run(self: "Coordinator", *args: Any, **kwargs: Any) -> Any:
+        if self._in_transaction:
+            return method(self, *args, **kwargs)
+        saved = (self.job if self.job is None else dict(self.job), self.last_job,
+                 list(self.pending), self.next_id)
+        self._in_transaction = True
+        self.fleet.begin()
+        try:
+            result = method(self, *args, **kwargs)
+        except BaseException:
+            self.fleet.rollback()
+            self.job, self.last_job, self.pending, self.next_id = saved
+            for notification_id in [i for i in self.issued if i >= saved[3]]:
+                del self.issued[notification_id]
+            raise
+        else:
+            self.fleet.commit()
+        finally:
+            self._in_transaction = False
+        return result
+
+    return run
 
 
 class Coordinator:
@@ -74,6 +109,8 @@ class Coordinator:
         #: id → (agent, session) of recent notifications, acked or not, so that a
         #: run delivering one is recognised (bounded; rebuilt from the queue on load).
         self.issued: dict[int, tuple[str, str | None]] = {}
+        self._in_transaction = False
+        self._compact = trio.Event()  # set: the journal is due for compaction
 
     def _remember(self, notification_id: int, agent_id: str, session: str | None) -> None:
         self.issued[notification_id] = (agent_id, session)
@@ -148,10 +185,13 @@ class Coordinator:
         agents, glob = self.fleet.take_dirty()
         if glob or notices or force_global:
             self.store.save_global(self._global_doc())
-        if agents:
-            self.store.save_agents(
+        if agents and self.store.save_agents(
                 [self.fleet.agents[agent_id].to_json() for agent_id in agents],
-                everyone=lambda: [a.to_json() for a in self.fleet.agents.values()])
+                agent_count=len(self.fleet.agents)):
+            if self._nursery is None:  # no background task (load, tests): now
+                self.store.compact([a.to_json() for a in self.fleet.agents.values()])
+            elif not self.store.compacting:
+                self._compact.set()
         if notices:
             self._wake.set()
             self._wake = trio.Event()
@@ -165,6 +205,7 @@ class Coordinator:
             self.fleet.take_dirty()  # nothing changed; keep the flags clean
             raise CoordinatorError(409, str(exc)) from exc
 
+    @_transaction
     def message_start(self, agent_id: str, session: str, *, heartbeat: bool = False,
                       workflow: str | None = None,
                       notification_id: int | None = None) -> dict[str, Any]:
@@ -182,17 +223,20 @@ class Coordinator:
                               else "messages.frozen_reply"]
         return {"action": "reject", "reply": reply}
 
+    @_transaction
     def message_end(self, agent_id: str, session: str, *, heartbeat: bool = False) -> dict[str, Any]:
         state, notices = self._guard(lambda: self.fleet.message_end(
             agent_id, session, now=self.clock(), heartbeat=heartbeat))
         self._persist(notices)
         return {"state": state.value}
 
+    @_transaction
     def workflow_open(self, agent_id: str, workflow: str) -> dict[str, Any]:
         state = self._guard(lambda: self.fleet.workflow_open(agent_id, workflow, now=self.clock()))
         self._persist(())
         return {"state": state.value}
 
+    @_transaction
     def workflow_close(self, agent_id: str) -> dict[str, Any]:
         state, notices = self._guard(lambda: self.fleet.workflow_close(agent_id, now=self.clock()))
         self._persist(notices)
@@ -200,6 +244,7 @@ class Coordinator:
 
     # -- restart -----------------------------------------------------------------------
 
+    @_transaction
     def query_restart(self, agent_id: str, session: str,
                       job: JobSpec | None = None) -> dict[str, Any]:
         """Seed §1.4.2; on OK with a ``job`` the daemon runs the restart job itself."""
@@ -214,15 +259,16 @@ class Coordinator:
             else:
                 state = JobState(job_id, "delay", created_at=now, due_at=now + job.delay_seconds)
                 self.job = {"jobId": job_id, "spec": job.to_json(), "state": state.to_json()}
-                JobLog(job.log, job_id).line(
-                    f"restart requested by agent {agent_id} (session {session}); every agent "
-                    f"is frozen; restart in {job.delay_seconds:g} s")
             result.update(jobId=job_id, dueAt=now + (job.delay_seconds if job else 0))
             log.info("restart %s scheduled by %s/%s", job_id, agent_id, session)
         elif answer is Answer.NOT_READY:
             result["blocking"] = self.fleet.blocking()[:20]
         self._persist(notices, force_global=answer is Answer.OK)
         if answer is Answer.OK and job is not None:
+            # After the write: a failure before it must leave no trace.
+            JobLog(job.log, result["jobId"]).line(
+                f"restart requested by agent {agent_id} (session {session}); every agent "
+                f"is frozen; restart in {job.delay_seconds:g} s")
             self._start_job()
         return result
 
@@ -232,6 +278,7 @@ class Coordinator:
         return any(n["kind"] == "prepare_agent" and now - n["createdAt"] < wait
                    for n in self.pending)
 
+    @_transaction
     def restart_result(self, status: str, log_path: str | None) -> dict[str, Any]:
         """``POST /restart-result`` from an external restart script (seed §1.4.7)."""
         if self.job is not None and not self.job.get("external"):
@@ -244,6 +291,7 @@ class Coordinator:
             raise CoordinatorError(409, str(exc)) from exc
         return {"ok": True}
 
+    @_transaction
     def cancel(self, agent_id: str, session: str, reason: str = "cancelled") -> dict[str, Any]:
         """Undo a restart that has not reached the gateway yet (Ctrl-C in safe-restart)."""
         g = self.fleet.glob
@@ -269,9 +317,13 @@ class Coordinator:
         now = self.clock()
         if self.job is not None:
             if not self.job.get("external"):
-                spec = JobSpec.from_json(self.job["spec"])
-                JobLog(spec.log, self.job["jobId"]).line(f"restart cancelled ({reason}); "
-                                                         "every agent unfrozen")
+                try:
+                    spec = JobSpec.from_json(self.job["spec"])
+                except (KeyError, TypeError, ValueError):
+                    log.error("the pending restart job's spec is unreadable: %r", self.job)
+                else:
+                    JobLog(spec.log, self.job["jobId"]).line(f"restart cancelled ({reason}); "
+                                                             "every agent unfrozen")
             self.last_job = {"jobId": self.job["jobId"], "outcome": "cancelled",
                              "finishedAt": now, "detail": reason}
         released = self.fleet.cancel(now=now)
@@ -343,25 +395,65 @@ class Coordinator:
     # -- background ----------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Resume a persisted job, then watch for abandoned and stale freezes."""
+        """Resume a persisted job, then watch for abandoned and stale freezes and
+        compact the agent journal. Each background task that raises is logged
+        and started again: a bad record can not end the daemon."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            if self.job is not None and not self.job.get("external"):
-                state = JobState.from_json(self.job["state"])
-                if self.job["jobId"] == self._loaded_job_id and state.phase == "report":
-                    self._finish(state.outcome == "ok", outcome=state.outcome or "failed",
-                                 log_path=self.job["spec"]["log"], detail=state.detail)
-                else:
-                    if self.job["jobId"] == self._loaded_job_id:
-                        self.job["state"] = {**self.job["state"], "resumed": state.resumed + 1}
-                        self._persist((), force_global=True)
-                    self._start_job()
+            try:
+                self._resume_job()
+            except Exception:
+                log.exception("could not resume the persisted restart job; the watchdog "
+                              "releases its freeze after restart.max_freeze_seconds")
+            nursery.start_soon(self._keep_running, "watchdog", self._watch)
+            nursery.start_soon(self._keep_running, "journal compaction", self._compactor)
             task_status.started()
-            interval = float(self.settings["restart.watchdog_seconds"])
-            while True:
-                await trio.sleep(interval)
-                self.watchdog()
 
+    def _resume_job(self) -> None:
+        if self.job is not None and not self.job.get("external"):
+            state = JobState.from_json(self.job["state"])
+            if self.job["jobId"] == self._loaded_job_id and state.phase == "report":
+                self._finish(state.outcome == "ok", outcome=state.outcome or "failed",
+                             log_path=self.job["spec"]["log"], detail=state.detail)
+            else:
+                if self.job["jobId"] == self._loaded_job_id:
+                    self.job["state"] = {**self.job["state"], "resumed": state.resumed + 1}
+                    self._persist((), force_global=True)
+                self._start_job()
+
+    @staticmethod
+    async def _keep_running(name: str, task: Callable[[], Any]) -> None:
+        while True:
+            try:
+                await task()
+                return
+            except Exception:
+                log.exception("restart coordinator: the %s task failed; starting it again", name)
+                await trio.sleep(1.0)
+
+    async def _watch(self) -> None:
+        interval = float(self.settings["restart.watchdog_seconds"])
+        while True:
+            await trio.sleep(interval)
+            self.watchdog()
+
+    async def _compactor(self) -> None:
+        """Snapshot every agent when the journal is due: the records are taken
+        here (immutable, a list of references), serialised and written in a
+        worker thread; appends go on meanwhile and become the new journal."""
+        while True:
+            await self._compact.wait()
+            self._compact = trio.Event()
+            seq = self.store.begin_compaction()
+            records = list(self.fleet.agents.values())
+            try:
+                await trio.to_thread.run_sync(self.store.write_snapshot, seq, records)
+            except BaseException:
+                self.store.end_compaction(failed=True)
+                raise
+            self.store.end_compaction()
+
+    @_transaction
     def watchdog(self) -> None:
         now = self.clock()
         g = self.fleet.glob
@@ -413,6 +505,7 @@ class Coordinator:
             with trio.move_on_at(deadline):
                 await self._wake.wait()
 
+    @_transaction
     def ack(self, ids: list[int]) -> dict[str, Any]:
         wanted = set(ids)
         before = len(self.pending)
@@ -423,34 +516,34 @@ class Coordinator:
 
 
 def job_spec_from_body(body: dict[str, Any], settings: config.Settings) -> JobSpec:
-    """The optional ``job`` object of ``POST /query-restart``; raises ValueError."""
+    """The optional ``job`` object of ``POST /query-restart``; raises JobSpecError."""
     if not isinstance(body, dict):
-        raise ValueError("field 'job' must be an object")
+        raise JobSpecError("field 'job' must be an object")
     unknown = set(body) - {"rollback", "log", "delaySeconds", "recoverTimeoutSeconds",
                            "restartCmd", "statusCmd"}
     if unknown:
-        raise ValueError(f"unknown job field(s) {sorted(unknown)}; allowed: rollback, log, "
+        raise JobSpecError(f"unknown job field(s) {sorted(unknown)}; allowed: rollback, log, "
                          "delaySeconds, recoverTimeoutSeconds, restartCmd, statusCmd")
     rollback, log_path = body.get("rollback"), body.get("log")
     for name, value in (("rollback", rollback), ("log", log_path)):
         if not isinstance(value, str) or not os.path.isabs(value):
-            raise ValueError(f"job.{name} must be an absolute path")
+            raise JobSpecError(f"job.{name} must be an absolute path")
     if not os.path.isfile(rollback):
-        raise ValueError(f"rollback script {rollback} does not exist; give --rollback an existing file")
+        raise JobSpecError(f"rollback script {rollback} does not exist; give --rollback an existing file")
     if not os.path.isdir(os.path.dirname(log_path)):
-        raise ValueError(f"the directory of log file {log_path} does not exist")
+        raise JobSpecError(f"the directory of log file {log_path} does not exist")
 
     def number(name: str, key: str) -> float:
         value = body.get(name, settings[key])
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
                 or not math.isfinite(value):
-            raise ValueError(f"job.{name} must be a number of seconds >= 0")
+            raise JobSpecError(f"job.{name} must be a number of seconds >= 0")
         return float(value)
 
     def command(name: str, key: str) -> str:
         value = body.get(name, settings[key])
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"job.{name} must be a non-empty shell command")
+            raise JobSpecError(f"job.{name} must be a non-empty shell command")
         return value
 
     return JobSpec(
@@ -465,4 +558,5 @@ def job_spec_from_body(body: dict[str, Any], settings: config.Settings) -> JobSp
     )
 
 
-__all__ = ["Coordinator", "CoordinatorError", "job_spec_from_body", "timestamp", "State"]
+__all__ = ["Coordinator", "CoordinatorError", "JobSpecError", "job_spec_from_body", "timestamp",
+           "State"]

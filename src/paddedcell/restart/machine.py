@@ -379,6 +379,33 @@ class Fleet:
     glob: GlobalRecord = field(default_factory=GlobalRecord)
     dirty_agents: set[str] = field(default_factory=set)
     dirty_global: bool = False
+    #: Between ``begin`` and ``commit``: each changed agent's record before the
+    #: first change (None: it was new) and the global record at ``begin``.
+    _undo: dict[str, AgentRecord | None] | None = field(default=None, repr=False)
+    _undo_glob: GlobalRecord | None = field(default=None, repr=False)
+
+    # -- transactions ----------------------------------------------------------
+
+    def begin(self) -> None:
+        """Remember enough to undo what follows; O(1), and O(1) per change."""
+        self._undo, self._undo_glob = {}, self.glob
+
+    def commit(self) -> None:
+        self._undo, self._undo_glob = None, None
+
+    def rollback(self) -> None:
+        """Undo every change since ``begin``; nothing is left dirty."""
+        if self._undo is None:
+            return
+        for agent_id, old in self._undo.items():
+            if old is None:
+                self.agents.pop(agent_id, None)
+            else:
+                self.agents[agent_id] = old
+        if self._undo_glob is not None:
+            self.glob = self._undo_glob
+        self.dirty_agents, self.dirty_global = set(), False
+        self.commit()
 
     # -- helpers -----------------------------------------------------------
 
@@ -392,7 +419,10 @@ class Fleet:
         return None
 
     def _put(self, record: AgentRecord) -> None:
-        if self.agents.get(record.agent_id) != record:
+        old = self.agents.get(record.agent_id)
+        if old != record:
+            if self._undo is not None and record.agent_id not in self._undo:
+                self._undo[record.agent_id] = old
             self.agents[record.agent_id] = record
             self.dirty_agents.add(record.agent_id)
 

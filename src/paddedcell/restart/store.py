@@ -21,7 +21,10 @@ appended line waits for nothing. So agents go to a journal, compacted into the
 snapshot when it has grown past 1,000 lines and twice the number of agents
 (old lines carry lower sequence numbers than the snapshot and are skipped, so
 a crash between the two steps of a compaction loses nothing). A torn last line (the daemon
-killed inside ``write``) is skipped.
+killed inside ``write``) is skipped. An append costs the same with 10 or 10,000
+agents: deciding to compact counts, it does not serialise; the compaction
+itself (every agent) runs in the coordinator's background task, its
+serialisation and snapshot write in a worker thread, while appends go on.
 
 Which writes are fsynced, and why: ``global.json`` and the snapshot always.
 Journal lines are not: an appended line survives any crash of the daemon (the
@@ -41,9 +44,12 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 log = logging.getLogger("paddedcell.restart")
+
+#: The journal is compacted when it has more lines than this and twice the agents.
+COMPACT_MIN_LINES = 1000
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -84,7 +90,9 @@ def boot_id() -> str | None:
 
 
 def _dump(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    # ASCII JSON: encoding cannot fail on any str (a surrogateescape path from
+    # a non-UTF-8 directory name is written as \\udcXX and read back as such).
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 class Store:
@@ -100,6 +108,8 @@ class Store:
         self.seq = 0
         self.journal_lines = 0
         self._journal_fd: int | None = None
+        #: Lines appended since a compaction began (None: no compaction running).
+        self._since: list[bytes] | None = None
 
     # -- agents ----------------------------------------------------------------
 
@@ -131,33 +141,63 @@ class Store:
                 self.seq = seq
         return agents
 
-    def save_agents(self, records: Iterable[dict[str, Any]], *,
-                    everyone: Callable[[], list[dict[str, Any]]] | None = None) -> None:
-        """Append changed ``records`` in one write; compact into the snapshot when
-        the journal has grown past 1,000 lines and twice the agents ``everyone()``
-        returns."""
+    def save_agents(self, records: Iterable[dict[str, Any]], *, agent_count: int = 0) -> bool:
+        """Append changed ``records`` in one write: O(changes), whatever the number
+        of agents. True when the journal is due for compaction (over
+        ``COMPACT_MIN_LINES`` lines and twice ``agent_count``); the caller runs
+        :meth:`compact` (the coordinator does it in the background)."""
         lines = []
         for record in records:
             self.seq += 1
             lines.append(_dump({"seq": self.seq, "agent": record}) + b"\n")
         if not lines:
-            return
+            return False
+        data = b"".join(lines)
         fd = self._journal()
-        _write_all(fd, b"".join(lines))
+        _write_all(fd, data)
         if self.fsync_agents:
             os.fsync(fd)
         self.journal_lines += len(lines)
-        if everyone is not None and self.journal_lines > 1000:
-            agents = everyone()
-            if self.journal_lines > 2 * len(agents):
-                self.compact(agents)
+        if self._since is not None:
+            self._since.append(data)
+        return self.journal_lines > max(COMPACT_MIN_LINES, 2 * agent_count)
 
     def compact(self, all_agents: list[dict[str, Any]]) -> None:
         """Snapshot every agent (durably), then start an empty journal."""
-        write_atomic(self.snapshot_path, _dump({"seq": self.seq, "agents": all_agents}))
+        self.begin_compaction()
+        self.write_snapshot(self.seq, all_agents)
+        self.end_compaction()
+
+    # A compaction in three steps, so the middle one (serialising every agent and
+    # writing the snapshot) can run in a worker thread while appends go on:
+    # lines appended meanwhile are kept and become the new journal.
+
+    @property
+    def compacting(self) -> bool:
+        return self._since is not None
+
+    def begin_compaction(self) -> int:
+        """Start keeping appended lines; the snapshot to write holds up to the returned seq."""
+        self._since = []
+        return self.seq
+
+    def write_snapshot(self, seq: int, all_agents: Iterable[Any]) -> None:
+        """Write the snapshot at ``seq`` (records or objects with ``to_json()``).
+        Touches no state of this store but the snapshot file: thread-safe."""
+        records = [a if isinstance(a, dict) else a.to_json() for a in all_agents]
+        write_atomic(self.snapshot_path, _dump({"seq": seq, "agents": records}))
+
+    def end_compaction(self, *, failed: bool = False) -> None:
+        """Replace the journal with the lines appended since ``begin_compaction``
+        (older ones are in the snapshot). A crash between the steps loses nothing:
+        lines at or below the snapshot's seq are skipped on load."""
+        since, self._since = self._since, None
+        if failed or since is None:
+            return
         self.close()
-        write_atomic(self.journal_path, b"")
-        self.journal_lines = 0
+        data = b"".join(since)
+        write_atomic(self.journal_path, data, durable=self.fsync_agents)
+        self.journal_lines = data.count(b"\n")
 
     def _journal(self) -> int:
         if self._journal_fd is None:
