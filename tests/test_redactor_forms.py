@@ -1,0 +1,213 @@
+"""Each form a secret takes in real terminal output: produced by the real tool
+where one exists, masked whole, through every split, with minimal hold-back,
+and left alone when its variant is off."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html
+import subprocess
+import warnings
+from urllib.parse import quote
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paddedcell.redactor import ShortSecretWarning, StreamRedactor, Variants, matcher, redact
+from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
+from paddedcell.redactor.variants import fragments
+
+M = b"######"
+pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
+
+
+@pytest.fixture(autouse=True, scope="module", params=[matcher.HyperscanMatcher, matcher.AhoMatcher],
+                ids=["hyperscan", "portable"])
+def engine(request):
+    saved = matcher.ENGINE
+    matcher.ENGINE = request.param
+    yield request.param
+    matcher.ENGINE = saved
+
+
+def bash(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script, "bash", *args], capture_output=True, check=True)
+
+
+def only_off(field: str) -> Variants:
+    """Every variant on except ``field`` and fragments (which would mask part of it)."""
+    return dataclasses.replace(Variants(), **{field: False, "fragments": False})
+
+
+def check(secret: bytes, shown: bytes, field: str | None):
+    """``shown`` (a form of ``secret`` with text around it) is masked whole, exactly
+    as the oracle says, under every single split and byte by byte."""
+    text = b"<< " + shown + b" >>"
+    patterns = patterns_for([secret])
+    expected = naive_redact(text, patterns)
+    assert expected == b"<< " + M + b" >>", expected
+    assert redact(text, [secret]) == expected
+    for cut in range(1, len(text)):
+        r = StreamRedactor([secret])
+        assert r.feed(text[:cut]) + r.feed(text[cut:]) + r.flush() == expected, cut
+    r, seen, out = StreamRedactor([secret]), b"", b""
+    for i in range(len(text)):
+        out += r.feed(text[i : i + 1])
+        seen += text[i : i + 1]
+        assert r.held == naive_held(seen, patterns), seen
+    assert out + r.flush() == expected
+    if field is not None:  # the variant is what masks it
+        assert shown in redact(text, [secret], variants=only_off(field))
+
+
+MESSY = b"s3cr'et \"p@ss\" $HOME `id` \\n!;^&<>|*?~=x"
+
+
+def test_set_x_single_quote_form():
+    trace = bash("set -x; : \"$1\"", MESSY.decode()).stderr
+    shown = trace.split(b"+ : ", 1)[1].rstrip(b"\n")
+    assert b"'\\''" in shown
+    check(MESSY, shown[1:-1], "shell")
+
+
+def test_declare_p_double_quote_form():
+    out = bash('v=$1; declare -p v', MESSY.decode()).stdout
+    shown = out.split(b'v="', 1)[1].rsplit(b'"', 1)[0]
+    assert b'\\"' in shown and b"\\$" in shown and b"\\`" in shown
+    check(MESSY, shown, "shell")
+
+
+def test_printf_q_form():
+    shown = bash('printf %q "$1"', MESSY.decode()).stdout
+    assert b"\\;" in shown and b"\\!" in shown
+    check(MESSY, shown, "shell")
+
+
+def test_python_bytes_repr_of_non_ascii_secret():
+    secret = "pässwörd-Zürich-42".encode()
+    shown = repr(secret)[2:-1].encode()
+    assert b"\\xc3\\xa4" in shown
+    check(secret, shown, "escapes")
+
+
+def test_backslash_escapes_both_ways():
+    written = b"tab\\there\\x41-value-9"  # as typed in a config file
+    printed = bash('printf %b "$1"', written.decode()).stdout
+    assert printed == b"tab\there\x41-value-9"
+    check(written, printed, "escapes")
+    raw = b"line\tone\x01two-long"
+    check(raw, b"line\\tone\\x01two-long", "escapes")
+
+
+@pytest.mark.parametrize("encode", [
+    lambda s: html.escape(s.decode()).encode(),
+    lambda s: s.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
+                .replace(b'"', b"&quot;").replace(b"'", b"&apos;"),
+    lambda s: s.replace(b"&", b"&amp;").replace(b"<", b"&lt;").replace(b">", b"&gt;")
+                .replace(b'"', b"&#34;").replace(b"'", b"&#39;"),
+], ids=["html.escape", "xml-apos", "numeric"])
+def test_entities(encode):
+    secret = b"p<w>&d'q\"-entity-1"
+    check(secret, encode(secret), "entities")
+
+
+def test_doubling():
+    secret = b"it's-a-'secret'-42"
+    check(secret, secret.replace(b"'", b"''"), "doubling")
+    dollar = b"pa$$word$with$dollars"
+    check(dollar, dollar.replace(b"$", b"$$"), "doubling")
+
+
+def test_encode_uri_component_keeps_some_characters_literal():
+    secret = b"a!b~c*d'e(f)g h/i?j=k"
+    shown = quote(secret, safe="-_.!~*'()").encode()  # JavaScript's encodeURIComponent
+    assert b"!" in shown and b"%20" in shown
+    check(secret, shown, "url")
+    check(secret, shown.replace(b"%2F", b"%2f").replace(b"%3F", b"%3f").replace(b"%3D", b"%3d")
+          .replace(b"%20", b"%20"), "url")
+
+
+def test_multi_line_secret_through_a_pty_and_unquoted_echo():
+    secret = b"-----BEGIN KEY-----\nQUJDREVGR0hJSktMTU5P  UFFSU1RVVldY\nWVphYmNkZWZnaGlq\n-----END KEY-----"
+    check(secret, secret.replace(b"\n", b"\r\r\n"), "crlf")
+    echoed = bash("echo $1", secret.decode()).stdout.rstrip(b"\n")
+    assert b"\n" not in echoed and b"  " not in echoed
+    check(secret, echoed, "crlf")
+    r = StreamRedactor([secret])
+    line = b"WVphYmNkZWZnaGlq"  # one line alone (e.g. grep, head)
+    assert r.feed(b"> " + line + b" <") + r.flush() == b"> " + M + b" <"
+
+
+def test_fragments_slice_and_truncated_tail():
+    v = "Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua"
+    check(v.encode(), bash('echo -n "${1:1}"', v).stdout, "fragments")
+    check(v.encode(), bash('printf "%s" "${1:0:29}"', v).stdout, "fragments")
+    r = StreamRedactor([v])
+    assert r.feed(b"x " + v[:11].encode() + b" y") + r.flush() == b"x " + v[:11].encode() + b" y"  # 11 < 12
+
+
+def test_fragment_min_setting():
+    v = b"Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua"
+    assert redact(b"[" + v[3:17] + b"]", [v], fragment_min=16) == b"[" + v[3:17] + b"]"
+    assert redact(b"[" + v[3:19] + b"]", [v], fragment_min=16) == b"[" + M + b"]"
+    with pytest.raises(ValueError):
+        StreamRedactor([v], fragment_min=4)
+
+
+def test_fragments_are_only_distinctive():
+    header = b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    payload = base64.urlsafe_b64encode(b'{"sub":"agent-7","scope":"deploy"}').rstrip(b"=")
+    jwt = header + b"." + payload + b".Qm9ndXMtc2lnbmF0dXJlLXZhbHVlLTEyMzQ"
+    grams = fragments([jwt], 12)
+    assert not any(g in header + b"." + payload[:12] for g in grams)  # public structure
+    other = header + b"." + base64.urlsafe_b64encode(b'{"sub":"someone-else"}').rstrip(b"=") + b".c2lnLW90aGVy"
+    log = b"token=" + other + b"\n"
+    assert redact(log, [jwt]) == log  # another JWT in a log is not masked
+    key = b"ghp_x7Kq2mZp9LwR4tVb8NcY3dHf6JsG"
+    assert min(len(g) - g.count(b"ghp_") * 4 for g in fragments([key], 12)) == 8
+    assert redact(b"ghp_x7Kq2mZzzzzzzzzzz", [key]) == b"ghp_x7Kq2mZzzzzzzzzzz"
+    a, b = b"shared-middle-XYZ-Kq2mZp9LwR4t", b"other-start-shared-middle-XYZ-77"
+    assert not any(g in b for g in fragments([a, b], 12) if g in a)  # a window in both is nobody's
+
+
+def test_secret_starting_with_a_mask_byte_does_not_reappear_at_the_joint():
+    v = "#Tok3n-x9Kq2mZp"  # 15 bytes: no fragments to help
+    out = bash('printf "%s%s" "$1" "${1:1}"', v).stdout
+    for variants in (True, False):
+        got = redact(out, [v], variants=variants)
+        assert v.encode() not in got, got
+    w = "x9Kq2mZp-Tok3n#"  # ends with the mask's first byte
+    got = redact(bash('printf "%s%s" "${1:0:14}" "$1"', w).stdout, [w])
+    assert w.encode() not in got
+
+
+ALPHA = b"abcdefghij#"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    secrets=st.lists(st.lists(st.sampled_from(list(ALPHA)), min_size=2, max_size=24).map(bytes)
+                     .filter(lambda s: s.strip(b"#")), min_size=1, max_size=3),
+    pieces=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 20), st.integers(0, 20)), max_size=6),
+    noise=st.lists(st.lists(st.sampled_from(list(ALPHA)), max_size=4).map(bytes), max_size=6),
+    cut=st.integers(0, 200),
+)
+def test_masked_output_never_contains_a_secret_or_form(secrets, pieces, noise, cut):
+    """Slices of secrets (fragments), mask bytes and noise, in any order and split:
+    exact against the oracle, and no pattern survives, also where a mask meets text."""
+    parts = []
+    for (which, a, b), n in zip(pieces, noise + [b""] * len(pieces)):
+        s = secrets[which % len(secrets)]
+        parts += [s[min(a, b):max(a, b)] or s, n]
+    data = b"".join(parts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShortSecretWarning)
+        patterns = patterns_for(secrets, fragment_min=8)
+        expected = naive_redact(data, patterns)
+        r = StreamRedactor(secrets, fragment_min=8)
+    cut = min(cut, len(data))
+    assert r.feed(data[:cut]) + r.feed(data[cut:]) + r.flush() == expected
+    for p in patterns:
+        assert p not in expected
