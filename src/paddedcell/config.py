@@ -95,6 +95,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # A request whose first byte arrived must be whole within this, else 408
         # and the connection closes (a stalled client must not hold an fd for ever).
         "request_timeout_seconds": 30.0,
+        # A daemon started on demand stops after this long with no session, no
+        # restart job and no request (0 = never); any daemon stops once its home
+        # or socket is gone. Checked every hygiene_check_seconds.
+        "idle_exit_minutes": 30.0,
+        "hygiene_check_seconds": 5.0,
     },
     "restart": {
         "interval_seconds": 5.0,

@@ -193,6 +193,28 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
     return exit_code_of(result)
 
 
+def _run_in_session(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
+    """Inside an agent session: the session's channel forwards the request to the daemon
+    for the session's agent only (another agent's ``agentId``: exit 5, DESIGN §1)."""
+    from ..execspec.results import result_text
+    from . import session_channel
+
+    settings = config.load()
+    if not body.get("background") and "yieldMs" not in body:
+        body["awaitResults"] = True  # a plain run waits for the end, as outside
+    body.setdefault("workdir", os.getcwd())
+    try:
+        answer = session_channel.request("exec", timeout=answer_within(body, settings), body=body)
+    except session_channel.ChannelError as exc:
+        _fail(exc.message, as_json or raw_request, exc.exit_code)
+    result = answer["result"]
+    if as_json or raw_request:
+        click.echo(json.dumps(result, ensure_ascii=False))
+    else:
+        click.echo(result_text(result))
+    return exit_code_of(result)
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"],
                                  "ignore_unknown_options": False})
 @click.option("--workdir", type=click.Path(file_okay=False), help="Run in this directory.")
@@ -221,7 +243,14 @@ def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json,
     3 when a secret could not be resolved and 2 when the command was refused
     (in both cases nothing ran).
     """
-    identity = _identity(agent_id, agent_workspace, session_key)
+    from .session_channel import in_session
+
+    inside = in_session()
+    # Inside a session, identity is the session's: the environment is informational
+    # and only an explicit claim is sent (for the supervisor to refuse if it differs).
+    identity = ({k: v for k, v in (("agentId", agent_id), ("agentWorkspace", agent_workspace),
+                                   ("sessionKey", session_key)) if v}
+                if inside else _identity(agent_id, agent_workspace, session_key))
     if request_file is not None:
         if command:
             _fail("give either --request or a COMMAND, not both", True)
@@ -234,7 +263,7 @@ def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json,
         for key, value in identity.items():
             body.setdefault(key, value)
         body.pop("stream", None)  # one result JSON out; streaming is the plugin's
-        sys.exit(_run_daemon(body, True, True))
+        sys.exit(_run_in_session(body, True, True) if inside else _run_daemon(body, True, True))
     if not command:
         raise click.UsageError("give a COMMAND (or --request FILE)")
     body: dict[str, Any] = {"command": command[0] if len(command) == 1 else " ".join(command)}
@@ -247,6 +276,12 @@ def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json,
     if pty:
         body["pty"] = True
     body.update(identity)
+    if inside:
+        if background:
+            body["background"] = True
+        if yield_ms is not None:
+            body["yieldMs"] = yield_ms
+        sys.exit(_run_in_session(body, as_json, False))
     if background or yield_ms is not None:
         if background:
             body["background"] = True

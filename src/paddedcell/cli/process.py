@@ -40,10 +40,17 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
     from ..daemon.client import DaemonError, ensure_daemon
     from ..execspec.results import result_text
 
-    agent = agent_id or os.environ.get("AGENT_ID")
-    if not agent:
+    from .session_channel import ChannelError, in_session, request
+
+    inside = in_session()
+    # Inside a session the session's agent is the only one (DESIGN §1): AGENT_ID is not
+    # consulted, and an explicit --agent-id for another agent is refused (exit 5).
+    agent = agent_id if inside else (agent_id or os.environ.get("AGENT_ID"))
+    if not agent and not inside:
         raise click.UsageError("sessions belong to an agent: set AGENT_ID or pass --agent-id")
-    body: dict = {"action": action, "agentId": agent}
+    body: dict = {"action": action}
+    if agent:
+        body["agentId"] = agent
     optional = {"sessionId": session_id, "data": data, "literal": literal, "text": text,
                 "offset": offset, "limit": limit, "timeout": timeout_ms,
                 "keys": list(keys) or None, "hex": list(hex_bytes) or None}
@@ -52,6 +59,15 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
         body["eof"] = True
     if action == "paste":
         body["bracketed"] = bracketed
+    if inside:
+        try:
+            result = request("process", timeout=60.0 + (timeout_ms or 0) / 1000,
+                             body=body)["result"]
+        except ChannelError as exc:
+            click.echo(f"paddedcell process: {exc.message}", err=True)
+            sys.exit(exc.exit_code)
+        click.echo(json.dumps(result, ensure_ascii=False) if as_json else result_text(result))
+        sys.exit(1 if result.get("details", {}).get("status") == "failed" else 0)
     try:
         client = ensure_daemon(config.load())
         # A poll may wait up to 30 s on top of the daemon's own answer time.

@@ -23,6 +23,7 @@ from typing import Any
 import trio
 
 from .. import __version__, config
+from . import hygiene
 from .client import socket_path
 from .http import Request, Router, serve_unix
 
@@ -98,6 +99,7 @@ async def run_daemon(settings: config.Settings, *, task_status=trio.TASK_STATUS_
             ctx = DaemonContext(settings, nursery)
             for name in ROUTE_MODULES:
                 importlib.import_module(name).register(router, ctx)
+            hygiene.install(router, ctx)  # idle / home-gone exit (daemon/hygiene.py)
             path = str(socket_path(settings))
             await nursery.start(partial(serve_unix, request_timeout=float(
                 settings["daemon.request_timeout_seconds"])), router, path)

@@ -144,7 +144,7 @@ def ensure_daemon(settings: config.Settings | None = None) -> DaemonClient:
         subprocess.Popen(
             daemon_command(),
             stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
-            start_new_session=True, close_fds=True, env=_daemon_env(),
+            start_new_session=True, close_fds=True, env=_daemon_env(), cwd="/",
         )
     deadline = time.monotonic() + float(settings["daemon.start_timeout_seconds"])
     while time.monotonic() < deadline:
@@ -155,6 +155,15 @@ def ensure_daemon(settings: config.Settings | None = None) -> DaemonClient:
                       f"{settings['daemon.start_timeout_seconds']} s; see {log_path}")
 
 
+#: A session's own variables: a daemon started from inside a session is not of it.
+_SESSION_VARIABLES = ("PADDEDCELL_TREE", "PADDEDCELL_CHANNEL")
+
+
 def _daemon_env() -> dict[str, str]:
-    """The daemon serves every agent: it must not inherit one agent's identity."""
-    return {k: v for k, v in os.environ.items() if k not in AGENT_CONTEXT_VARIABLES}
+    """The daemon serves every agent: it must not inherit one agent's identity, nor the
+    session marker that would make it part of (and die with) the session's tree.
+    ``PADDEDCELL_DAEMON=on-demand`` lets it stop when idle (daemon/hygiene.py)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in AGENT_CONTEXT_VARIABLES and k not in _SESSION_VARIABLES}
+    env["PADDEDCELL_DAEMON"] = "on-demand"
+    return env

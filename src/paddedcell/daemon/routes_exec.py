@@ -28,6 +28,7 @@ from ..supervisor import Supervisor, become_subreaper
 from ..supervisor.procs import pin_malloc_thresholds
 from ..supervisor.service import ExecRefused, ExecService
 from .http import HTTPError, Request, Router, Streaming, Write
+from .routes_session import bind_identity, refuse_input_when_locked
 
 log = logging.getLogger("paddedcell.daemon")
 
@@ -63,7 +64,9 @@ def register(router: Router, ctx: Any) -> None:
     @router.route("POST", "/exec")
     async def exec_route(request: Request) -> dict[str, Any] | Streaming:
         try:
-            exec_request = parse_exec_request(request.body, settings)
+            # Inside a session the caller's agent comes from the peer (DESIGN §4.4).
+            body = bind_identity(supervisor, request, request.body, "exec")
+            exec_request = parse_exec_request(body, settings)
         except RequestError as exc:
             raise HTTPError(400, str(exc)) from None
         if not exec_request.agent_id:
@@ -113,9 +116,11 @@ def register(router: Router, ctx: Any) -> None:
     @router.route("POST", "/process")
     async def process_route(request: Request) -> dict[str, Any]:
         try:
-            action = parse_process_action(request.body)
+            action = parse_process_action(bind_identity(supervisor, request, request.body,
+                                                        "process"))
         except RequestError as exc:
             raise HTTPError(400, str(exc)) from None
         if not action.agent_id:
             raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
+        await refuse_input_when_locked(action.action, settings)
         return await service.process(action)

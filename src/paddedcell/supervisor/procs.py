@@ -133,6 +133,18 @@ def has_marker(pid: int, marker: bytes, proc: str = "/proc") -> bool:
         return False
 
 
+def is_daemon(pid: int, proc: str = "/proc") -> bool:
+    """A PaddedCell daemon started on demand (``PADDEDCELL_DAEMON`` in its start
+    environment): started from inside a session, it serves every agent and must
+    not be ended with that session's tree."""
+    try:
+        with open(f"{proc}/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    return b"\0PADDEDCELL_DAEMON=" in raw or raw.startswith(b"PADDEDCELL_DAEMON=")
+
+
 class ProcessTree:
     """The processes one session created, tracked by ``(pid, starttime)``."""
 
@@ -159,7 +171,7 @@ class ProcessTree:
         stack = list(alive)
         while stack:
             for child in children.get(stack.pop(), ()):
-                if child.pid not in alive:
+                if child.pid not in alive and not is_daemon(child.pid):
                     alive[child.pid] = child.starttime
                     stack.append(child.pid)
         for child in children.get(me, ()):
@@ -168,7 +180,7 @@ class ProcessTree:
                 stack.append(child.pid)
         while stack:  # descendants of newly found orphans
             for child in children.get(stack.pop(), ()):
-                if child.pid not in alive:
+                if child.pid not in alive and not is_daemon(child.pid):
                     alive[child.pid] = child.starttime
                     stack.append(child.pid)
         self.members = alive

@@ -183,6 +183,7 @@ class Supervisor:
                           on_output=spec.on_output, cgroup=cgroup)
         session.warnings = warnings
         channel.session = session
+        session.channel = channel  # its agent workspace, for the daemon's peer identity
         self.nursery.start_soon(self._serve_channel, session, channel)
         self.sessions[session_id] = session
         self._protect_floors()

@@ -1,0 +1,131 @@
+"""Who is calling the daemon: a human / the plugin, or a process inside a session.
+
+DESIGN §1 and §4.4: inside an agent session the daemon takes the caller's
+agent from the peer, not from the body. Every connection on the main socket
+carries the peer's pid (``SO_PEERCRED``, ``Request.peer_pid``). We walk that
+pid's ``ppid`` chain up to the daemon:
+
+- a process of one of our sessions' trees (``procs.in_tree``) is that
+  session's: its agent is the only one it may name;
+- a process that started with some ``PADDEDCELL_TREE`` marker in its
+  ancestry but belongs to no session of ours (a foreground ``pcexec``'s
+  session, or an orphan that dropped its marker) is inside *a* session we
+  cannot name: it must use its session channel, which knows its agent;
+- anything else (a human's shell, the OpenClaw plugin, a session channel
+  forwarding a request for its session) is outside: the body's ``agentId``
+  stands, as before.
+
+Also here: a vault locked after an admin password leak stops typing into
+sessions (``process write/send-keys/submit/paste``), because a shell started
+before the lock would otherwise still take commands.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ..agent_session import TREE_MARKER_PREFIX
+from ..supervisor import procs
+from .http import HTTPError
+
+#: Process actions that send input to a session (stopped while the vault is locked).
+INPUT_ACTIONS = ("write", "send-keys", "submit", "paste")
+
+
+@dataclass(frozen=True)
+class Caller:
+    #: Inside some agent session (ours or not).
+    in_session: bool
+    #: Our session the caller belongs to, or None.
+    session: Any = None
+
+
+OUTSIDE = Caller(False)
+
+
+def _marked(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    return any(entry.startswith(TREE_MARKER_PREFIX) for entry in raw.split(b"\0"))
+
+
+def identify(supervisor, pid: int | None) -> Caller:
+    """Which session (if any) the process ``pid`` belongs to."""
+    if pid is None:
+        return OUTSIDE
+    me = os.getpid()
+    if pid == me:
+        return OUTSIDE
+    for session in list(supervisor.sessions.values()):
+        if session.running and procs.in_tree(session.tree, pid, me):
+            return Caller(True, session)
+    # Not one of our running sessions: does its ancestry say "a session" all the same?
+    current = pid
+    for _ in range(4096):
+        if current <= 1 or current == me:
+            return OUTSIDE
+        if _marked(current):
+            return Caller(True)
+        info = procs.read_stat(current)
+        if info is None or info.ppid == current:
+            return OUTSIDE
+        current = info.ppid
+    return OUTSIDE
+
+
+def bind_identity(supervisor, request, body: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The body with the caller's agent; raises 403 when the caller claims another.
+
+    ``kind`` is ``"exec"`` or ``"process"``.
+    """
+    if not isinstance(body, dict):
+        return body  # the parser says what is wrong with it
+    caller = identify(supervisor, request.peer_pid)
+    if not caller.in_session:
+        return body
+    session = caller.session
+    if session is None:
+        raise HTTPError(403, "this request comes from inside an agent session the daemon did "
+                             "not start; send it through the session (pcexec and paddedcell "
+                             "process do that by themselves)")
+    claimed = body.get("agentId")
+    if claimed is not None and claimed != session.agent_id:
+        raise HTTPError(403, f"inside agent {session.agent_id or '(none)'}'s session you act "
+                             f"as that agent only, not {claimed}")
+    workspace = getattr(getattr(session, "channel", None), "agent_workspace", None)
+    if kind == "exec":
+        claimed_ws = body.get("agentWorkspace")
+        if claimed_ws is not None and workspace is not None and claimed_ws != workspace:
+            raise HTTPError(403, f"inside this session the agent workspace is {workspace}, "
+                                 f"not {claimed_ws}")
+    if not session.agent_id:
+        raise HTTPError(403, "this session belongs to no agent, so it cannot start or drive "
+                             "agent sessions")
+    body = dict(body, agentId=session.agent_id)
+    if kind == "exec" and workspace:
+        body["agentWorkspace"] = workspace
+    return body
+
+
+async def refuse_input_when_locked(action: str, settings) -> None:
+    """HTTP 423 for an input action while the vault is locked after a leak."""
+    if action not in INPUT_ACTIONS:
+        return
+    from ..vault.api import vault_status
+
+    try:
+        state = await trio.to_thread.run_sync(vault_status, settings)
+    except Exception as exc:  # fail closed: a tampered lock file must not reopen input
+        raise HTTPError(423, f"process {action} is stopped: the vault's state cannot be read "
+                             f"({type(exc).__name__}); a human must check: pass_mgr admin status"
+                        ) from None
+    if state == "locked":
+        raise HTTPError(423, f"process {action} is stopped: the vault is locked after an admin "
+                             "password leak; a human must run: pass_mgr admin init")
