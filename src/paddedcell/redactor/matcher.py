@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from bisect import bisect_left
 from typing import Iterable
@@ -61,61 +60,54 @@ class PrefixIndex:
     Sorted patterns answer "is ``t`` a prefix of some pattern" with one
     bisection: every pattern starting with ``t`` sorts at or right after ``t``.
     That needs no memory beyond the pattern list, unlike a trie of every
-    prefix (millions of nodes at 10 000 secrets with variants). A set of the
-    patterns' first four bytes rejects almost every candidate tail before the
-    bisection.
+    prefix (tens of millions of nodes at 10 000 secrets with their forms and
+    fragments).
+
+    Which tails to bisect: a tail of ``HEAD`` bytes or more can only be a
+    prefix of a pattern whose first ``HEAD`` bytes it starts with, so a second
+    matcher of the same engine over those heads, scanned across the last
+    ``maxlen`` bytes, yields the only candidates, in C (a Python loop over
+    every position of a 600-byte window cost more than the scan itself:
+    every byte of a token-heavy log starts some 4-gram of some secret). The
+    ``HEAD - 1`` shortest tails are bisected directly. Candidates are tried
+    longest first, and the first that is a prefix is the answer.
     """
 
-    __slots__ = ("_sorted", "_first", "_first_re", "_sparse", "_head4", "_short", "maxlen")
+    __slots__ = ("_sorted", "_first", "_heads", "maxlen")
 
-    #: Tails longer than this are searched for candidate starts with a regex
-    #: (C speed) instead of a Python loop: a 4 KiB PEM key hex-encoded is an
-    #: 8 KiB pattern, and every feed looks at that many trailing bytes.
-    LOOP_LIMIT = 256
+    HEAD = 8
 
-    def __init__(self, patterns: Iterable[bytes]):
+    def __init__(self, patterns: Iterable[bytes], engine: type | None = None):
         self._sorted = sorted(set(patterns))
         first = bytearray(256)
         for p in self._sorted:
             first[p[0]] = 1
         self._first = bytes(first)
-        starts = b"".join(re.escape(bytes([c])) for c in range(256) if first[c])
-        self._first_re = re.compile(b"[" + starts + b"]") if starts else None
-        # With few distinct first bytes, most tail positions cannot start a
-        # pattern and the regex skips them in C; with many, a loop is cheaper.
-        self._sparse = sum(first) <= 16
-        self._head4 = {p[:4] for p in self._sorted if len(p) >= 4}
-        self._short = {p[:k] for p in self._sorted for k in range(1, min(len(p), 3) + 1)}
         self.maxlen = max((len(p) for p in self._sorted), default=0)
+        heads = {p[: self.HEAD] for p in self._sorted if len(p) > self.HEAD}
+        self._heads = (engine or FindMatcher)(heads) if heads else None
 
     def hold(self, buf: bytes) -> int:
         n = len(buf)
+        if not n:
+            return 0
         lo = max(0, n - self.maxlen + 1)
-        if self._first_re is None:
-            return 0
-        if self._sparse or n - lo > self.LOOP_LIMIT:
-            for m in self._first_re.finditer(buf, lo):
-                if self._is_prefix(buf, m.start()):
-                    return n - m.start()
-            return 0
-        # Dense first bytes and a short tail: the 4-byte head set is the filter.
-        head4 = self._head4
-        for i in range(lo, n - 3):
-            if buf[i : i + 4] in head4 and self._is_prefix(buf, i):
-                return n - i
-        short = self._short
-        for i in range(max(lo, n - 3), n):
-            if buf[i:] in short:
+        short = max(lo, n - self.HEAD + 1)  # tails from here on are shorter than HEAD
+        if self._heads is not None and short - lo > 0:
+            window = buf[lo:]
+            starts = sorted({s for s, _ in self._heads.spans(window) if lo + s < short})
+            for s in starts:
+                if self._is_prefix(buf, lo + s):
+                    return n - lo - s
+        first = self._first
+        for i in range(short, n):
+            if first[buf[i]] and self._is_prefix(buf, i):
                 return n - i
         return 0
 
     def _is_prefix(self, buf: bytes, i: int) -> bool:
         """Is ``buf[i:]`` a prefix of some pattern?"""
         tail = buf[i:]
-        if len(tail) < 4:
-            return tail in self._short
-        if tail[:4] not in self._head4:
-            return False
         ordered = self._sorted
         j = bisect_left(ordered, tail)
         return j < len(ordered) and ordered[j].startswith(tail)
@@ -130,7 +122,7 @@ class _Engine:
 
     def hold(self, buf: bytes) -> int:
         if self._prefix is None:
-            self._prefix = PrefixIndex(self.patterns)
+            self._prefix = PrefixIndex(self.patterns, type(self))
         return self._prefix.hold(buf)
 
 
@@ -259,9 +251,12 @@ def build(patterns: Iterable[bytes], engine: type[_Engine] | None = None) -> _En
     patterns = sorted(set(patterns))
     cls = engine or ENGINE
     try:
-        return cls(patterns)
+        built = cls(patterns)
+        built.hold(b"")  # build the prefix index now, not on the first feed
     except Exception as exc:  # e.g. Hyperscan refuses a pattern too large
         if cls is AhoMatcher:
             raise
         log.warning("redactor engine %s refused this secret set (%s); using pyahocorasick", cls.name, exc)
-        return AhoMatcher(patterns)
+        built = AhoMatcher(patterns)
+        built.hold(b"")
+    return built

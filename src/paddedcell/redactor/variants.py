@@ -30,9 +30,12 @@ secret rather than a kind of token:
   it would mask every token of that kind in a log);
 * at least ``DISTINCT_BYTES`` of its bytes lie outside *public structure*:
   a known token prefix (``ghp_``, ``glpat-``, ``sk-``, ``AKIA`` … in
-  :data:`PUBLIC_PREFIXES`), a PEM armour line, and for a JWT its header
-  segment, both dots and the first 12 characters of its payload (base64 of
-  ``{"sub":"``-like claim names, the same in every token);
+  :data:`PUBLIC_PREFIXES`), a PEM armour line, and for a JWT everything but
+  its signature: the header and the payload are base64 of JSON that anyone
+  holding the token can read, low in entropy (``"iat":170…`` and
+  ``"user-12`` recur in every token of a log), and a slice of them grants
+  nothing; the whole token is still masked as a secret, and so is any
+  slice of its signature;
 * it has at least ``DISTINCT_BYTES`` different byte values (``AAAAAAAAAAAA``
   in base64 of zeros is nobody's secret).
 
@@ -246,13 +249,9 @@ def public_mask(secret: bytes) -> bytearray:
             break
     for m in re.finditer(rb"-----(BEGIN|END)[ A-Z0-9]*-----", secret):
         public[m.start() : m.end()] = b"\1" * (m.end() - m.start())
-    for m in _JWT.finditer(secret):
-        dot = secret.index(b".", m.start())
-        end = min(len(secret), dot + 1 + 12)
+    for m in _JWT.finditer(secret):  # header "." payload; the match ends before the second dot
+        end = min(len(secret), m.end() + 1)
         public[m.start() : end] = b"\1" * (end - m.start())
-        second = secret.find(b".", dot + 1)
-        if second >= 0:
-            public[second] = 1
     return public
 
 
