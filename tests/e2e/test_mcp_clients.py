@@ -9,6 +9,9 @@
     `$(pass_mgr get db)`, and its next request carries ###### and never the secret;
     for an unknown key it carries the vault's reason (Codex shows its model the
     structured result, so the reason must be there).
+(c) Claude Code, offline against a scripted fake Messages-API model, given
+    `paddedcell mcp` with --mcp-config: the same two cases (Claude Code shows its model
+    the structured result on success and the text, flagged is_error, on an error).
 Not skipped when the clients are missing: the fixture installs them and fails with the
 reason if it cannot.
 """
@@ -26,6 +29,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from fake_messages import FakeMessages  # noqa: E402
 from fake_responses import FakeResponses  # noqa: E402
 from mcp_stack import REPO, SECRET, start_stack  # noqa: E402
 
@@ -147,3 +151,54 @@ def test_codex_hears_why_an_unknown_key_ran_nothing(stack, clients):
         assert not marker.exists(), "a command with an unresolvable secret must not run"
         outputs = tool_outputs(model.requests_for("unknown")[-1])
         assert outputs and "no secret named 'nosuchkey'" in outputs[-1], outputs
+
+
+def run_claude(stack, clients, model: FakeMessages, prompt: str) -> subprocess.CompletedProcess:
+    home = Path(tempfile.mkdtemp(prefix="claude-home-", dir=stack.root))
+    config = home / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"paddedcell": {
+        "type": "stdio", "command": stack.paddedcell, "args": stack.server_command()[1:],
+        "env": stack.server_env()}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    env.update(clients, HOME=str(home), ANTHROPIC_BASE_URL=f"http://127.0.0.1:{model.port}",
+               ANTHROPIC_API_KEY="sk-ant-fake-local", ENABLE_TOOL_SEARCH="false", DISABLE_TELEMETRY="1",
+               DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", MCP_TIMEOUT="30000",
+               NO_COLOR="1")
+    return subprocess.run(["claude", "-p", prompt, "--mcp-config", str(config), "--strict-mcp-config",
+                           "--allowedTools", "mcp__paddedcell__pcexec", "--output-format", "json"],
+                          cwd=stack.workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=180)
+
+
+def tool_results(body: dict) -> list[dict]:
+    return [block for message in body.get("messages", []) if isinstance(message.get("content"), list)
+            for block in message["content"] if isinstance(block, dict) and block.get("type") == "tool_result"]
+
+
+def test_claude_code_shows_its_model_the_masked_result_and_never_the_secret(stack, clients):
+    with FakeMessages() as model:
+        model.script("secret", [{"name": "mcp__paddedcell__pcexec",
+                                 "input": {"command": 'echo "db=$(pass_mgr get db)"'}}])
+        proc = run_claude(stack, clients, model, "[case:secret] print the db password")
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        requests = model.requests_for("secret")
+        assert len(requests) == 2, "one request for the tool call, one after its result"
+        assert "mcp__paddedcell__pcexec" in {tool.get("name") for tool in requests[0]["tools"]}
+        results = tool_results(requests[1])
+        assert results and "db=######" in json.dumps(results[-1]), results
+        for body in model.requests:
+            assert SECRET not in json.dumps(body, ensure_ascii=False)
+        assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_claude_code_hears_why_an_unknown_key_ran_nothing(stack, clients):
+    marker = stack.root / "claude-unknown-key-ran"
+    with FakeMessages() as model:
+        model.script("unknown", [{"name": "mcp__paddedcell__pcexec",
+                                  "input": {"command": f"touch {marker}; echo $(pass_mgr get nosuchkey)"}}])
+        proc = run_claude(stack, clients, model, "[case:unknown] use the missing key")
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert not marker.exists(), "a command with an unresolvable secret must not run"
+        results = tool_results(model.requests_for("unknown")[-1])
+        assert results and results[-1].get("is_error") is True, results
+        assert "no secret named 'nosuchkey'" in json.dumps(results[-1]), results

@@ -56,6 +56,27 @@ def test_the_front_table_matches_the_sdk_for_every_protocol_version(stack):
         assert "answered a request differently" not in err, err
 
 
+def test_a_discover_probe_is_answered_like_the_sdk_and_the_modern_era_serves(stack):
+    import mcp_types.version
+
+    assert front_module.MODERN_PROTOCOL_VERSIONS == mcp_types.version.MODERN_PROTOCOL_VERSIONS
+    envelope = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "pytest", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}}
+    proc = McpProcess(stack.server_command(), stack.server_env())
+    found, _ = proc.request("server/discover", {"_meta": envelope})
+    assert found["result"]["supportedVersions"] == ["2026-07-28"]
+    result = proc.call("pcexec", {"command": "echo $(pass_mgr get db)"}, _meta=envelope)
+    assert result["content"][0]["text"] == "######"
+    # An initialize after the probe is the SDK's to refuse: the front answered the probe.
+    late, _ = proc.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                          "clientInfo": {"name": "pytest", "version": "1"}})
+    assert "error" in late
+    assert proc.close() == 0
+    err = proc.stderr()
+    assert "answered a request differently" not in err, err
+
+
 def test_a_differing_sdk_answer_is_reported_and_dropped(capsys):
     sent = []
 

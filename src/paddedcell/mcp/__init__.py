@@ -26,9 +26,11 @@ So we use the low-level server. One thing it cannot do is start fast: ``import m
 takes about 0.9 s on a 2-core machine (pydantic models, starlette), and Codex gives a
 server that is not marked ``required`` about one second to answer ``initialize`` before
 running the turn without it, silently. So this module is a front that imports nothing
-heavy: it takes the stdio wire, answers ``initialize`` and the first ``tools/list`` from
-a table at once, and imports the SDK meanwhile. Each pre-answered request is then
-replayed into the SDK, which builds its session state from it as usual; its own answer
+heavy: it takes the stdio wire, answers ``initialize`` and the first ``tools/list`` (or a
+2026-07-28 client's ``server/discover`` probe: Claude Code falls back to ``initialize``
+when the probe is slow, and the SDK, which saw the probe first, then refuses every
+un-enveloped request) from a table at once, and imports the SDK meanwhile. Each
+pre-answered request is then replayed into the SDK, which builds its session state from it as usual; its own answer
 is compared with ours (a difference is logged to stderr) and dropped. Everything else
 the SDK answers. ``tests/e2e/test_mcp_server.py`` checks that the table and the SDK agree
 for every protocol version, and ``benchmarks/mcp.py`` measures the start-up.
@@ -52,6 +54,10 @@ from .. import __version__
 SERVER_NAME = "paddedcell"
 # mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS of the SDK we pin (checked by the tests).
 HANDSHAKE_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+# mcp_types.version.MODERN_PROTOCOL_VERSIONS: no handshake; a client (Claude Code) probes
+# with ``server/discover`` first and falls back to ``initialize`` when that is slow.
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+ENVELOPE = "io.modelcontextprotocol/"
 CAPABILITIES = {"prompts": {"listChanged": False}, "tools": {"listChanged": False}}
 
 
@@ -111,6 +117,18 @@ def initialize_result(params: Any) -> dict[str, Any] | None:
             "instructions": instructions()}
 
 
+def discover_result(params: Any) -> dict[str, Any] | None:
+    """Our answer to a 2026-07-28 ``server/discover`` probe, or None for the SDK to judge."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not (isinstance(meta, dict) and meta.get(ENVELOPE + "protocolVersion") in MODERN_PROTOCOL_VERSIONS
+            and isinstance(meta.get(ENVELOPE + "clientCapabilities"), dict)
+            and isinstance(meta.get(ENVELOPE + "clientInfo"), dict)):
+        return None
+    return {"cacheScope": "private", "capabilities": CAPABILITIES, "instructions": instructions(),
+            "resultType": "complete", "supportedVersions": list(MODERN_PROTOCOL_VERSIONS), "ttlMs": 0,
+            "_meta": {ENVELOPE + "serverInfo": {"name": SERVER_NAME, "version": __version__}}}
+
+
 class Wire:
     """The stdio wire on private descriptors; one writer at a time."""
 
@@ -149,37 +167,45 @@ class Front:
         self._thread.start()
 
     def _read(self) -> None:
-        # Until the SDK serves: ``initialize`` first, then the first ``tools/list``.
-        expect: str | None = "initialize"
+        # Until the SDK serves, the client's first request decides, as it does for the
+        # SDK: ``initialize`` (then the first ``tools/list``) or ``server/discover``;
+        # anything else and the front answers nothing.
+        expect: tuple[str, ...] = ("initialize", "server/discover")
         try:
             for raw in self.wire.reader:
                 line = raw.decode("utf-8", errors="replace")
-                if expect is not None and f'"{expect}"' in line and self._answer(line, expect):
-                    expect = "tools/list" if expect == "initialize" else None
+                if expect:
+                    method = self._answer(line, expect)
+                    if method is not None:
+                        expect = ("tools/list",) if method == "initialize" else ()
                 self.lines.put(line)
         finally:
             self.lines.put(None)
 
-    def _answer(self, line: str, method: str) -> bool:
+    def _answer(self, line: str, expect: tuple[str, ...]) -> str | None:
+        """The method of a request (None for a notification or junk); answered when we can."""
         try:
             message = json.loads(line)
         except ValueError:
-            return False
-        if not (isinstance(message, dict) and message.get("method") == method
-                and isinstance(message.get("id"), (str, int)) and not isinstance(message["id"], bool)):
-            return False
-        params = message.get("params")
+            return None
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str) \
+                or "id" not in message:
+            return None
+        method, params = message["method"], message.get("params")
+        if method not in expect or not isinstance(message["id"], (str, int)) or isinstance(message["id"], bool):
+            return "other"
         if method == "initialize":
             result = initialize_result(params)
+        elif method == "server/discover":
+            result = discover_result(params)
         elif params is None or params == {}:
             result = {"tools": tool_list()}
         else:  # a cursor or _meta: the SDK judges it
             result = None
-        if result is None:
-            return False
-        self.answered[message["id"]] = result
-        self.wire.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
-        return True
+        if result is not None:
+            self.answered[message["id"]] = result
+            self.wire.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        return method
 
     def outgoing(self, line: str) -> None:
         """A line the SDK wants to send: dropped when it answers a pre-answered request."""
