@@ -25,7 +25,9 @@ import pytest
 
 from paddedcell.execspec import keys, results
 from paddedcell.execspec.request import RequestError, check_env, forbidden_env_keys
-from paddedcell.execspec.results import PollBackoff, SessionView
+from paddedcell.execspec.process import ProcessStep, process_step
+from paddedcell.execspec.request import parse_process_action
+from paddedcell.execspec.results import SessionView
 
 VECTORS = json.loads(
     (Path(__file__).with_name("test_execspec_openclaw_vectors.json")).read_text(encoding="utf-8")
@@ -180,8 +182,14 @@ def test_env_guard_every_policy_name() -> None:
 # --------------------------------------------------------------------------- process
 
 
-class Model:
-    """A minimal session as the supervisor would keep it, built from a vector's spec."""
+class Registry:
+    """One session of a vector's spec, as the daemon's registry would hold it.
+
+    No decision is taken here: every answer comes from :func:`process_step`, the
+    function the daemon runs, and this class only keeps what a step asks it to
+    keep (pending output delivered, stdin closed, record forgotten, poll count),
+    as :meth:`ExecService._apply` does with a real session.
+    """
 
     PENDING_CAP = 30_000
 
@@ -197,109 +205,52 @@ class Model:
         self.truncated = cut or self.dropped
         self.stdin_writable = spec.get("stdinWritable", True)
         self.exit = spec.get("exit")
-        self.killed = False
         self.gone = False
-        self.backoff = PollBackoff()
+        self.poll_count: int | None = None
 
-    def view(self) -> SessionView:
+    def view(self) -> SessionView | None:
+        if self.gone:
+            return None
         s, x = self.spec, self.exit
         last = s.get("lastOutputAt") or s["startedAt"]
-        idle = NOW - last
-        status = "running" if x is None else x["status"]
         return SessionView(
-            session_id=s["id"], status=status, pid=s["pid"], command=s["command"], cwd=s["cwd"],
-            started_at=s["startedAt"], ended_at=s.get("endedAt", None if x is None else NOW),
+            session_id=s["id"], status="running" if x is None else x["status"], pid=s["pid"],
+            command=s["command"], cwd=s["cwd"], started_at=s["startedAt"],
+            ended_at=s.get("endedAt", None if x is None else NOW),
             exit_code=None if x is None else x["exitCode"],
             exit_signal=None if x is None else x["exitSignal"],
             tail=results.tail(self.aggregated), aggregated=self.aggregated, truncated=self.truncated,
-            waiting_for_input=x is None and self.stdin_writable and idle >= 15_000,
-            exit_reason=None if x is None else x["reason"], stdin_writable=self.stdin_writable,
-            idle_ms=idle, last_output_at=last, total_output_chars=self.total,
+            exit_reason=None if x is None else x["reason"],
+            stdin_writable=self.stdin_writable and x is None, idle_ms=NOW - last,
+            last_output_at=last, total_output_chars=self.total,
+            cursor_mode=s.get("cursorKeyMode", "normal"), poll_count=self.poll_count,
+            pending_output=self.pending, pending_dropped=self.dropped,
         )  # fmt: skip
 
-    def act(self, args: dict[str, Any]) -> dict[str, Any]:
-        a = args["action"]
-        sid = self.spec["id"]
-        v = self.view()
-        running = v.running and not self.gone
-        if self.gone:
-            kind = {"write": "active", "send-keys": "active", "submit": "active", "paste": "active",
-                    "kill": "active", "clear": "finished"}.get(a, "any")  # fmt: skip
-            return results.process_not_found(sid, kind)
-        if a == "poll":
-            out, dropped = self.pending, self.dropped
+    def act(self, args: dict[str, Any]) -> ProcessStep:
+        action = parse_process_action({**args, "sessionId": self.spec["id"], "agentId": "a"})
+        step = process_step(action, self.view())
+        self.poll_count = step.poll_count
+        if step.take_output:
             self.pending, self.dropped = "", False
-            if running:
-                retry = self.backoff.record(bool(out.strip()))
-                return results.process_poll(v, out, output_dropped=dropped, retry_in_ms=retry)
-            self.backoff.reset()
-            return results.process_poll(v, out, output_dropped=dropped)
-        if a == "log":
-            return results.process_log(v, self.aggregated, args.get("offset"), args.get("limit"))
-        if a in ("write", "send-keys", "submit", "paste"):
-            if not running:
-                return results.process_not_found(sid, "active")
-            if not self.stdin_writable:
-                return results.process_stdin_not_writable(sid)
-            if a == "write":
-                if args.get("eof"):
-                    self.stdin_writable = False
-                return results.process_write(v, args.get("data", ""), bool(args.get("eof")))
-            if a == "submit":
-                return results.process_submit(v)
-            if a == "paste":
-                payload = keys.encode_paste(args.get("text", ""), args.get("bracketed", True) is not False)
-                if not payload:
-                    return results.process_paste_empty()
-                return results.process_paste(v, args.get("text", ""))
-            mode = self.spec.get("cursorKeyMode", "normal")
-            if mode == "unknown" and keys.has_cursor_mode_sensitive_keys(args.get("keys")):
-                return results.process_cursor_mode_unknown(sid)
-            enc = keys.encode_key_request(args.get("keys"), args.get("hex"), args.get("literal"), mode)
-            if not enc.data:
-                return results.process_send_keys_no_data()
-            return results.process_send_keys(v, len(enc.data), enc.warnings)
-        if a == "kill":
-            if not running:
-                return results.process_not_found(sid, "active")
-            return results.process_kill(v)
-        if a == "clear":
-            if running:
-                return results.process_not_found(sid, "finished")
+        if step.close_input:
+            self.stdin_writable = False
+        if step.forget:
             self.gone = True
-            return results.process_clear(sid)
-        if a == "remove":
-            self.gone = True
-            return results.process_remove(v)
-        raise AssertionError(a)
-
-
-def _written(args: dict[str, Any], spec: dict[str, Any]) -> str:
-    a = args["action"]
-    if a == "write":
-        return args.get("data", "").encode().hex()
-    if a == "submit":
-        return keys.SUBMIT.hex()
-    if a == "paste":
-        return keys.encode_paste(args.get("text", ""), args.get("bracketed", True) is not False).hex()
-    if a == "send-keys":
-        mode = spec.get("cursorKeyMode", "normal")
-        return keys.encode_key_request(args.get("keys"), args.get("hex"), args.get("literal"), mode).data.hex()
-    return ""
+        return step
 
 
 @pytest.mark.parametrize("scenario", VECTORS["process"], ids=lambda s: s["name"])
 def test_process_actions(scenario: dict[str, Any]) -> None:
-    model = Model(scenario["spec"])
+    registry = Registry(scenario["spec"])
     for step in scenario["results"]:
-        mine = model.act(step["args"])
-        assert_same(mine, step["result"]), step["args"]
-        if step["written"]:
-            assert _written(step["args"], scenario["spec"]) == step["written"]
+        mine = registry.act(step["args"])
+        assert_same(mine.result, step["result"]), step["args"]
+        assert mine.send.hex() == step["written"], step["args"]
 
 
 def test_process_list() -> None:
-    views = [Model(spec).view() for spec in VECTORS["list"]["specs"]]
+    views = [Registry(spec).view() for spec in VECTORS["list"]["specs"]]
     assert_same(results.process_list(views, now_ms=NOW), VECTORS["list"]["result"])
     assert_same(results.process_list([], now_ms=NOW), VECTORS["listEmpty"])
 
@@ -312,8 +263,6 @@ def test_process_errors() -> None:
     assert_same(results.process_not_found("nope", "active"), e["notFoundWrite"])
     assert_same(results.process_not_found("nope", "active"), e["notFoundKill"])
     assert_same(results.process_not_found("nope", "finished"), e["notFoundClear"])
-    from paddedcell.execspec.request import parse_process_action
-
     for body, key in (({"action": "frobnicate"}, "invalidAction"), ({"action": "poll"}, "missingSession")):
         with pytest.raises(RequestError) as info:
             parse_process_action(body)

@@ -129,9 +129,6 @@ def test_default_timeout_from_settings(tmp_path) -> None:
         ({"command": 5}, '"command" must be a string'),
         ({"command": "a\x00b"}, "NUL"),
         ({"command": "x", "timeout": 5}, 'use "timeoutSeconds" instead'),
-        ({"command": "x", "cwd": "/"}, 'use "workdir" instead'),
-        ({"command": "x", "bogus": 1}, 'exec parameter "bogus" is unsupported; allowed: title, command'),
-        ({"command": "x", "security": "full"}, '"security" is unsupported'),
         ({"command": "x", "yieldMs": "10"}, '"yieldMs" must be a number, not string'),
         ({"command": "x", "yieldMs": True}, '"yieldMs" must be a number, not boolean'),
         ({"command": "x", "yieldMs": float("nan")}, '"yieldMs" must be a number'),
@@ -141,13 +138,10 @@ def test_default_timeout_from_settings(tmp_path) -> None:
         ({"command": "x", "env": {"A": 1}}, '"env" must map names to strings; "A" is number'),
         ({"command": "x", "env": {"A=B": "1"}}, 'entry "A=B" is not a valid variable'),
         ({"command": "x", "workdir": 3}, '"workdir" must be a string'),
-        ({"command": "x", "workdir": "   "}, 'workdir "   " is unavailable or not a directory'),
         ({"command": "x", "title": "t" * 121}, "longer than 120 characters"),
-        ({"command": "x", "elevated": True}, "elevated is not available right now"),
         ({"command": "x", "host": "node"}, "exec host not allowed (requested node;"),
         ({"command": "x", "host": "mars"}, 'Invalid exec host "mars". Allowed values: auto, sandbox, gateway, node.'),
         ({"command": "x", "host": 7}, "Invalid exec host value type number."),
-        ({"command": "x", "host": "sandbox"}, "exec host=sandbox requires a sandbox runtime"),
         ({"command": "x", "node": "n1"}, '"node" needs host=node'),
         ({"command": "x", "ask": "always"}, "ask=always cannot be honoured"),
         ({"command": "x", "ask": "on-miss"}, "ask=on-miss cannot be honoured"),
@@ -269,18 +263,49 @@ def test_poll_timeout_is_clamped(value, expected) -> None:
         ({"action": "frob"}, "Invalid process action."),
         ({"action": "poll"}, "sessionId is required for this action."),
         ({"action": "kill", "sessionId": ""}, "sessionId is required for this action."),
-        ({"action": "list", "bogus": 1}, 'process parameter "bogus" is unsupported'),
         ({"action": "send-keys", "sessionId": "s", "keys": "Enter"}, '"keys" must be an array of strings'),
         ({"action": "send-keys", "sessionId": "s", "hex": [1]}, '"hex" must be an array of strings'),
         ({"action": "write", "sessionId": "s", "data": 5}, '"data" must be a string'),
         ({"action": "write", "sessionId": "s", "eof": "yes"}, '"eof" must be true or false'),
         ({"action": "log", "sessionId": "s", "offset": "3"}, '"offset" must be a number'),
         ({"action": "log", "sessionId": "s", "limit": float("inf")}, '"limit" must be a finite number'),
-        ({"action": "poll", "sessionId": "s", "timeout": "soon"}, '"timeout" must be a number of milliseconds'),
     ],
 )
 def test_process_refusals(body, fragment) -> None:
     one_line_error(parse_process_action, body, match=fragment)
+
+
+def test_unknown_fields_are_ignored_like_openclaw(settings) -> None:
+    got = parse_exec_request({"command": "x", "bogus": 1, "cwd": "/", "security": "full",
+                              "timeout_seconds": 3}, settings)
+    assert got.command == "x" and got.workdir is None
+    assert parse_process_action({"action": "list", "bogus": 1}).action == "list"
+    # resolvePollWaitMs: what is not a number of milliseconds waits 0.
+    assert parse_process_action({"action": "poll", "sessionId": "s", "timeout": "soon"}).timeout_ms == 0
+
+
+def test_a_blank_workdir_is_left_for_the_run_to_report(settings) -> None:
+    # OpenClaw answers a failed result ("workdir ... is unavailable"), not an error.
+    assert parse_exec_request({"command": "x", "workdir": "   "}, settings).workdir == "   "
+
+
+def test_elevated_and_sandbox_refusals_are_openclaws_words(settings) -> None:
+    with pytest.raises(RequestError) as info:
+        parse_exec_request({"command": "x", "elevated": True, "sessionKey": "agent:main:k"}, settings)
+    assert info.value.multiline
+    assert str(info.value) == (
+        "elevated is not available right now (runtime=direct).\n"
+        "Failing gates: enabled (tools.elevated.enabled / agents.entries.*.tools.elevated.enabled)\n"
+        "Context: session=agent:main:k\n"
+        "Fix-it keys:\n- tools.elevated.enabled\n- tools.elevated.allowFrom.<provider>\n"
+        "- agents.entries.*.tools.elevated.enabled\n"
+        "- agents.entries.*.tools.elevated.allowFrom.<provider>")
+    with pytest.raises(RequestError) as info:
+        parse_exec_request({"command": "x", "host": "sandbox"}, settings)
+    assert str(info.value) == (
+        "exec host=sandbox requires a sandbox runtime for this session.\n"
+        'Enable sandbox mode (`agents.defaults.sandbox.mode="non-main"` or `"all"`) or use '
+        "host=auto/gateway/node.")
 
 
 def test_process_offsets_are_floored_and_non_negative() -> None:

@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from paddedcell.execspec import results
-from paddedcell.execspec.results import PollBackoff, SessionView
+from paddedcell.execspec.results import SessionView, ToolResult
 
 
 def text_of(result) -> str:
-    return results.result_text(result)
+    return result.text
 
 
 def test_shapes_are_json() -> None:
@@ -22,7 +22,7 @@ def test_shapes_are_json() -> None:
         results.exec_failed(failure_kind="aborted", reason="r"),
         results.exec_running(session_id="s", pid=1, started_at=0, cwd=None, tail=""),
     ):
-        assert json.loads(json.dumps(r)) == r
+        assert json.loads(json.dumps(r.to_json())) == r
         assert list(r) == ["content", "details"]
         assert r["content"][0]["type"] == "text"
 
@@ -152,12 +152,57 @@ def test_output_dropped_note_when_total_unknown() -> None:
 
 
 def test_poll_backoff_schedule() -> None:
-    b = PollBackoff()
-    assert [b.record(False) for _ in range(5)] == [5_000, 10_000, 30_000, 60_000, 60_000]
-    assert b.record(True) == 5_000
-    assert b.record(False) == 10_000
-    b.reset()
-    assert b.record(False) == 5_000
+    count, got = None, []
+    for _ in range(5):
+        count, retry = results.poll_retry(count, False)
+        got.append(retry)
+    assert got == [5_000, 10_000, 30_000, 60_000, 60_000]
+    count, retry = results.poll_retry(count, True)
+    assert retry == 5_000
+    assert results.poll_retry(count, False)[1] == 10_000
+    assert results.poll_retry(None, False)[1] == 5_000
+
+
+@pytest.mark.parametrize("details, tool, code", [
+    ({"status": "completed", "exitCode": 3}, "exec", 3),
+    ({"status": "running"}, "exec", 0),
+    ({"status": "failed", "failureKind": "secret-resolution"}, "exec", 3),
+    ({"status": "failed", "failureKind": "overall-timeout", "exitSignal": "SIGKILL"}, "exec", 124),
+    ({"status": "failed", "failureKind": "signal", "exitSignal": "SIGTERM"}, "exec", 143),
+    ({"status": "failed", "failureKind": "signal", "exitSignal": "SIG34"}, "exec", 162),
+    ({"status": "failed", "failureKind": "signal", "exitSignal": 9}, "exec", 137),
+    ({"status": "failed", "failureKind": "shell-command-not-found", "exitCode": 127}, "exec", 127),
+    ({"status": "failed", "failureKind": "runtime-error", "exitCode": None}, "exec", 1),
+    ({"status": "failed", "error": "No session found for x"}, "process", 1),
+    ({"status": "completed", "exitCode": 3}, "process", 0),
+])
+def test_exit_codes_of_results_read_back_from_json(details, tool, code) -> None:
+    payload = {"content": [{"type": "text", "text": "t"}], "details": details}
+    got = ToolResult.from_json(payload, tool)
+    assert (got.exit_code, got.text, got.to_json()) == (code, "t", payload)
+
+
+def test_builders_set_the_cli_exit_code() -> None:
+    assert results.exec_from_exit(exit_code=None, exit_signal="SIGTERM", exit_reason="signal",
+                                  duration_ms=1, aggregated="", cwd="/").exit_code == 143
+    assert results.exec_from_exit(exit_code=2, exit_signal=None, exit_reason="exit",
+                                  duration_ms=1, aggregated="", cwd="/").exit_code == 2
+    assert results.exec_workdir_unavailable("/nope").exit_code == 1
+    assert results.process_not_found("x").exit_code == 1
+
+
+def test_exit_event_texts_are_openclaws() -> None:
+    event = results.exec_exit_event
+    assert event(session_id="abcdefghij", exit_code=0, exit_signal=None, exit_reason="exit",
+                 output="") is None  # a silent success says nothing
+    assert event(session_id="abcdefghij", exit_code=None, exit_signal="SIGTERM",
+                 exit_reason="manual-cancel", output="x") is None  # the agent killed it
+    assert event(session_id="abcdefghij", exit_code=0, exit_signal=None, exit_reason="exit",
+                 output="  a\n\n b \n") == "Exec completed (abcdefgh, code 0) :: a b"
+    assert event(session_id="abcdefghij", exit_code=2, exit_signal=None, exit_reason="exit",
+                 output="") == "Exec completed (abcdefgh, code 2)"
+    assert event(session_id="abcdefghij", exit_code=127, exit_signal=None, exit_reason="exit",
+                 output="y" * 300) == "Exec failed (abcdefgh, code 127) :: " + "y" * 179 + "\u2026"
 
 
 def test_write_counts_utf8_bytes_and_paste_utf16_units() -> None:

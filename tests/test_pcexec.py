@@ -155,10 +155,10 @@ def test_request_file_answers_an_exec_result(vault_home, daemon, tmp_path):
     assert SECRETS["db_pass"] not in result.stdout
 
 
-def test_request_file_rejects_unknown_fields(vault_home, daemon):
+def test_request_file_ignores_unknown_fields_like_openclaw(vault_home, daemon):
     home, ws = vault_home
-    result = pcexec(home, ws, "--request", "-", input=json.dumps({"command": "true", "bogus": 1}))
-    assert result.returncode == 2 and "bogus" in json.loads(result.stdout)["error"]
+    result = pcexec(home, ws, "--request", "-", input=json.dumps({"command": "echo hi", "bogus": 1}))
+    assert result.returncode == 0 and json.loads(result.stdout)["details"]["aggregated"] == "hi"
 
 
 def test_background_then_process_poll(vault_home, daemon):
@@ -253,13 +253,3 @@ def test_await_results_waits_for_the_whole_command_not_the_yield(tmp_path):
     assert answer_within({"command": "x", "awaitResults": True, "timeoutSeconds": 0},
                          settings) > 86400
     assert answer_within({"command": "x", "yieldMs": 2000}, settings) == 62.0
-
-
-@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGKILL", 137), ("SIG34", 162),
-                                        (9, 137)])
-def test_exit_code_after_a_signal_is_128_plus_its_number(name, code):
-    # A realtime signal has no name: the supervisor reports "SIG34", which gave 128.
-    from paddedcell.cli.pcexec import exit_code_of
-
-    result = {"details": {"status": "failed", "failureKind": "signal", "exitSignal": name}}
-    assert exit_code_of(result) == code

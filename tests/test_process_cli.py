@@ -32,10 +32,14 @@ def start(daemon, command, agent="cli-agent", **fields):
 
 
 def test_list_log_write_kill_remove(daemon):
-    sid = start(daemon, py("import sys\nprint('ready', flush=True)\n"
-                           "for line in sys.stdin: print('got', line.strip(), flush=True)"))
+    sid = start(daemon, "stty -echo; " + py("import sys\nprint('ready', flush=True)\n"
+                           "for line in sys.stdin: print('got', line.strip(), flush=True)"), pty=True)
     listed = process(daemon, "list")
     assert listed.returncode == 0 and sid in listed.stdout
+    for _ in range(200):
+        if "ready" in process(daemon, "log", sid).stdout:
+            break
+        time.sleep(0.05)
     wrote = process(daemon, "write", sid, "--data", "ping\n")
     assert wrote.stdout.strip() == f"Wrote 5 bytes to session {sid}."
     for _ in range(50):

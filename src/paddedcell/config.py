@@ -91,7 +91,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "daemon": {
         "socket_name": "paddedcell.sock",
         "start_timeout_seconds": 10.0,
-        "tcp_port": 0,  # 0 = no TCP listener (loopback + bearer token only when set)
         # A request whose first byte arrived must be whole within this, else 408
         # and the connection closes (a stalled client must not hold an fd for ever).
         "request_timeout_seconds": 30.0,

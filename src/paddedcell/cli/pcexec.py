@@ -21,35 +21,6 @@ import click
 from .. import config
 
 EXIT_REFUSED = 2
-EXIT_SECRET = 3
-EXIT_TIMEOUT = 124
-
-
-def exit_code_of(result: dict[str, Any], signal_number: int | None = None) -> int:
-    """The plain CLI's exit code for an exec result (DESIGN §4.1)."""
-    details = result.get("details", {})
-    status = details.get("status")
-    if status == "running":
-        return 0
-    kind = details.get("failureKind")
-    if kind == "secret-resolution":
-        return EXIT_SECRET
-    if kind in ("overall-timeout", "no-output-timeout"):
-        return EXIT_TIMEOUT
-    sig = details.get("exitSignal")
-    if sig is not None:
-        if signal_number is None:
-            # "SIGTERM", or "SIG34" for a signal without a name (procs.signal_name)
-            name = str(sig).removeprefix("SIG")
-            try:
-                signal_number = int(name) if name.isdigit() else signal.Signals[str(sig)].value
-            except KeyError:
-                signal_number = 0
-        return 128 + signal_number
-    code = details.get("exitCode")
-    if isinstance(code, int):
-        return code
-    return 0 if status == "completed" else 1
 
 
 def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -83,7 +54,7 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
 
     from ..audit import AuditLog
     from ..execspec.request import RequestError, parse_exec_request
-    from ..execspec.results import failure_reason, result_text
+    from ..execspec.results import failure_reason
     from ..supervisor import Supervisor, become_subreaper
     from ..supervisor.service import ExecRefused, ExecService
 
@@ -146,16 +117,16 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
         _fail(outcome["refused"], as_json)
     result = outcome["result"]
     if as_json:
-        click.echo(json.dumps(result, ensure_ascii=False))
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
     else:
-        details = result["details"]
-        if details.get("status") == "failed":
+        details = result.details
+        if result.status == "failed":
             # The output was already streamed: say only why it failed.
             reason = (failure_reason(details["failureKind"], exit_signal=details.get("exitSignal"),
                                      timeout_seconds=request.timeout_seconds)
-                      if details.get("aggregated") else result_text(result))
+                      if details.get("aggregated") else result.text)
             click.echo(f"pcexec: {reason}", err=True)
-    return exit_code_of(result, outcome.get("signal"))
+    return result.exit_code
 
 
 def answer_within(body: dict[str, Any], settings) -> float:
@@ -173,7 +144,7 @@ def answer_within(body: dict[str, Any], settings) -> float:
 def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
     """Hand the request to the daemon (started on demand); print its answer."""
     from ..daemon.client import DaemonError, ensure_daemon
-    from ..execspec.results import result_text
+    from ..execspec.results import ToolResult
 
     settings = config.load()
     if not body.get("agentId"):
@@ -189,14 +160,14 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
     if as_json or raw_request:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
-        click.echo(result_text(result))
-    return exit_code_of(result)
+        click.echo(ToolResult.from_json(result, "exec").text)
+    return ToolResult.from_json(result, "exec").exit_code
 
 
 def _run_in_session(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
     """Inside an agent session: the session's channel forwards the request to the daemon
     for the session's agent only (another agent's ``agentId``: exit 5, DESIGN §1)."""
-    from ..execspec.results import result_text
+    from ..execspec.results import ToolResult
     from . import session_channel
 
     settings = config.load()
@@ -211,8 +182,8 @@ def _run_in_session(body: dict[str, Any], as_json: bool, raw_request: bool) -> i
     if as_json or raw_request:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
-        click.echo(result_text(result))
-    return exit_code_of(result)
+        click.echo(ToolResult.from_json(result, "exec").text)
+    return ToolResult.from_json(result, "exec").exit_code
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"],

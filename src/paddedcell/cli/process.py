@@ -38,7 +38,7 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
             limit, timeout_ms, as_json, agent_id) -> None:
     """List and drive background sessions started by pcexec."""
     from ..daemon.client import DaemonError, ensure_daemon
-    from ..execspec.results import result_text
+    from ..execspec.results import ToolResult
 
     from .session_channel import ChannelError, in_session, request
 
@@ -66,8 +66,9 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
         except ChannelError as exc:
             click.echo(f"paddedcell process: {exc.message}", err=True)
             sys.exit(exc.exit_code)
-        click.echo(json.dumps(result, ensure_ascii=False) if as_json else result_text(result))
-        sys.exit(1 if result.get("details", {}).get("status") == "failed" else 0)
+        answer = ToolResult.from_json(result, "process")
+        click.echo(json.dumps(result, ensure_ascii=False) if as_json else answer.text)
+        sys.exit(answer.exit_code)
     try:
         client = ensure_daemon(config.load())
         # A poll may wait up to 30 s on top of the daemon's own answer time.
@@ -75,5 +76,6 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
     except DaemonError as exc:
         click.echo(f"paddedcell process: {exc.message}", err=True)
         sys.exit(2 if exc.status and 400 <= exc.status < 500 else 1)
-    click.echo(json.dumps(result, ensure_ascii=False) if as_json else result_text(result))
-    sys.exit(1 if result.get("details", {}).get("status") == "failed" else 0)
+    answer = ToolResult.from_json(result, "process")
+    click.echo(json.dumps(result, ensure_ascii=False) if as_json else answer.text)
+    sys.exit(answer.exit_code)

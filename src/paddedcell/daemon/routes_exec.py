@@ -2,11 +2,18 @@
 
 Every request names its ``agentId``; sessions are visible only to the agent
 that started them (another agent's session id is "not found", never
-"forbidden", so ids cannot be probed). ``/exec`` with ``"stream": true``
-answers NDJSON, chunked: ``{"update": {"tail": ...}}`` lines while the command
-runs within its yield, then one ``{"result": ...}`` line (the OpenClaw plugin
-relays the updates as ``onUpdate`` partials). Requests that must not run at all
-are refused before any byte of the stream: HTTP 4xx with ``{"error": ...}``.
+"forbidden", so ids cannot be probed), and with a ``sessionKey`` only to that
+conversation, as OpenClaw scopes its process tool. ``/exec`` with
+``"stream": true`` answers NDJSON, chunked: ``{"update": <exec_update>}``
+lines (OpenClaw's running partial result, which the OpenClaw plugin passes to
+``onUpdate`` as is) while the command runs within its yield, then one
+``{"result": ...}`` line. Requests that must not run at all are refused before
+any byte of the stream: the domain error (``RequestError``, ``ExecRefused``)
+becomes its HTTP status in the daemon's one table (``daemon/validate.py``).
+
+``GET /exec/events?wait=S`` long-polls the exit events of backgrounded
+sessions (OpenClaw's notify-on-exit text, for the session that started them);
+``POST /exec/events/ack {"ids": [...]}`` removes the delivered ones.
 
 At registration the daemon becomes a child subreaper, so processes that leave
 a session by ``setsid`` or double-forking are reparented to it and can be
@@ -22,11 +29,12 @@ from typing import Any
 import trio
 
 from ..audit import AuditLog
-from ..execspec.request import RequestError, parse_exec_request, parse_process_action
+from ..execspec.request import parse_exec_request, parse_process_action
+from ..execspec.results import ToolResult
 from ..orphans import OrphanReaper
 from ..supervisor import Supervisor, become_subreaper
 from ..supervisor.procs import pin_malloc_thresholds
-from ..supervisor.service import ExecRefused, ExecService
+from ..supervisor.service import ExecService
 from .http import HTTPError, Request, Router, Streaming, Write
 from .routes_session import bind_identity, refuse_input_when_locked
 
@@ -63,36 +71,31 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/exec")
     async def exec_route(request: Request) -> dict[str, Any] | Streaming:
-        try:
-            # Inside a session the caller's agent comes from the peer (DESIGN §4.4).
-            body = bind_identity(supervisor, request, request.body, "exec")
-            exec_request = parse_exec_request(body, settings)
-        except RequestError as exc:
-            raise HTTPError(400, str(exc)) from None
+        # Inside a session the caller's agent comes from the peer (DESIGN §4.4).
+        # RequestError and ExecRefused are answered by the edge's error table.
+        body = bind_identity(supervisor, request, request.body, "exec")
+        exec_request = parse_exec_request(body, settings)
         if not exec_request.agent_id:
             raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
-        try:
-            early, session = await service.launch(exec_request)
-        except ExecRefused as exc:
-            raise HTTPError(exc.status, exc.message) from None
+        early, session = await service.launch(exec_request)
         # awaitResults: "result required to finish the task": no yield, only the timeout.
         wait_ms = None if exec_request.await_results else exec_request.yield_ms
         if not exec_request.stream:
             if early is not None:
-                return early
-            return await service.follow(session, wait_ms)
+                return early.to_json()
+            return (await service.follow(session, wait_ms)).to_json()
 
         async def produce(write: Write, peer_gone: trio.Event) -> None:
             if early is not None:
-                await write(_line({"result": early}))
+                await write(_line({"result": early.to_json()}))
                 return
             peer = {"alive": True}
 
-            async def update(payload: dict[str, Any]) -> None:
+            async def update(partial: ToolResult) -> None:
                 if not peer["alive"]:
                     return
                 try:
-                    await write(_line({"update": payload}))
+                    await write(_line({"update": partial.to_json()}))
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     peer["alive"] = False  # the command keeps its yield regardless
 
@@ -109,18 +112,33 @@ def register(router: Router, ctx: Any) -> None:
                 result = await service.follow(session, wait_ms, update)
                 nursery.cancel_scope.cancel()
             if peer["alive"]:
-                await write(_line({"result": result}))
+                await write(_line({"result": result.to_json()}))
 
         return Streaming(produce)
 
     @router.route("POST", "/process")
     async def process_route(request: Request) -> dict[str, Any]:
-        try:
-            action = parse_process_action(bind_identity(supervisor, request, request.body,
-                                                        "process"))
-        except RequestError as exc:
-            raise HTTPError(400, str(exc)) from None
+        action = parse_process_action(bind_identity(supervisor, request, request.body, "process"))
         if not action.agent_id:
             raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
         await refuse_input_when_locked(action.action, settings)
-        return await service.process(action)
+        return (await service.process(action)).to_json()
+
+    @router.route("GET", "/exec/events")
+    async def exit_events(request: Request) -> dict[str, Any]:
+        try:
+            wait = float(request.query.get("wait", "0"))
+        except ValueError:
+            wait = -1.0
+        if not 0 <= wait <= 60:  # also NaN
+            raise HTTPError(400, "query 'wait' must be a number of seconds from 0 to 60")
+        return {"events": await service.exit_events(wait)}
+
+    @router.route("POST", "/exec/events/ack")
+    async def ack_exit_events(request: Request) -> dict[str, Any]:
+        ids = request.body.get("ids")
+        if not isinstance(ids, list) or not all(
+                isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise HTTPError(400, "field 'ids' must be a list of event ids (integers)")
+        service.ack_events(ids)
+        return {"ok": True}

@@ -220,7 +220,12 @@ def error_answer(exc: BaseException) -> tuple[int, dict[str, Any]] | None:
             if not isinstance(code, int) or isinstance(code, bool) or not 400 <= code <= 599:
                 code = 400
             message = getattr(exc, "message", None)
-            return code, {"error": one_line(message if isinstance(message, str) else str(exc))}
+            message = message if isinstance(message, str) else str(exc)
+            if getattr(exc, "multiline", False) is True:
+                # A text kept as OpenClaw words it (exec's elevated and sandbox
+                # refusals): each line made safe, the line breaks kept.
+                return code, {"error": "\n".join(one_line(line) for line in message.split("\n"))}
+            return code, {"error": one_line(message)}
     return None
 
 

@@ -61,7 +61,13 @@ __all__ = [
 
 
 class RequestError(ValueError):
-    """A request PaddedCell refuses; ``str()`` is one line that says what to do."""
+    """A request PaddedCell refuses; ``str()`` says what to do, in one line
+    unless ``multiline`` (a text copied from OpenClaw that has several)."""
+
+    def __init__(self, message: str, *, multiline: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.multiline = multiline
 
 
 # ---------------------------------------------------------------- environment guard
@@ -207,10 +213,6 @@ OPENCLAW_EXEC_FIELDS = (
 IDENTITY_FIELDS = ("agentId", "sessionKey", "agentWorkspace")
 EXEC_FIELDS = OPENCLAW_EXEC_FIELDS + IDENTITY_FIELDS + ("stream",)
 
-#: Old or foreign names with the name to use instead (OpenClaw refuses the
-#: first two with these words).
-_RENAMED = {"timeout": "timeoutSeconds", "cwd": "workdir", "yield_ms": "yieldMs",
-            "timeout_seconds": "timeoutSeconds", "cmd": "command"}  # fmt: skip
 EXEC_HOST_VALUES = ("auto", "sandbox", "gateway", "node")
 TITLE_MAX_CHARS = 120
 
@@ -291,15 +293,15 @@ def _opt_number(body: Mapping[str, Any], key: str, what: str = "exec") -> float 
     return value
 
 
-def _reject_unknown(body: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:
-    for key in body:
-        if key in allowed:
-            continue
-        if not isinstance(key, str):
-            raise RequestError(f"{what} parameter names must be strings")
-        if key in _RENAMED and _RENAMED[key] in allowed:
-            raise RequestError(f'{what} parameter "{key}" is unsupported; use "{_RENAMED[key]}" instead')
-        raise RequestError(f'{what} parameter "{key}" is unsupported; allowed: {", ".join(allowed)}')
+def _js_typeof(value: Any) -> str:
+    """JavaScript's ``typeof`` (OpenClaw's words for a wrong type)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if _is_number(value):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "object"
 
 
 def _setting(settings: Any, name: str, default: Any) -> Any:
@@ -327,7 +329,10 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
     """
     if not isinstance(body, Mapping):
         raise RequestError(f"exec request must be a JSON object, not {_type_name(body)}")
-    _reject_unknown(body, EXEC_FIELDS, "exec")
+    # Unknown fields are ignored, as OpenClaw's exec ignores them; only "timeout"
+    # is refused, with OpenClaw's words (``assertSupportedExecParams``).
+    if "timeout" in body:
+        raise RequestError('exec parameter "timeout" is unsupported; use "timeoutSeconds" instead')
 
     command = body.get("command")
     if command is None or command == "":
@@ -341,13 +346,10 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
     if workdir is not None:
         if workdir == "":
             workdir = None  # "Omit/empty string: default"
-        elif not workdir.strip():
-            raise RequestError(
-                f'workdir "{workdir}" is unavailable or not a directory: command was not executed. '
-                "Use an existing directory, or omit workdir to use the default cwd."
-            )
         elif "\x00" in workdir:
             raise RequestError('exec parameter "workdir" contains a NUL byte')
+        # A blank or missing directory is a failed *result* (nothing ran), as in
+        # OpenClaw: see ``supervisor.service.resolve_workdir``.
 
     raw_env = body.get("env")
     env: dict[str, str] = {}
@@ -395,9 +397,20 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
         raise RequestError(f'exec parameter "title" is longer than {TITLE_MAX_CHARS} characters; shorten it')
 
     if _opt_bool(body, "elevated"):
+        # OpenClaw's words when tools.elevated is not enabled (pcexec never elevates).
+        session_key = body.get("sessionKey")
+        context = (f"Context: session={session_key.strip()}\n"
+                   if isinstance(session_key, str) and session_key.strip() else "")
         raise RequestError(
-            "elevated is not available right now (runtime=direct): pcexec runs commands as "
-            "the agent's own user; drop elevated=true"
+            "elevated is not available right now (runtime=direct).\n"
+            "Failing gates: enabled (tools.elevated.enabled / agents.entries.*.tools.elevated.enabled)\n"
+            f"{context}"
+            "Fix-it keys:\n"
+            "- tools.elevated.enabled\n"
+            "- tools.elevated.allowFrom.<provider>\n"
+            "- agents.entries.*.tools.elevated.enabled\n"
+            "- agents.entries.*.tools.elevated.allowFrom.<provider>",
+            multiline=True,
         )
 
     host_raw = body.get("host")
@@ -405,7 +418,7 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
     if host_raw is not None:
         if not isinstance(host_raw, str):
             raise RequestError(
-                f"Invalid exec host value type {_type_name(host_raw)}. Allowed values: {', '.join(EXEC_HOST_VALUES)}."
+                f"Invalid exec host value type {_js_typeof(host_raw)}. Allowed values: {', '.join(EXEC_HOST_VALUES)}."
             )
         normalized = host_raw.strip().lower()
         if normalized and normalized not in EXEC_HOST_VALUES:
@@ -417,9 +430,11 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
             )
         if normalized == "sandbox":
             if str(_setting(settings, "supervisor.sandbox", "none")) == "none":
-                raise RequestError(
-                    "exec host=sandbox requires a sandbox runtime for this session; set "
-                    "supervisor.sandbox in PaddedCell's config.toml or use host=auto/gateway."
+                raise RequestError(  # OpenClaw's words
+                    "exec host=sandbox requires a sandbox runtime for this session.\n"
+                    'Enable sandbox mode (`agents.defaults.sandbox.mode="non-main"` or `"all"`) '
+                    "or use host=auto/gateway/node.",
+                    multiline=True,
                 )
             host = "sandbox"
 
@@ -497,9 +512,7 @@ def _poll_wait_ms(value: Any) -> int:
         return max(0, min(MAX_POLL_WAIT_MS, math.floor(value)))
     if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
         return max(0, min(MAX_POLL_WAIT_MS, int(value.strip())))
-    if value is None:
-        return 0
-    raise RequestError(f'process parameter "timeout" must be a number of milliseconds, not {_type_name(value)}')
+    return 0
 
 
 def _opt_str_list(body: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
@@ -527,7 +540,7 @@ def parse_process_action(body: Mapping[str, Any]) -> ProcessAction:
     action = body.get("action")
     if action not in PROCESS_ACTIONS:
         raise RequestError(f"Invalid process action. Expected one of: {', '.join(PROCESS_ACTIONS)}")
-    _reject_unknown(body, PROCESS_FIELDS, "process")
+    # Unknown fields are ignored, as OpenClaw's process tool ignores them.
     session_id = _opt_str(body, "sessionId", "process")
     if action != "list" and not session_id:
         raise RequestError("sessionId is required for this action.")

@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import math
 import re
+import signal as _signal
 import time
+from collections.abc import Mapping as _MappingABC
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping, NamedTuple, Sequence, get_args
+from typing import Any, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, get_args
 
 __all__ = [
     "EXEC_NO_OUTPUT_PLACEHOLDER",
@@ -51,18 +53,21 @@ __all__ = [
     "FAILURE_KINDS",
     "FOLLOW_UP",
     "LogSlice",
-    "PollBackoff",
     "SessionView",
+    "ToolResult",
     "cap_aggregated",
     "derive_session_name",
     "exec_completed",
     "exec_failed",
     "exec_from_exit",
     "exec_running",
+    "exec_exit_event",
+    "exec_status",
     "exec_update",
     "exec_workdir_unavailable",
     "js_trim",
     "failure_reason",
+    "poll_retry",
     "format_duration_compact",
     "process_clear",
     "process_failed",
@@ -131,8 +136,98 @@ _TIMEOUT_REASONS = ("overall-timeout", "no-output-timeout")
 # --------------------------------------------------------------------------- helpers
 
 
-def _text_result(text: str, details: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "details": details}
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolResult(_MappingABC):
+    """One tool result: the text the model reads and the ``details`` OpenClaw keeps.
+
+    ``to_json()`` is the wire shape (``{"content": [{"type": "text", "text"}],
+    "details"}``); ``exit_code`` is what a CLI that printed it exits with
+    (DESIGN §4.1: the command's code, 128+N after signal N, 124 after a
+    timeout, 3 when a secret could not be resolved; 1 for a failed process
+    action). Read-only mapping access (``result["details"]``) gives the same
+    shape, so a result compares equal to its JSON.
+    """
+
+    text: str
+    details: Mapping[str, Any]
+    exit_code: int = 0
+
+    @property
+    def status(self) -> str:
+        return str(self.details.get("status", ""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": self.text}], "details": dict(self.details)}
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "content":
+            return [{"type": "text", "text": self.text}]
+        if key == "details":
+            return self.details
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("content", "details"))
+
+    def __len__(self) -> int:
+        return 2
+
+    @classmethod
+    def from_json(cls, payload: Mapping[str, Any], tool: Literal["exec", "process"]) -> "ToolResult":
+        """A result as the daemon sent it (``to_json()``), with its ``exit_code`` back."""
+        content = payload.get("content") or ()
+        text = "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+        details = payload.get("details")
+        details = dict(details) if isinstance(details, Mapping) else {}
+        status = details.get("status")
+        if tool == "process" or status != "failed" or "failureKind" not in details:
+            code = 1 if status == "failed" else 0
+            if tool == "exec" and status == "completed" and isinstance(details.get("exitCode"), int):
+                code = details["exitCode"]
+        else:
+            code = _failed_exit_code(str(details["failureKind"]), details.get("exitCode"),
+                                     details.get("exitSignal"))
+        return cls(text, details, code)
+
+
+def _text_result(text: str, details: dict[str, Any], exit_code: int | None = None) -> ToolResult:
+    if exit_code is None:
+        exit_code = 1 if details.get("status") == "failed" else 0
+    return ToolResult(text, details, exit_code)
+
+
+#: Exit codes of a CLI that ran the command (DESIGN §4.1).
+EXIT_SECRET = 3
+EXIT_TIMEOUT = 124
+
+
+def signal_number(exit_signal: str | int | None) -> int | None:
+    """``SIGTERM`` -> 15, ``SIG34`` -> 34, 9 -> 9; None when unknown."""
+    if exit_signal is None:
+        return None
+    if isinstance(exit_signal, int):
+        return exit_signal
+    name = str(exit_signal)
+    if name.removeprefix("SIG").isdigit():
+        return int(name.removeprefix("SIG"))
+    try:
+        return _signal.Signals[name].value
+    except KeyError:
+        return None
+
+
+def _failed_exit_code(failure_kind: str, exit_code: int | None,
+                      exit_signal: str | int | None) -> int:
+    if failure_kind == "secret-resolution":
+        return EXIT_SECRET
+    if failure_kind in _TIMEOUT_REASONS:
+        return EXIT_TIMEOUT
+    number = signal_number(exit_signal)
+    if number is not None:
+        return 128 + number
+    if isinstance(exit_code, int) and exit_code != 0:
+        return exit_code
+    return 1
 
 
 def tail(text: str, max_chars: int = TAIL_CHARS) -> str:
@@ -258,7 +353,7 @@ def exec_completed(
     cwd: str | None,
     warnings: Sequence[str] = (),
     max_chars: int = DEFAULT_MAX_AGGREGATED_CHARS,
-) -> dict[str, Any]:
+) -> ToolResult:
     """A foreground run that exited normally, whatever its code.
 
     As in OpenClaw a non-zero code is still ``completed``; ``details.aggregated``
@@ -288,6 +383,7 @@ def exec_completed(
             "cwd": cwd,
             "truncated": truncated,
         },
+        exit_code,
     )
 
 
@@ -340,7 +436,7 @@ def exec_failed(
     warnings: Sequence[str] = (),
     max_chars: int = DEFAULT_MAX_AGGREGATED_CHARS,
     no_output_timed_out: bool | None = None,
-) -> dict[str, Any]:
+) -> ToolResult:
     """A run that failed; ``reason`` is a :func:`failure_reason` text.
 
     Text: ``<aggregated>\\n\\n<reason>`` (just the reason without output), after
@@ -375,10 +471,10 @@ def exec_failed(
         details["noOutputTimedOut"] = no_output_timed_out
     details["cwd"] = cwd
     details["truncated"] = truncated
-    return _text_result(text, details)
+    return _text_result(text, details, _failed_exit_code(failure_kind, exit_code, exit_signal))
 
 
-def exec_workdir_unavailable(workdir: str, *, duration_ms: int = 0) -> dict[str, Any]:
+def exec_workdir_unavailable(workdir: str, *, duration_ms: int = 0) -> ToolResult:
     """The failed result when ``workdir`` is missing or not a directory (nothing ran)."""
     reason = (
         f'workdir "{workdir}" is unavailable or not a directory: command was not executed. '
@@ -404,7 +500,7 @@ def exec_from_exit(
     warnings: Sequence[str] = (),
     continuation_available: bool = True,
     max_chars: int = DEFAULT_MAX_AGGREGATED_CHARS,
-) -> dict[str, Any]:
+) -> ToolResult:
     """Classify a finished process the way ``buildExecExitOutcome`` does.
 
     ``exit_reason`` is the supervisor's: ``exit`` (normal exit), ``signal``,
@@ -457,6 +553,38 @@ def exec_from_exit(
     )
 
 
+#: ``DEFAULT_NOTIFY_TAIL_CHARS`` / ``DEFAULT_NOTIFY_SNIPPET_CHARS`` in ``bash-tools.exec-runtime.ts``.
+NOTIFY_TAIL_CHARS = 400
+NOTIFY_SNIPPET_CHARS = 180
+_JS_SPACES = re.compile(f"[{_JS_SPACE}]+")
+
+
+def exec_status(exit_code: int | None, exit_reason: str | None) -> str:
+    """``buildExecExitOutcome``'s status: ``completed`` for a normal exit but 126/127."""
+    code = exit_code if exit_code is not None else 0
+    return "completed" if exit_reason == "exit" and code not in (126, 127) else "failed"
+
+
+def exec_exit_event(*, session_id: str, exit_code: int | None, exit_signal: str | int | None,
+                    exit_reason: str | None, output: str) -> str | None:
+    """The system event a finished background exec sends its session (``maybeNotifyOnExit``).
+
+    None when OpenClaw stays silent: the agent killed it, or it succeeded
+    without output. ``output`` is the session's tail (last 2,000 characters).
+    """
+    if exit_reason == "manual-cancel":
+        return None
+    status = exec_status(exit_code, exit_reason)
+    label = _exit_label(exit_code, exit_signal)
+    snippet = _JS_SPACES.sub(" ", tail(output, NOTIFY_TAIL_CHARS)).strip(_JS_SPACE)
+    if len(snippet) > NOTIFY_SNIPPET_CHARS:
+        snippet = snippet[:NOTIFY_SNIPPET_CHARS - 1] + "\u2026"
+    if status == "completed" and exit_code == 0 and not snippet:
+        return None
+    head = f"Exec {status} ({session_id[:8]}, {label})"
+    return _append_timeout_guidance(f"{head} :: {snippet}" if snippet else head, exit_reason)
+
+
 def exec_running(
     *,
     session_id: str,
@@ -465,7 +593,7 @@ def exec_running(
     cwd: str | None,
     tail: str,  # noqa: A002 - OpenClaw's field name
     warnings: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> ToolResult:
     """A run that yielded or was backgrounded (``startedAt`` in epoch ms)."""
     pid_text = pid if pid is not None else "n/a"
     text = (
@@ -493,7 +621,7 @@ def exec_update(
     cwd: str | None,
     tail: str,  # noqa: A002
     warnings: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> ToolResult:
     """A streaming progress update (``onUpdate`` partial): warnings, then the tail."""
     shown = _tail_of(tail)
     details: dict[str, Any] = {"status": "running", "sessionId": session_id}
@@ -506,6 +634,8 @@ def exec_update(
 # --------------------------------------------------------------------------- process
 
 SessionStatus = Literal["running", "completed", "failed", "killed"]
+#: ``DEFAULT_INPUT_WAIT_IDLE_MS`` in ``bash-tools.process.ts``.
+INPUT_WAIT_IDLE_MS = 15_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,7 +661,6 @@ class SessionView:
     tail: str = ""
     aggregated: str = ""
     truncated: bool = False
-    waiting_for_input: bool = False
     name: str | None = None
     exit_reason: str | None = None
     stdin_writable: bool = True
@@ -539,10 +668,22 @@ class SessionView:
     last_output_at: int | None = None
     total_output_chars: int | None = None
     backgrounded: bool = True
+    #: ``send-keys``: ``normal``/``application``; ``unknown`` until a PTY program says.
+    cursor_mode: str = "normal"
+    #: Polls without new output in a row (OpenClaw's ``recordCommandPoll``); None: none yet.
+    poll_count: int | None = None
+    #: Output not yet delivered by a poll, and whether part of it was dropped.
+    pending_output: str = ""
+    pending_dropped: bool = False
 
     @property
     def running(self) -> bool:
         return self.status == "running"
+
+    @property
+    def waiting_for_input(self) -> bool:
+        """OpenClaw's rule: a writable stdin and no output for 15 s."""
+        return self.running and self.stdin_writable and self.idle_ms >= INPUT_WAIT_IDLE_MS
 
     @property
     def display_name(self) -> str | None:
@@ -616,28 +757,28 @@ def _with_name(details: dict[str, Any], view: SessionView) -> dict[str, Any]:
     return details
 
 
-def process_failed(message: str) -> dict[str, Any]:
+def process_failed(message: str) -> ToolResult:
     """``failText``: any process error, ``{"status": "failed", "error": message}``."""
     return _text_result(message, {"status": "failed", "error": message})
 
 
 def process_not_found(
     session_id: str, kind: Literal["any", "active", "finished"] = "any"
-) -> dict[str, Any]:
+) -> ToolResult:
     """Unknown (or another agent's) session: ``No [active|finished] session found for ID``."""
     qualifier = {"any": "", "active": "active ", "finished": "finished "}[kind]
     return process_failed(f"No {qualifier}session found for {session_id}")
 
 
-def process_not_backgrounded(session_id: str) -> dict[str, Any]:
+def process_not_backgrounded(session_id: str) -> ToolResult:
     return process_failed(f"Session {session_id} is not backgrounded.")
 
 
-def process_stdin_not_writable(session_id: str) -> dict[str, Any]:
+def process_stdin_not_writable(session_id: str) -> ToolResult:
     return process_failed(f"Session {session_id} stdin is not writable.")
 
 
-def process_list(views: Iterable[SessionView], *, now_ms: int | None = None) -> dict[str, Any]:
+def process_list(views: Iterable[SessionView], *, now_ms: int | None = None) -> ToolResult:
     """``list``: newest first, one line per session, OpenClaw's per-session keys."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     ordered = sorted(views, key=lambda v: v.started_at, reverse=True)
@@ -692,7 +833,7 @@ def process_poll(
     *,
     output_dropped: bool = False,
     retry_in_ms: int | None = None,
-) -> dict[str, Any]:
+) -> ToolResult:
     """``poll``: the output since the last poll, then the state line.
 
     ``output_dropped``: unread output overflowed the poll buffer, so the first
@@ -731,26 +872,16 @@ def process_poll(
 POLL_BACKOFF_SCHEDULE_MS = (5_000, 10_000, 30_000, 60_000)
 
 
-@dataclass(slots=True)
-class PollBackoff:
-    """``retryInMs`` of a running ``poll``: 5 s after output, then 10 s, 30 s, 60 s.
+def poll_retry(count: int | None, has_new_output: bool) -> tuple[int, int]:
+    """``recordCommandPoll``: ``(new count, retryInMs)`` of a running poll.
 
-    OpenClaw's ``recordCommandPoll``: each poll without new output moves one
-    step along the schedule; a poll with output starts again. Keep one per
-    session and :meth:`reset` it when the session finishes, is killed or removed.
+    5 s after a poll with output, then 10 s, 30 s, 60 s for each poll in a row
+    without; the count is reset (None) when the session ends or is killed.
     """
-
-    count: int | None = None
-
-    def record(self, has_new_output: bool) -> int:
-        if has_new_output:
-            self.count = 0
-            return POLL_BACKOFF_SCHEDULE_MS[0]
-        self.count = (self.count if self.count is not None else -1) + 1
-        return POLL_BACKOFF_SCHEDULE_MS[min(self.count, len(POLL_BACKOFF_SCHEDULE_MS) - 1)]
-
-    def reset(self) -> None:
-        self.count = None
+    if has_new_output:
+        return 0, POLL_BACKOFF_SCHEDULE_MS[0]
+    count = (count if count is not None else -1) + 1
+    return count, POLL_BACKOFF_SCHEDULE_MS[min(count, len(POLL_BACKOFF_SCHEDULE_MS) - 1)]
 
 
 class LogSlice(NamedTuple):
@@ -786,7 +917,7 @@ def slice_lines(text: str, offset: int | None = None, limit: int | None = None) 
 
 def process_log(
     view: SessionView, text: str, offset: int | None = None, limit: int | None = None
-) -> dict[str, Any]:
+) -> ToolResult:
     """``log``: a line window of ``text`` (the session's retained output)."""
     sliced = slice_lines(text, offset, limit)
     note = (
@@ -822,13 +953,13 @@ def process_log(
     return _text_result(output, details)
 
 
-def _running_result(view: SessionView, text: str) -> dict[str, Any]:
+def _running_result(view: SessionView, text: str) -> ToolResult:
     return _text_result(
         text, _with_name({"status": "running", "sessionId": view.session_id}, view)
     )
 
 
-def process_write(view: SessionView, data: str, eof: bool = False) -> dict[str, Any]:
+def process_write(view: SessionView, data: str, eof: bool = False) -> ToolResult:
     """``write``: ``Wrote N bytes to session ID[ (stdin closed)].`` (N in UTF-8 bytes)."""
     closed = " (stdin closed)" if eof else ""
     n = len(data.encode("utf-8"))
@@ -837,7 +968,7 @@ def process_write(view: SessionView, data: str, eof: bool = False) -> dict[str, 
 
 def process_send_keys(
     view: SessionView, sent_bytes: int, warnings: Sequence[str] = ()
-) -> dict[str, Any]:
+) -> ToolResult:
     """``send-keys``: ``Sent N bytes to session ID.`` plus encoder warnings."""
     text = f"Sent {sent_bytes} bytes to session {view.session_id}."
     if warnings:
@@ -845,42 +976,42 @@ def process_send_keys(
     return _running_result(view, text)
 
 
-def process_send_keys_no_data() -> dict[str, Any]:
+def process_send_keys_no_data() -> ToolResult:
     return process_failed("No key data provided.")
 
 
-def process_cursor_mode_unknown(session_id: str) -> dict[str, Any]:
+def process_cursor_mode_unknown(session_id: str) -> ToolResult:
     return process_failed(
         f"Session {session_id} cursor key mode is not known yet. Poll or log until startup "
         "output appears, then retry send-keys."
     )
 
 
-def process_submit(view: SessionView) -> dict[str, Any]:
+def process_submit(view: SessionView) -> ToolResult:
     return _running_result(view, f"Submitted session {view.session_id} (sent CR).")
 
 
-def process_paste(view: SessionView, text: str) -> dict[str, Any]:
+def process_paste(view: SessionView, text: str) -> ToolResult:
     """``paste``: ``Pasted N chars to session ID.`` (N in UTF-16 units, as JS)."""
     return _running_result(view, f"Pasted {_utf16_len(text)} chars to session {view.session_id}.")
 
 
-def process_paste_empty() -> dict[str, Any]:
+def process_paste_empty() -> ToolResult:
     return process_failed("No paste text provided.")
 
 
-def process_kill(view: SessionView) -> dict[str, Any]:
+def process_kill(view: SessionView) -> ToolResult:
     details: dict[str, Any] = {"status": "completed"}
     return _text_result(
         f"Termination requested for session {view.session_id}.", _with_name(details, view)
     )
 
 
-def process_clear(session_id: str) -> dict[str, Any]:
+def process_clear(session_id: str) -> ToolResult:
     return _text_result(f"Cleared session {session_id}.", {"status": "completed"})
 
 
-def process_remove(view: SessionView) -> dict[str, Any]:
+def process_remove(view: SessionView) -> ToolResult:
     """``remove``: a running session is terminated too; a finished one is forgotten."""
     if view.running:
         return _text_result(
@@ -888,8 +1019,3 @@ def process_remove(view: SessionView) -> dict[str, Any]:
             _with_name({"status": "completed"}, view),
         )
     return _text_result(f"Removed session {view.session_id}.", {"status": "completed"})
-
-
-def result_text(result: Mapping[str, Any]) -> str:
-    """The text of a result built here (for CLIs that print it)."""
-    return "".join(part.get("text", "") for part in result.get("content", ()))

@@ -12,29 +12,56 @@ all (refused command, limits) raises :class:`ExecRefused` — a tool error, HTTP
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Awaitable, Callable
 
 import trio
 
-from ..execspec import keys as keymap
 from ..execspec import results
+from ..execspec.process import ProcessStep, in_scope, process_step
 from ..execspec.request import ExecRequest, ProcessAction
+from ..execspec.results import ToolResult
 from . import secretflow
 from .session import OutputCallback, Session
 from .spawn import SpawnError
 from .supervisor import LaunchSpec, LimitReached, Supervisor
 
-UpdateCallback = Callable[[dict[str, Any]], Awaitable[None]]
+UpdateCallback = Callable[[ToolResult], Awaitable[None]]
+#: Seconds between two checks of a ``poll`` that waits (``sleepPollInterval``).
+POLL_WAIT_STEP = 0.25
+#: Finished sessions' exit events kept for the OpenClaw plugin, at most.
+MAX_EXIT_EVENTS = 200
 
 
 class ExecRefused(Exception):
-    """Nothing was started; ``status`` is the HTTP status, ``str()`` one line."""
+    """Nothing was started; ``status`` is the HTTP status (the daemon's one
+    error table in ``daemon/validate.py`` answers it), ``str()`` one line."""
 
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.message = message
         self.status = status
+
+
+def resolve_workdir(requested: str | None, default: str | None) -> tuple[str | None, str]:
+    """OpenClaw's ``resolveExecWorkdir`` on the gateway host: ``(directory, shown)``.
+
+    ``directory`` is the real path to run in, or None when it is unavailable
+    (the result then names ``shown``). A relative ``workdir`` is taken in the
+    default directory (the agent's workspace); blank is unavailable as given.
+    """
+    if requested is not None and requested != "" and not requested.strip():
+        return None, requested
+    explicit = requested.strip() if requested else None
+    candidate = explicit or default or os.getcwd()
+    if explicit and default and not os.path.isabs(explicit):
+        if not os.path.isdir(default):
+            return None, default
+        candidate = os.path.join(os.path.realpath(default), explicit)
+    if not os.path.isdir(candidate):
+        return None, explicit or candidate
+    return os.path.realpath(candidate), candidate
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -45,13 +72,18 @@ class ExecService:
     def __init__(self, supervisor: Supervisor):
         self.supervisor = supervisor
         self.settings = supervisor.settings
+        #: Exit events of backgrounded sessions, for the OpenClaw plugin to deliver
+        #: as OpenClaw's notify-on-exit system events (``GET /exec/events``).
+        self.events: list[dict[str, Any]] = []
+        self._next_event = 1
+        self._events_changed = trio.Event()
 
     # --- exec ------------------------------------------------------------------
 
     async def exec(self, request: ExecRequest, *, wait_ms: int | None = None,
                    on_update: UpdateCallback | None = None,
                    on_output: OutputCallback | None = None, stdin_fd: int | None = None,
-                   cwd: str | None = None) -> tuple[dict[str, Any], Session | None]:
+                   cwd: str | None = None) -> tuple[ToolResult, Session | None]:
         """Run ``request``; return its result and the session (None if nothing ran).
 
         ``wait_ms``: how long to wait before answering ``running`` (the
@@ -66,9 +98,11 @@ class ExecService:
 
     async def launch(self, request: ExecRequest, *, on_output: OutputCallback | None = None,
                      stdin_fd: int | None = None, cwd: str | None = None,
-                     ) -> tuple[dict[str, Any] | None, Session | None]:
+                     ) -> tuple[ToolResult | None, Session | None]:
         """Resolve, admit and start. Raises ExecRefused; a result means "answer now"."""
-        workdir = request.workdir or cwd or request.agent_workspace
+        workdir, shown = resolve_workdir(request.workdir, cwd or request.agent_workspace)
+        if workdir is None:
+            return results.exec_workdir_unavailable(shown), None
         try:
             prepared = await trio.to_thread.run_sync(
                 secretflow.prepare, request.command, request.agent_id,
@@ -102,16 +136,16 @@ class ExecService:
         finally:
             spec.secrets, spec.redactor = [], None
         if request.background:
-            session.backgrounded = True
+            self._background(session)
             return self.running_result(session), session
         return None, session
 
     async def follow(self, session: Session, wait_ms: int | None,
-                     on_update: UpdateCallback | None = None) -> dict[str, Any]:
+                     on_update: UpdateCallback | None = None) -> ToolResult:
         """Wait up to ``wait_ms`` (None: to the end); the final or the running result."""
         await self._wait(session, wait_ms, on_update)
         if session.running:
-            session.backgrounded = True
+            self._background(session)
             return self.running_result(session)
         result = self.final_result(session)
         if not session.backgrounded:
@@ -131,14 +165,17 @@ class ExecService:
                 tail = session.tail()
                 if tail != sent:
                     sent = tail
-                    await on_update({"tail": tail})
+                    await on_update(results.exec_update(
+                        session_id=session.id, pid=session.pid,
+                        started_at=_ms(session.started_at), cwd=session.cwd, tail=tail,
+                        warnings=session.warnings))
 
-    def running_result(self, session: Session) -> dict[str, Any]:
+    def running_result(self, session: Session) -> ToolResult:
         return results.exec_running(session_id=session.id, pid=session.pid,
                                     started_at=_ms(session.started_at), cwd=session.cwd,
                                     tail=session.tail(), warnings=session.warnings)
 
-    def final_result(self, session: Session) -> dict[str, Any]:
+    def final_result(self, session: Session) -> ToolResult:
         outcome = session.outcome
         assert outcome is not None
         aggregated, truncated = session.text()
@@ -183,15 +220,59 @@ class ExecService:
         except OSError:
             pass
 
+    # --- notify on exit -------------------------------------------------------
+
+    def _background(self, session: Session) -> None:
+        """The session outlives its exec call: watch it to notify on exit."""
+        if session.backgrounded:
+            return
+        session.backgrounded = True
+        self.supervisor.nursery.start_soon(self._notify_on_exit, session)
+
+    async def _notify_on_exit(self, session: Session) -> None:
+        await session.done.wait()
+        outcome = session.outcome
+        if outcome is None or session.removed or session.exit_polled:
+            return
+        text = results.exec_exit_event(
+            session_id=session.id, exit_code=outcome.exit_code, exit_signal=outcome.exit_signal,
+            exit_reason=outcome.exit_reason, output=session.tail())
+        if text is None or not session.session_key:
+            return
+        self.events.append({"id": self._next_event, "agentId": session.agent_id,
+                            "sessionKey": session.session_key, "sessionId": session.id,
+                            "contextKey": f"exec:{session.id}", "text": text})
+        self._next_event += 1
+        del self.events[:-MAX_EXIT_EVENTS]
+        self._events_changed.set()
+        self._events_changed = trio.Event()
+
+    async def exit_events(self, wait: float) -> list[dict[str, Any]]:
+        """Undelivered exit events; waits up to ``wait`` seconds for the first."""
+        if not self.events and wait > 0:
+            with trio.move_on_after(wait):
+                await self._events_changed.wait()
+        return list(self.events)
+
+    def ack_events(self, ids: list[int]) -> None:
+        done = set(ids)
+        self.events = [e for e in self.events if e["id"] not in done]
+
+    def _exit_polled(self, session: Session) -> None:
+        """OpenClaw's ``acknowledgeNotifyOnExit``: the model saw the end in a poll."""
+        session.exit_polled = True
+        self.events = [e for e in self.events if e["sessionId"] != session.id]
+
     # --- process ---------------------------------------------------------------
 
-    def view(self, session: Session, *, full: bool = True) -> results.SessionView:
-        """The session for a result builder. ``full=False`` skips decoding the
-        output ring and probing ``/proc`` for an input wait: the answers to
-        write, send-keys, submit, paste, kill and remove show only id and name."""
+    def view(self, session: Session, now: float, *, full: bool = True,
+             pending: bool = False) -> tuple[results.SessionView, int]:
+        """The session for :func:`process_step` (and the poll cursor of its
+        pending output). ``full=False`` skips decoding the output ring: only
+        poll, log and list show output."""
         aggregated, truncated = session.text() if full else ("", False)
+        text, dropped, cursor = session.peek_new_output() if pending else ("", False, 0)
         outcome = session.outcome
-        now = time.time()
         return results.SessionView(
             session_id=session.id, status=session.status, pid=session.pid,
             command=session.command, cwd=session.cwd, started_at=_ms(session.started_at),
@@ -199,95 +280,60 @@ class ExecService:
             exit_signal=outcome.exit_signal if outcome else None,
             tail=session.tail() if full else "",
             aggregated=aggregated, truncated=truncated,
-            waiting_for_input=full and session.waiting_for_input(),
             name=session.name if session.name != session.command else None,
             exit_reason=outcome.exit_reason if outcome else None,
             stdin_writable=session.stdin_writable,
-            idle_ms=int((now - (session.last_output_at or session.started_at)) * 1000),
-            last_output_at=_ms(session.last_output_at), backgrounded=session.backgrounded)
+            idle_ms=max(0, int((now - (session.last_output_at or session.started_at)) * 1000)),
+            last_output_at=_ms(session.last_output_at) or _ms(session.started_at),
+            backgrounded=session.backgrounded, cursor_mode=session.cursor.mode,
+            poll_count=session.poll_count, pending_output=text, pending_dropped=dropped,
+        ), cursor
 
-    async def process(self, action: ProcessAction) -> dict[str, Any]:
+    def _visible(self, session: Session | None, action: ProcessAction) -> Session | None:
+        if session is None or session.removed:
+            return None
+        return session if in_scope(session.agent_id, session.session_key, action) else None
+
+    async def process(self, action: ProcessAction) -> ToolResult:
+        """One process action: wait (a poll's ``timeout``), decide (pure), apply."""
         sup = self.supervisor
         if action.action == "list":
-            return results.process_list([self.view(s) for s in sup.listed(action.agent_id)
-                                         if not s.removed])
-        session = sup.get(action.agent_id, action.session_id or "")
-        if session is None or session.removed:
-            return results.process_not_found(action.session_id or "")
-        if not session.backgrounded:
-            return results.process_not_backgrounded(session.id)
-        handler = getattr(self, "_" + action.action.replace("-", "_"))
-        return await handler(session, action)
+            now = time.time()
+            views = [self.view(s, now)[0] for s in sup.listed(action.agent_id)
+                     if self._visible(s, action) is not None]
+            return results.process_list(views, now_ms=_ms(now))
+        session = self._visible(sup.sessions.get(action.session_id or ""), action)
+        if (session is not None and action.action == "poll" and action.timeout_ms
+                and session.running and session.backgrounded):
+            # OpenClaw checks every 250 ms until the command exits or has output.
+            deadline = trio.current_time() + action.timeout_ms / 1000
+            while session.running and not session.has_new_output():
+                left = deadline - trio.current_time()
+                if left <= 0:
+                    break
+                await trio.sleep(min(POLL_WAIT_STEP, left))
+        if session is None:
+            return process_step(action, None).result
+        view, cursor = self.view(session, time.time(), full=action.action in ("poll", "log"),
+                                 pending=action.action == "poll")
+        step = process_step(action, view)
+        return await self._apply(session, step, cursor)
 
-    async def _poll(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        if action.timeout_ms and session.running and session.poll_cursor >= session.buffer.end:
-            await session.wait_changed(action.timeout_ms / 1000)
-        text, dropped = session.take_new_output()
-        return results.process_poll(self.view(session), text, output_dropped=dropped)
-
-    async def _log(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        text, evicted_lines = session.log_text()
-        offset = action.offset
-        if offset is not None:
-            # Line offsets are absolute: lines evicted from the ring still count.
-            offset = max(0, offset - evicted_lines)
-        return results.process_log(self.view(session), text, offset, action.limit)
-
-    async def _send(self, session: Session, data: bytes, eof: bool = False) -> dict[str, Any] | None:
-        if not session.running:
-            return results.process_not_found(session.id, "active")
-        if not session.stdin_writable:
-            return results.process_stdin_not_writable(session.id)
-        try:
-            await session.write(data, eof)
-        except OSError:
-            return results.process_stdin_not_writable(session.id)
-        return None
-
-    async def _write(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        data = action.data or ""
-        error = await self._send(session, data.encode("utf-8"), action.eof)
-        return error or results.process_write(self.view(session, full=False), data, action.eof)
-
-    async def _send_keys(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        if keymap.has_cursor_mode_sensitive_keys(action.keys) and session.cursor.mode == "unknown":
-            return results.process_cursor_mode_unknown(session.id)
-        encoded = keymap.encode_key_request(keys=action.keys, hex=action.hex,
-                                            literal=action.literal,
-                                            cursor_mode=session.cursor.mode)
-        if not encoded.data:
-            return results.process_send_keys_no_data()
-        error = await self._send(session, encoded.data)
-        return error or results.process_send_keys(self.view(session, full=False), len(encoded.data),
-                                                  encoded.warnings)
-
-    async def _submit(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        error = await self._send(session, keymap.SUBMIT)
-        return error or results.process_submit(self.view(session, full=False))
-
-    async def _paste(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        if not action.text:
-            return results.process_paste_empty()
-        error = await self._send(session, keymap.encode_paste(action.text, action.bracketed))
-        return error or results.process_paste(self.view(session, full=False), action.text)
-
-    async def _kill(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        if not session.running:
-            return results.process_not_found(session.id, "active")
-        self.supervisor.nursery.start_soon(session.kill, "manual-cancel")
-        return results.process_kill(self.view(session, full=False))
-
-    async def _clear(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        if session.running:
-            return results.process_not_found(session.id, "finished")
-        self.supervisor.forget(session)
-        return results.process_clear(session.id)
-
-    async def _remove(self, session: Session, action: ProcessAction) -> dict[str, Any]:
-        view = self.view(session, full=False)
-        if session.running:
-            session.removed = True
+    async def _apply(self, session: Session, step: ProcessStep, cursor: int) -> ToolResult:
+        session.poll_count = step.poll_count
+        if step.take_output:
+            session.take_output(cursor)
+            if not session.running:
+                self._exit_polled(session)
+        if step.send or step.close_input:
+            try:
+                await session.write(step.send, step.close_input)
+            except OSError:
+                return results.process_stdin_not_writable(session.id)
+        if step.kill and session.running:
+            if step.forget:
+                session.removed = True  # dropped as soon as it ends
             self.supervisor.nursery.start_soon(session.kill, "manual-cancel")
-        else:
+        elif step.forget:
             self.supervisor.forget(session)
-        return results.process_remove(view)
+        return step.result

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from .. import orphans
+from ..execspec.ansi import OutputSanitizer
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
@@ -59,8 +60,6 @@ F_SETPIPE_SZ = 1031
 
 OutputCallback = Callable[[str, bytes], None]
 
-# Syscalls a process blocked on a terminal read sits in (``/proc/PID/syscall``).
-_READ_SYSCALLS = {"x86_64": {0, 19, 17}, "aarch64": {63, 65, 67}}.get(os.uname().machine, set())
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +140,15 @@ class Session:
         self.warnings: list[str] = []
         #: ``process remove`` on a running session: dropped as soon as it ends.
         self.removed = False
+        #: A poll showed the model this session's end (no exit notification then).
+        self.exit_polled = False
         #: Cursor-key mode for send-keys; answers cursor-position queries like OpenClaw.
         self.cursor = CursorKeyTracker(mode="unknown" if use_pty else "normal")
         self._esc_tail = False
         self.outcome: Outcome | None = None
         self.poll_cursor = 0
+        #: Polls in a row without new output (``retryInMs``); None before the first.
+        self.poll_count: int | None = None
         self.done = trio.Event()
         self._changed = trio.Event()
         self._kill_done: trio.Event | None = None
@@ -157,7 +160,13 @@ class Session:
         self._closed_fds: set[int] = set()
         self._write_lock = trio.Lock()
         self.stdin_closed = spawned.stdin is None and spawned.pty_master is None
-        streams = ["pty"] if use_pty else ["stdout", "stderr"]
+        # Pipes: one for stdout and stderr together unless the caller asked for two.
+        streams = (["pty"] if use_pty else
+                   ["stdout"] if spawned.stderr is None else ["stdout", "stderr"])
+        #: OpenClaw's output sanitizer, one per stream and BEFORE the redactor:
+        #: escape sequences go, controls become ``\xNN`` (see execspec.ansi).
+        self._sanitizers = {name: OutputSanitizer(self._on_csi if name == "pty" else None)
+                            for name in streams}
         if redactor is not None:  # one fresh stream each, sharing the built matcher
             self._redactors = {name: redactor.fresh() for name in streams}
         else:  # nothing to mask: skip the matcher (and its import) entirely
@@ -205,8 +214,9 @@ class Session:
         complete = self.buffer.start == 0 and len(data) == len(self.buffer)
         return decode_tail(data, limit, complete=complete)[0]
 
-    def take_new_output(self) -> tuple[str, bool]:
-        """Output since the last poll and whether part of it was dropped.
+    def peek_new_output(self) -> tuple[str, bool, int]:
+        """Output since the last poll, whether part of it was dropped, and the
+        cursor to :meth:`take_output` once it was delivered.
 
         Capped like OpenClaw's pending buffer (the tail is kept); output evicted
         from the ring before it was polled also counts as dropped.
@@ -215,10 +225,17 @@ class Session:
         if self.running:
             data = data[:complete_utf8_end(data)]
         cut = self.poll_cursor < self.buffer.start
-        self.poll_cursor = max(self.poll_cursor, self.buffer.start) + len(data)
+        cursor = max(self.poll_cursor, self.buffer.start) + len(data)
         limit = int(self.settings["supervisor.pending_max_chars"])
         text, dropped = decode_tail(data, limit, complete=not cut)
-        return text, dropped
+        return text, dropped, cursor
+
+    def take_output(self, cursor: int) -> None:
+        """A poll delivered the output up to ``cursor``."""
+        self.poll_cursor = max(self.poll_cursor, cursor)
+
+    def has_new_output(self) -> bool:
+        return self.poll_cursor < self.buffer.end
 
     def log_text(self) -> tuple[str, int]:
         """Every held line of output and how many earlier lines were evicted."""
@@ -243,7 +260,9 @@ class Session:
         try:
             async with trio.open_nursery() as nursery:
                 sources = ([("pty", self.spawned.pty_master)] if self.pty else
-                           [("stdout", self.spawned.stdout), ("stderr", self.spawned.stderr)])
+                           [(name, fd) for name, fd in (("stdout", self.spawned.stdout),
+                                                        ("stderr", self.spawned.stderr))
+                            if fd is not None])
                 self._open_pumps = len(sources)
                 for stream, fd in sources:
                     nursery.start_soon(self._pump, stream, fd)
@@ -303,6 +322,7 @@ class Session:
                         break
                 if chunks:
                     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                    data = self._sanitizers[stream].feed(data)
                     redactor = self._redactors.get(stream, redactor)  # add_secrets may swap it
                     if len(data) <= REDACT_SLICE:
                         self._emit(stream, redactor.feed(data))
@@ -318,10 +338,23 @@ class Session:
                 if not chunks:
                     await trio.lowlevel.wait_readable(fd)
         finally:
-            self._emit(stream, self._redactors.get(stream, redactor).flush())
+            rest = self._sanitizers[stream].flush()
+            last = self._redactors.get(stream, redactor)
+            self._emit(stream, (last.feed(rest) if rest else b"") + last.flush())
             self._open_pumps -= 1
             if self._open_pumps == 0:
                 self._pumps_done.set()
+
+    def _on_csi(self, sequence: str) -> None:
+        """A CSI in PTY output (OpenClaw's sanitizer callback): follow the
+        cursor-key mode, answer cursor-position queries (programs hang without)."""
+        if sequence in ("?1h", "?1l"):
+            self.cursor.mode = "application" if sequence == "?1h" else "normal"
+        elif sequence in ("6n", "?6n") and self.spawned.pty_master is not None:
+            try:
+                os.write(self.spawned.pty_master, CURSOR_POSITION_REPLY)
+            except OSError:
+                pass
 
     def _emit(self, stream: str, data: bytes) -> None:
         if not data:
@@ -492,46 +525,6 @@ class Session:
                 self._close_fd(fd)
                 self.spawned.fds.remove(fd)
                 self.stdin_closed = True
-
-    def waiting_for_input(self) -> bool:
-        """True when a foreground process of this PTY is blocked reading the terminal."""
-        if not self.pty or not self.running or self.spawned.slave_name is None:
-            return False
-        try:
-            foreground = os.tcgetpgrp(self.spawned.pty_master)
-        except OSError:
-            return False
-        # Only the known members (the supervisor rescans trees every tick): a
-        # full /proc scan per session would make `list` slow with many sessions.
-        for pid, starttime in list(self.tree.members.items()):
-            info = procs.read_stat(pid)
-            if info is None or info.starttime != starttime:
-                continue
-            if info.pgrp != foreground or info.state != "S":
-                continue
-            if _blocked_reading(pid, self.spawned.slave_name):
-                return True
-        return False
-
-
-def _blocked_reading(pid: int, tty: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/syscall") as f:
-            fields = f.read().split()
-    except OSError:
-        fields = []
-    if fields and fields[0].isdigit():
-        if int(fields[0]) not in _READ_SYSCALLS:
-            return False
-        try:
-            return os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}") == tty
-        except (OSError, ValueError, IndexError):
-            return False
-    try:  # no ptrace access to /proc/PID/syscall: fall back to the wait channel
-        with open(f"/proc/{pid}/wchan") as f:
-            return "tty_read" in f.read()
-    except OSError:
-        return False
 
 
 def new_session_id() -> str:

@@ -175,11 +175,17 @@ def _child_setup(use_pty: bool, rlimits: list[tuple[int, int]],
 def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
           rows: int = 40, columns: int = 120, stdin_fd: int | None = None,
           rlimits: list[tuple[int, int]] | None = None,
-          enter_cgroup: Callable[[], None] | None = None) -> Spawned:
+          enter_cgroup: Callable[[], None] | None = None,
+          separate_stderr: bool = False) -> Spawned:
     """Start ``argv`` as the leader of a new session under a PTY or pipes.
 
-    ``stdin_fd`` (pipes only) gives the child that fd as stdin instead of a pipe
-    we keep for ``process write``; the plain CLI passes its own stdin.
+    Pipes, as OpenClaw's exec without a PTY: stdin is empty and closed
+    (``/dev/null``: ``cat`` and ``read`` see EOF at once, and ``process
+    write`` answers "stdin is not writable"); stdout and stderr share ONE
+    pipe, so their order is the order the command wrote them in and the
+    output is one stream. ``stdin_fd`` gives the child that fd as stdin
+    instead (the plain CLI passes its own); ``separate_stderr`` keeps a second
+    pipe for fd 2 (the plain CLI, whose human reads stderr apart).
     """
     setup = _child_setup(use_pty, rlimits or [], enter_cgroup)
     opened: list[int] = []
@@ -202,24 +208,23 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
             return Spawned(proc, pty_master=master, slave_name=slave_name, fds=[master])
         out_r, out_w = os.pipe()
         opened += [out_r, out_w]
-        err_r, err_w = os.pipe()
-        opened += [err_r, err_w]
-        if stdin_fd is None:
-            in_r, in_w = os.pipe()
-            opened += [in_r, in_w]
-        else:
-            in_r, in_w = stdin_fd, None
-        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=in_r, stdout=out_w,
-                                stderr=err_w, start_new_session=True, preexec_fn=setup,
-                                close_fds=True)
+        err_r = err_w = None
+        if separate_stderr:
+            err_r, err_w = os.pipe()
+            opened += [err_r, err_w]
+        stdin = subprocess.DEVNULL if stdin_fd is None else stdin_fd
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=out_w,
+                                stderr=out_w if err_w is None else err_w,
+                                start_new_session=True, preexec_fn=setup, close_fds=True)
         orphans.claim(proc.pid)
-        for fd in (out_w, err_w) + ((in_r,) if in_w is not None else ()):
-            os.close(fd)
-            opened.remove(fd)
-        for fd in (out_r, err_r) + ((in_w,) if in_w is not None else ()):
+        readers = [fd for fd in (out_r, err_r) if fd is not None]
+        for fd in (out_w, err_w):
+            if fd is not None:
+                os.close(fd)
+                opened.remove(fd)
+        for fd in readers:
             os.set_blocking(fd, False)
-        fds = [out_r, err_r] + ([in_w] if in_w is not None else [])
-        return Spawned(proc, stdout=out_r, stderr=err_r, stdin=in_w, fds=fds)
+        return Spawned(proc, stdout=out_r, stderr=err_r, fds=readers)
     except PtyUnavailable:
         raise
     except BaseException as exc:

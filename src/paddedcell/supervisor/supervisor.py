@@ -153,13 +153,17 @@ class Supervisor:
         session_id = new_session_id()
         cgroup = procs.open_cgroup_scope(self._cgroup_parent, f"paddedcell-{token[:16]}")
         use_pty, warnings = spec.pty, []
+        # One pipe for stdout and stderr (their order kept, as OpenClaw's one
+        # stream shows it); two only for a live human terminal (the plain CLI).
+        separate_stderr = spec.on_output is not None
         try:
             try:
                 spawned = spawn(argv, cwd=cwd, env=env, use_pty=use_pty,
                                 rows=spec.rows or int(settings["supervisor.pty_rows"]),
                                 columns=spec.columns or int(settings["supervisor.pty_columns"]),
                                 stdin_fd=spec.stdin_fd, rlimits=sandbox.rlimits(),
-                                enter_cgroup=cgroup.enter if cgroup else None)
+                                enter_cgroup=cgroup.enter if cgroup else None,
+                                separate_stderr=separate_stderr)
             except PtyUnavailable as exc:
                 # OpenClaw's behaviour and words: run on pipes and say so.
                 warnings.append(f"Warning: PTY spawn failed ({exc}); retrying without PTY "
@@ -167,7 +171,8 @@ class Supervisor:
                 use_pty = False
                 spawned = spawn(argv, cwd=cwd, env=env, use_pty=False, stdin_fd=spec.stdin_fd,
                                 rlimits=sandbox.rlimits(),
-                                enter_cgroup=cgroup.enter if cgroup else None)
+                                enter_cgroup=cgroup.enter if cgroup else None,
+                                separate_stderr=separate_stderr)
         except BaseException:
             buffer.release()
             channel.close()
@@ -307,12 +312,6 @@ class Supervisor:
                 await self._wake.wait()
             else:
                 await trio.sleep(interval)
-
-    async def kill_all(self) -> None:
-        """End every live session (TERM, grace, KILL), concurrently."""
-        async with trio.open_nursery() as nursery:
-            for session in self.live_sessions():
-                nursery.start_soon(session.kill, "manual-cancel")
 
 
 __all__ = ["Supervisor", "LaunchSpec", "LimitReached", "SpawnError", "Session"]

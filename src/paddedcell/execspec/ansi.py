@@ -1,0 +1,242 @@
+"""The text a model gets from a command's output: OpenClaw's output sanitizer.
+
+OpenClaw 2026.9.6 passes every chunk of a command's output through
+``createStreamingBinaryOutputSanitizer`` (``dist/shell-utils-*.mjs``), one per
+stream, before it is aggregated, polled, logged or shown:
+
+1. ``AnsiSequenceStripper`` (``packages/terminal-core/src/ansi-sequences.ts``,
+   ``dist/ansi-*.mjs``) removes escape sequences — CSI (``ESC [`` / ``0x9b``),
+   OSC (``ESC ]`` / ``0x9d`` up to BEL, ST or ``ESC \\``) and the "compat"
+   grammar of ``ansi-regex`` — keeping C0 controls found inside a CSI; its
+   state carries over from one chunk to the next;
+2. ``sanitizeStrippedBinaryOutput`` drops Unicode format characters
+   (``\\p{Format}``) and surrogates, and writes every other control character
+   except tab, newline and carriage return as the four characters ``\\xNN``.
+
+:class:`AnsiStripper` and :func:`sanitize_stripped` are line-for-line ports;
+:class:`OutputSanitizer` applies them to a byte stream (UTF-8 decoded with
+replacement, as Node decodes the child's output). PaddedCell runs it *before*
+the redactor, so escape sequences between the characters of a secret cannot
+hide it from the redactor and then vanish.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import Callable
+
+__all__ = ["AnsiStripper", "OutputSanitizer", "sanitize_stripped", "sanitize_text"]
+
+_INTRODUCER = re.compile("[\x1b\x9b\x9d]")
+_OSC_STOP = re.compile("[\x07\x9c\x1b]")
+# \p{Format} as Node 24 (Unicode 17) defines it, plus the surrogate block.
+_FORMAT = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f\ud800-\udfff]"
+)
+# \p{Cc} except tab, newline and carriage return.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Bytes that may need any work: everything but printable ASCII, tab, LF, CR.
+_BYTES_TO_CHECK = re.compile(rb"[^\t\n\r\x20-\x7e]")
+
+
+def _compat_prefix(code: int) -> bool:
+    return code in (91, 93, 40, 41, 35, 59, 63)
+
+
+def _compat_parameter(code: int) -> bool:
+    return 48 <= code <= 57 or code in (58, 59)
+
+
+def _digit(code: int) -> bool:
+    return 48 <= code <= 57
+
+
+def _compat_final(code: int) -> bool:
+    return (48 <= code <= 57 or 64 <= code <= 90 or code == 99 or 102 <= code <= 110
+            or 113 <= code <= 117 or code in (121, 61, 62, 60, 126))
+
+
+class AnsiStripper:
+    """``AnsiSequenceStripper``: strips escape sequences, state kept across writes.
+
+    ``on_csi`` receives each complete CSI's parameters and final character
+    (e.g. ``"?1h"``, ``"6n"``), as OpenClaw uses it to follow the cursor-key
+    mode and answer cursor-position queries.
+    """
+
+    def __init__(self, on_csi: Callable[[str], None] | None = None):
+        self.on_csi = on_csi
+        self.state = "text"
+        self._csi: str | None = None
+        self._csi_compat_prefix_only = False
+        self._compat_in_parameters = False
+        self._compat_parameter_digits = 0
+
+    def _start_csi(self) -> None:
+        self.state = "csi"
+        self._csi_compat_prefix_only = True
+        self._csi = "" if self.on_csi else None
+
+    def _enter_compat(self, in_parameters: bool) -> None:
+        self.state = "compat"
+        self._compat_in_parameters = in_parameters
+        self._compat_parameter_digits = 1 if in_parameters else 0
+
+    def write(self, text: str) -> str:  # noqa: C901 - a state machine, kept as in OpenClaw
+        if self.state == "text" and not _INTRODUCER.search(text):
+            return text
+        out: list[str] = []
+        i, n = 0, len(text)
+        while i < n:
+            state = self.state
+            if state == "text":
+                m = _INTRODUCER.search(text, i)
+                if m is None:
+                    out.append(text[i:])
+                    break
+                out.append(text[i:m.start()])
+                i = m.start()
+                code = ord(text[i])
+                if code == 27:
+                    self.state = "escape"
+                elif code == 155:
+                    self._start_csi()
+                else:
+                    self.state = "osc"
+                i += 1
+                continue
+            if state == "osc":
+                m = _OSC_STOP.search(text, i)
+                if m is None:
+                    break
+                i = m.start()
+                self.state = "osc-escape" if text[i] == "\x1b" else "text"
+                i += 1
+                continue
+            code = ord(text[i])
+            if state == "osc-escape":
+                if code in (92, 7, 156):
+                    self.state = "text"
+                elif code != 27:
+                    self.state = "osc"
+                i += 1
+                continue
+            if code in (27, 155, 157):
+                if code == 155:
+                    self._start_csi()
+                else:
+                    self.state = "escape" if code == 27 else "osc"
+                i += 1
+                continue
+            if state == "csi":
+                if code in (24, 26):
+                    self.state = "text"
+                    i += 1
+                elif code <= 31 or code == 127:
+                    out.append(text[i])
+                    i += 1
+                elif 32 <= code <= 63:
+                    if self._csi is not None:
+                        self._csi = self._csi + text[i] if len(self._csi) < 64 else None
+                    if not _compat_prefix(code):
+                        self._csi_compat_prefix_only = False
+                    i += 1
+                elif code in (91, 93) and self._csi_compat_prefix_only:
+                    self._enter_compat(False)
+                    i += 1
+                elif 64 <= code <= 126:
+                    if self._csi is not None and self.on_csi is not None:
+                        self.on_csi(self._csi + text[i])
+                    self.state = "text"
+                    i += 1
+                else:
+                    self.state = "text"
+                continue
+            if state == "escape":
+                if code == 93:
+                    self.state = "osc"
+                    i += 1
+                elif code == 91:
+                    self._start_csi()
+                    i += 1
+                elif _compat_prefix(code):
+                    self._enter_compat(False)
+                    i += 1
+                elif _digit(code):
+                    self._enter_compat(True)
+                    i += 1
+                elif _compat_final(code):
+                    self.state = "text"
+                    i += 1
+                else:
+                    self.state = "text"
+                continue
+            # compat
+            if code in (24, 26):
+                self.state = "text"
+                i += 1
+            elif not self._compat_in_parameters and _compat_prefix(code):
+                i += 1
+            elif not self._compat_in_parameters and _digit(code):
+                self._compat_in_parameters = True
+                self._compat_parameter_digits = 1
+                i += 1
+            elif self._compat_in_parameters and _compat_parameter(code):
+                if code in (58, 59):
+                    self._compat_parameter_digits = 0
+                    i += 1
+                elif self._compat_parameter_digits < 4:
+                    self._compat_parameter_digits += 1
+                    i += 1
+                else:
+                    self.state = "text"
+                    i += 1
+            elif _compat_final(code):
+                self.state = "text"
+                i += 1
+            else:
+                self.state = "text"
+        return "".join(out)
+
+
+def sanitize_stripped(text: str) -> str:
+    """``sanitizeStrippedBinaryOutput``: drop format characters, show controls as ``\\xNN``."""
+    scrubbed = _FORMAT.sub("", text)
+    if not scrubbed:
+        return scrubbed
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", scrubbed)
+
+
+def sanitize_text(text: str) -> str:
+    """One whole text through a fresh sanitizer (tests, one-shot strings)."""
+    return sanitize_stripped(AnsiStripper().write(text))
+
+
+class OutputSanitizer:
+    """A byte stream in, the sanitized UTF-8 text OpenClaw would keep out.
+
+    Printable ASCII (with tab, LF, CR) passes through without decoding while
+    no sequence or multi-byte character is pending, so floods of plain text
+    cost one scan.
+    """
+
+    def __init__(self, on_csi: Callable[[str], None] | None = None):
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._ansi = AnsiStripper(on_csi)
+
+    def feed(self, data: bytes | memoryview) -> bytes:
+        if (self._ansi.state == "text" and not self._decoder.getstate()[0]
+                and _BYTES_TO_CHECK.search(data) is None):
+            return bytes(data)
+        text = self._decoder.decode(bytes(data))
+        return sanitize_stripped(self._ansi.write(text)).encode("utf-8")
+
+    def flush(self) -> bytes:
+        text = self._decoder.decode(b"", final=True)
+        return sanitize_stripped(self._ansi.write(text)).encode("utf-8") if text else b""
