@@ -212,3 +212,41 @@ def test_masked_output_never_contains_a_secret_or_form(secrets, pieces, noise, c
     assert r.feed(data[:cut]) + r.feed(data[cut:]) + r.flush() == expected
     for p in patterns:
         assert p not in expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 12), shared=st.booleans(),
+       chunk=st.sampled_from([1, 5, 64, 4096]))
+def test_fragments_by_sampling_equal_the_oracle(seed, k, shared, chunk):
+    """Random slices of real-size secrets (some sharing long runs, so that some
+    windows have no unique gram and fall back to literals), fed in chunks."""
+    import random
+
+    rng = random.Random(seed)
+    alnum = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    common = bytes(rng.choices(alnum, k=20))
+    secrets = []
+    for _ in range(k):
+        s = bytes(rng.choices(alnum, k=rng.choice([16, 20, 32, 45])))
+        if shared and rng.random() < 0.5:
+            cut = rng.randrange(len(s))
+            s = s[:cut] + common[: rng.randrange(8, 20)] + s[cut:]
+        secrets.append(s)
+    parts = []
+    for _ in range(12):
+        s = rng.choice(secrets)
+        a = rng.randrange(len(s))
+        b = rng.randrange(a, len(s) + 1)
+        parts += [s[a:b], bytes(rng.choices(alnum + b" \n", k=rng.randrange(0, 6)))]
+    data = b"".join(parts)
+    patterns = patterns_for(secrets)
+    expected = naive_redact(data, patterns)
+    r = StreamRedactor(secrets)
+    out = b"".join(r.feed(data[i : i + chunk]) for i in range(0, len(data), chunk)) + r.flush()
+    assert out == expected
+    if chunk == 1:
+        r, seen = StreamRedactor(secrets), b""
+        for i in range(len(data)):
+            r.feed(data[i : i + 1])
+            seen += data[i : i + 1]
+            assert r.held == naive_held(seen, patterns)

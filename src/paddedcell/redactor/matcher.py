@@ -73,18 +73,21 @@ class PrefixIndex:
     longest first, and the first that is a prefix is the answer.
     """
 
-    __slots__ = ("_sorted", "_first", "_heads", "maxlen")
+    __slots__ = ("_sorted", "_first", "_heads", "_direct", "maxlen")
 
     HEAD = 8
 
-    def __init__(self, patterns: Iterable[bytes], engine: type | None = None):
+    def __init__(self, patterns: Iterable[bytes], engine: type | None = None, direct: int = HEAD):
         self._sorted = sorted(set(patterns))
         first = bytearray(256)
         for p in self._sorted:
             first[p[0]] = 1
         self._first = bytes(first)
         self.maxlen = max((len(p) for p in self._sorted), default=0)
-        heads = {p[: self.HEAD] for p in self._sorted if len(p) > self.HEAD}
+        # Tails shorter than ``direct`` are bisected directly; fragment windows
+        # (short and ~30 per secret) then need no heads of their own.
+        self._direct = direct = max(direct, self.HEAD)
+        heads = {p[: self.HEAD] for p in self._sorted if len(p) >= direct}
         self._heads = (engine or FindMatcher)(heads) if heads else None
 
     def hold(self, buf: bytes) -> int:
@@ -92,7 +95,7 @@ class PrefixIndex:
         if not n:
             return 0
         lo = max(0, n - self.maxlen + 1)
-        short = max(lo, n - self.HEAD + 1)  # tails from here on are shorter than HEAD
+        short = max(lo, n - self._direct + 1)  # tails from here on are shorter than direct
         if self._heads is not None and short - lo > 0:
             window = buf[lo:]
             starts = sorted({s for s, _ in self._heads.spans(window) if lo + s < short})
@@ -224,6 +227,122 @@ class HyperscanMatcher(_Engine):
         return found
 
 
+class FragmentFinder:
+    """Every occurrence of a distinctive window of a secret, found by sampling.
+
+    A secret of ``n`` bytes has up to ``n - width + 1`` windows (~30 for an
+    API key): registering them all made Hyperscan's build take most of a
+    minute at 10 000 secrets. Instead, each window ``[i, i + width)`` holds a
+    whole ``GRAM``-byte gram at a multiple of ``step = width - GRAM + 1``;
+    grams at those offsets are registered (one in ``step``), so any window
+    occurrence contains a registered gram occurrence. A gram is registered
+    only if it occurs once in all the secrets: then a hit names one secret
+    and one alignment, and verifying it is O(1) bisections, never a loop over
+    secrets sharing a prefix. A window none of whose grams is unique becomes
+    a literal of its own (:attr:`literals`).
+
+    A hit aligns the secret on the buffer; the maximal run of bytes that
+    agree with it there is found by bisection with slice compares (C speed),
+    and the distinctive windows inside that run are the occurrences. Each
+    alignment is extended once per scan.
+    """
+
+    GRAM = 8
+
+    def __init__(self, windows: dict[bytes, list[int]], width: int, engine: type):
+        g, self.width = self.GRAM, width
+        step = width - g + 1
+        counts: dict[bytes, int] = {}
+        for secret in windows:
+            for j in range(len(secret) - g + 1):
+                gram = secret[j : j + g]
+                counts[gram] = counts.get(gram, 0) + 1
+        self._secrets: list[bytes] = []
+        self._runs: list[list[tuple[int, int]]] = []  # runs of consecutive window starts
+        self._where: dict[bytes, tuple[int, int]] = {}
+        self.literals: set[bytes] = set()
+        for secret, starts in windows.items():
+            index = len(self._secrets)
+            chosen: set[int] = set()
+            for i in starts:
+                span = range(i, i + step)
+                if any(j in chosen for j in span):
+                    continue
+                aligned = i + (-i) % step
+                for j in (aligned, *span):
+                    if counts[secret[j : j + g]] == 1:
+                        chosen.add(j)
+                        self._where[secret[j : j + g]] = (index, j)
+                        break
+                else:
+                    self.literals.add(secret[i : i + width])
+            runs: list[tuple[int, int]] = []
+            for i in starts:
+                if runs and i == runs[-1][1] + 1:
+                    runs[-1] = (runs[-1][0], i)
+                else:
+                    runs.append((i, i))
+            self._secrets.append(secret)
+            self._runs.append(runs)
+        self._grams = engine(self._where) if self._where else None
+
+    def spans(self, buf: bytes) -> list[tuple[int, int]]:
+        if self._grams is None:
+            return []
+        found = []
+        seen = set()
+        g, width, n = self.GRAM, self.width, len(buf)
+        for u, e in self._grams.spans(buf):
+            index, j = self._where[buf[u:e]]
+            base = u - j
+            if (index, base) in seen:
+                continue
+            seen.add((index, base))
+            secret = self._secrets[index]
+            # Smallest x with buf[base+x : base+u'] equal to the secret's bytes there.
+            lo, hi = max(0, -base), j
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if buf[base + mid : u] == secret[mid:j]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            x0 = lo
+            lo, hi = j + g, min(len(secret), n - base)
+            while lo < hi:  # largest y with agreement up to it
+                mid = (lo + hi + 1) // 2
+                if buf[e : base + mid] == secret[j + g : mid]:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            last = lo - width  # last window start inside [x0, lo)
+            for first_start, last_start in self._runs[index]:
+                a, b = max(first_start, x0), min(last_start, last)
+                if a <= b:
+                    found.append((base + a, base + b + width))
+        return found
+
+
+class Matcher(_Engine):
+    """Literals on one engine plus fragment windows by sampling (same engine)."""
+
+    def __init__(self, literals: Iterable[bytes], windows: dict[bytes, list[int]], width: int, engine: type):
+        self.fragments = FragmentFinder(windows, width, engine)
+        literals = set(literals) | self.fragments.literals
+        self.literal = engine(literals)
+        self.name = engine.name
+        grams = {s[i : i + width] for s, starts in windows.items() for i in starts}
+        self.patterns = sorted(literals | grams)
+        self.maxlen = max(map(len, self.patterns), default=0)
+        self._prefix = PrefixIndex(self.patterns, engine, direct=max(16, width + 1))
+
+    def spans(self, buf: bytes) -> list[tuple[int, int]]:
+        found = self.literal.spans(buf)
+        if self.fragments._grams is not None:
+            found += self.fragments.spans(buf)
+        return found
+
+
 def _choose_engine() -> type[_Engine]:
     if os.environ.get("PADDEDCELL_REDACTOR_ENGINE", "").lower() in ("portable", "pyahocorasick"):
         log.info("redactor engine: pyahocorasick (forced by PADDEDCELL_REDACTOR_ENGINE)")
@@ -246,17 +365,20 @@ ENGINE: type[_Engine] = _choose_engine()
 ENGINES = (FindMatcher, AhoMatcher, HyperscanMatcher)
 
 
-def build(patterns: Iterable[bytes], engine: type[_Engine] | None = None) -> _Engine:
-    """An exact matcher for this pattern set, on :data:`ENGINE` unless told otherwise."""
-    patterns = sorted(set(patterns))
+def build(
+    patterns: Iterable[bytes],
+    engine: type[_Engine] | None = None,
+    windows: dict[bytes, list[int]] | None = None,
+    width: int = 12,
+) -> _Engine:
+    """An exact matcher for these literals (and fragment windows), on
+    :data:`ENGINE` unless told otherwise."""
+    patterns = set(patterns)
     cls = engine or ENGINE
     try:
-        built = cls(patterns)
-        built.hold(b"")  # build the prefix index now, not on the first feed
+        return Matcher(patterns, windows or {}, width, cls)
     except Exception as exc:  # e.g. Hyperscan refuses a pattern too large
         if cls is AhoMatcher:
             raise
         log.warning("redactor engine %s refused this secret set (%s); using pyahocorasick", cls.name, exc)
-        built = AhoMatcher(patterns)
-        built.hold(b"")
-    return built
+        return Matcher(patterns, windows or {}, width, AhoMatcher)

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from typing import Iterable
 
 from . import matcher as _matcher
-from .variants import Variants, pattern_set
+from .variants import Variants, plan
 
 
 class ShortSecretWarning(UserWarning):
@@ -273,8 +273,9 @@ def _compiled(secrets: frozenset[bytes], options: tuple, engine):
             _cache.move_to_end(key)
             return hit
     variants, variant_min_length, fragment_min, mask = options
-    patterns = pattern_set(secrets, variants, variant_min_length, fragment_min, mask)
-    built = (frozenset(patterns), _matcher.build(patterns, engine))
+    literals, windows = plan(secrets, variants, variant_min_length, fragment_min, mask)
+    built_matcher = _matcher.build(literals, engine, windows, fragment_min)
+    built = (built_matcher.patterns, built_matcher)  # the sorted list, not a copy
     with _cache_lock:
         _cache[key] = built
         _cache.move_to_end(key)

@@ -255,8 +255,9 @@ def public_mask(secret: bytes) -> bytearray:
     return public
 
 
-def fragments(secrets: Iterable[bytes], fragment_min: int) -> set[bytes]:
-    """Distinctive ``fragment_min``-byte windows of every secret long enough."""
+def fragment_windows(secrets: Iterable[bytes], fragment_min: int) -> dict[bytes, list[int]]:
+    """Each secret long enough, with the sorted starts of its distinctive
+    ``fragment_min``-byte windows (secrets without one are left out)."""
     counts: dict[bytes, int] = {}
     per_secret = []
     for s in set(secrets):
@@ -265,17 +266,26 @@ def fragments(secrets: Iterable[bytes], fragment_min: int) -> set[bytes]:
             counts[g] = counts.get(g, 0) + 1
         if len(s) >= FRAGMENT_SECRET_MIN and len(s) > fragment_min:
             per_secret.append(s)
-    out: set[bytes] = set()
+    out: dict[bytes, list[int]] = {}
     for s in per_secret:
         public = public_mask(s)
+        starts = []
         for i in range(len(s) - fragment_min + 1):
             g = s[i : i + fragment_min]
             if counts[g] > 1 or len(set(g)) < DISTINCT_BYTES:
                 continue
             if fragment_min - sum(public[i : i + fragment_min]) < DISTINCT_BYTES:
                 continue
-            out.add(g)
+            starts.append(i)
+        if starts:
+            out[s] = starts
     return out
+
+
+def fragments(secrets: Iterable[bytes], fragment_min: int) -> set[bytes]:
+    """Distinctive ``fragment_min``-byte windows of every secret long enough."""
+    return {s[i : i + fragment_min] for s, starts in fragment_windows(secrets, fragment_min).items()
+            for i in starts}
 
 
 def joint_pieces(patterns: Iterable[bytes], mask: bytes) -> set[bytes]:
@@ -308,6 +318,30 @@ def joint_pieces(patterns: Iterable[bytes], mask: bytes) -> set[bytes]:
     return out
 
 
+def plan(
+    secrets: Iterable[bytes],
+    variants: Variants,
+    variant_min_length: int = 8,
+    fragment_min: int = 12,
+    mask: bytes = b"######",
+) -> tuple[set[bytes], dict[bytes, list[int]]]:
+    """What to mask, in two parts: literals (secrets, their forms, and the
+    pieces that close the set where a mask meets text), and fragment windows
+    by secret (see :func:`fragment_windows`). A matcher finds the literals
+    as such and the windows by sampling (there are ~30 per secret)."""
+    secrets = [s for s in set(secrets) if s]
+    literals: set[bytes] = set(secrets)
+    for s in secrets:
+        if len(s) >= variant_min_length:
+            literals |= expand(s, variants)
+    windows: dict[bytes, list[int]] = {}
+    if variants.fragments:
+        windows = fragment_windows([s for s in secrets if len(s) >= variant_min_length], fragment_min)
+    grams = {s[i : i + fragment_min] for s, starts in windows.items() for i in starts}
+    literals |= joint_pieces(literals | grams, mask)
+    return literals, windows
+
+
 def pattern_set(
     secrets: Iterable[bytes],
     variants: Variants,
@@ -315,14 +349,7 @@ def pattern_set(
     fragment_min: int = 12,
     mask: bytes = b"######",
 ) -> set[bytes]:
-    """Every byte string the redactor masks for these secrets: the one definition
-    the matchers and the oracle share."""
-    secrets = [s for s in set(secrets) if s]
-    patterns: set[bytes] = set(secrets)
-    for s in secrets:
-        if len(s) >= variant_min_length:
-            patterns |= expand(s, variants)
-    if variants.fragments:
-        patterns |= fragments([s for s in secrets if len(s) >= variant_min_length], fragment_min)
-    patterns |= joint_pieces(patterns, mask)
-    return patterns
+    """Every byte string the redactor masks for these secrets, as one literal
+    set: the definition the oracle uses."""
+    literals, windows = plan(secrets, variants, variant_min_length, fragment_min, mask)
+    return literals | {s[i : i + fragment_min] for s, starts in windows.items() for i in starts}
