@@ -250,3 +250,14 @@ def test_fragments_by_sampling_equal_the_oracle(seed, k, shared, chunk):
             r.feed(data[i : i + 1])
             seen += data[i : i + 1]
             assert r.held == naive_held(seen, patterns)
+
+
+def test_fragment_window_without_a_unique_gram_is_a_literal():
+    w = b"Kq2mZp9LwR4t"  # every 8-byte gram of it is also in another secret, the window is not
+    one = b"prefix-" + w + b"-suffix-1"
+    two = b"other-" + w[:11] + b"-tail-two"
+    three = b"third-" + w[1:] + b"-tail-three"
+    r = StreamRedactor([one, two, three])
+    assert w in r._engine.fragments.literals
+    text = b"[" + w + b"]"
+    assert redact(text, [one, two, three]) == naive_redact(text, patterns_for([one, two, three])) == b"[" + M + b"]"
