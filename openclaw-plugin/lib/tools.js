@@ -67,10 +67,9 @@ export function registerTools(deps) {
       let result;
       try {
         const last = await client.stream("/exec", body, (line) => {
-          const tail = line?.update?.tail;
-          if (typeof tail === "string" && onUpdate) {
-            onUpdate({ content: [{ type: "text", text: tail }], details: { status: "running", tail } });
-          }
+          // The daemon sends OpenClaw's own exec partial result (exec_update); relay it as is.
+          const partial = line?.update;
+          if (onUpdate && partial && Array.isArray(partial.content)) onUpdate(partial);
         }, { signal });
         result = last && "result" in last ? last.result : last;
       } catch (err) {
@@ -94,7 +93,9 @@ export function registerTools(deps) {
     async execute(_toolCallId, params) {
       const who = identity(ctx);
       try {
-        const result = await client.call("POST", "/process", { ...params, agentId: who.agentId }, { timeoutMs: 45_000 });
+        // sessionKey scopes the sessions to this conversation, as OpenClaw's process tool does.
+        const result = await client.call("POST", "/process", { ...params, agentId: who.agentId, sessionKey: who.sessionKey },
+          { timeoutMs: 45_000 });
         return scrubResult(deps, result, `openclaw:tool-result:pcprocess:${who.agentId}`);
       } catch (err) {
         if (err instanceof DaemonError) throw new Error(err.message);

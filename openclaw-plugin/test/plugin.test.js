@@ -5,6 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 import plugin from "../index.js";
+import { startNotifier, stopNotifier } from "../lib/notify.js";
 import { sharedState } from "../lib/state.js";
 import { DaemonClient } from "../lib/daemon.js";
 import { startDaemon, fakeApi, SECRET, ADMIN_PASSWORD } from "./helpers.js";
@@ -41,7 +42,10 @@ test("pcexec binds the caller's identity, streams tails and masks secrets", asyn
   assert.equal(result.details.status, "completed");
   assert.match(result.content[0].text, /x=######\nmain/);
   assert.ok(!JSON.stringify([result, updates]).includes(SECRET));
-  assert.ok(updates.every((u) => u.details.status === "running" && typeof u.content[0].text === "string"));
+  assert.ok(updates.length > 0, "a run of 0.5 s streams at least one update");
+  // OpenClaw's exec partial result, as the daemon built it.
+  assert.ok(updates.every((u) => u.details.status === "running" && typeof u.content[0].text === "string"
+    && typeof u.details.sessionId === "string" && u.content[0].text === (u.details.tail || "(no output)")));
 });
 
 test("pcexec: an unknown key runs nothing and says which key", async () => {
@@ -64,7 +68,38 @@ test("pcprocess sees only this agent's sessions", async () => {
   assert.match(mine.content[0].text, new RegExp(id));
   const other = await api.tool("pcprocess", { agentId: "other", sessionKey: "agent:other:x" }).execute("call-5", { action: "poll", sessionId: id });
   assert.equal(other.details.status, "failed");
+  // Another conversation of the same agent does not see it either (OpenClaw's scopeKey).
+  const elsewhere = await api.tool("pcprocess", ctxFor("p-other")).execute("call-5b", { action: "list" });
+  assert.doesNotMatch(elsewhere.content[0].text, new RegExp(id));
+  const poke = await api.tool("pcprocess", ctxFor("p-other")).execute("call-5c", { action: "kill", sessionId: id });
+  assert.equal(poke.content[0].text, `No active session found for ${id}`);
   await api.tool("pcprocess", ctxFor("p")).execute("call-6", { action: "kill", sessionId: id });
+});
+
+test("a finished background pcexec wakes its session like OpenClaw's notify-on-exit", async () => {
+  const api = fakeApi(d.config);
+  plugin.register(api);
+  const client = new DaemonClient(d.config);
+  const started = await api.tool("pcexec", ctxFor("n")).execute("call-n", { command: "sleep 0.2; echo built", background: true });
+  const id = started.details.sessionId;
+  const events = [];
+  const wakes = [];
+  const runtime = { system: {
+    enqueueSystemEvent: (text, options) => { events.push({ text, options }); return true; },
+    requestHeartbeat: (options) => { wakes.push(options); },
+  } };
+  startNotifier({ api: { runtime }, client, config: { notificationsWaitSeconds: 1 }, logger: api.logger });
+  try {
+    const deadline = Date.now() + 20_000;
+    while (events.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    stopNotifier();
+  }
+  const sessionKey = ctxFor("n").sessionKey;
+  assert.deepEqual(events, [{ text: `Exec completed (${id.slice(0, 8)}, code 0) :: built`,
+    options: { sessionKey, contextKey: `exec:${id}`, agentId: "main" } }]);
+  assert.deepEqual(wakes, [{ source: "exec-event", intent: "event", reason: "exec-event", coalesceMs: 0, sessionKey, agentId: "main" }]);
+  assert.deepEqual((await client.call("GET", "/exec/events")).events, [], "delivered events are acknowledged");
 });
 
 test("exec policy: deny blocks in the hook and in execute(); full runs", async () => {
