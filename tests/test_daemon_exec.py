@@ -330,3 +330,54 @@ def test_a_stream_whose_caller_leaves_ends_its_foreground_run(daemon, tmp_path):
         time.sleep(0.05)
     assert not alive(pid)
     assert process(daemon, "list", agent="leaver")["details"]["sessions"] == []
+
+
+# --------------------------------------------------------------------------- OpenClaw parity (issue 13)
+
+
+def test_poll_with_a_timeout_waits_for_the_exit_like_openclaw(daemon):
+    sid = exec_(daemon, "sleep 1; echo done", background=True)["details"]["sessionId"]
+    result = process(daemon, "poll", sessionId=sid, timeout=10000)
+    assert result["content"][0]["text"] == "done\n\nProcess exited with code 0."
+    assert result["details"]["exitCode"] == 0
+
+
+def test_running_polls_carry_retry_in_ms(daemon):
+    sid = exec_(daemon, "echo hi; sleep 30", background=True)["details"]["sessionId"]
+    try:
+        wait_for_log(daemon, sid, "hi")
+        first = process(daemon, "poll", sessionId=sid)["details"]
+        second = process(daemon, "poll", sessionId=sid)["details"]
+        third = process(daemon, "poll", sessionId=sid)["details"]
+        assert (first["retryInMs"], second["retryInMs"], third["retryInMs"]) == (5000, 10000, 30000)
+    finally:
+        process(daemon, "kill", sessionId=sid)
+
+
+def test_a_conversation_sees_only_its_own_sessions(daemon):
+    mine = exec_(daemon, "sleep 30", background=True, sessionKey="agent:a1:one")["details"]["sessionId"]
+    try:
+        listed = process(daemon, "list", sessionKey="agent:a1:two")
+        assert mine not in json.dumps(listed)
+        assert process(daemon, "poll", sessionKey="agent:a1:two", sessionId=mine)["content"][0]["text"] \
+            == f"No session found for {mine}"
+        assert process(daemon, "kill", sessionKey="agent:a1:two", sessionId=mine)["content"][0]["text"] \
+            == f"No active session found for {mine}"
+        assert mine in json.dumps(process(daemon, "list", sessionKey="agent:a1:one"))
+        # Without a session key (the CLI), every session of the agent.
+        assert mine in json.dumps(process(daemon, "list"))
+    finally:
+        process(daemon, "kill", sessionId=mine)
+
+
+def test_a_foreground_run_that_finished_is_not_found_like_openclaw(daemon):
+    done = exec_(daemon, "echo quick")
+    assert done["details"]["status"] == "completed"
+    listed = process(daemon, "list")
+    assert "echo quick" not in json.dumps(listed)
+
+
+def test_output_reaches_the_model_sanitized_and_in_order(daemon):
+    result = exec_(daemon, "printf '\\033[31mred\\033[0m\\n'; echo out; echo err >&2; printf 'a\\007b\\n'")
+    assert result["details"]["aggregated"] == "red\nout\nerr\na\\x07b"
+

@@ -253,3 +253,13 @@ def test_await_results_waits_for_the_whole_command_not_the_yield(tmp_path):
     assert answer_within({"command": "x", "awaitResults": True, "timeoutSeconds": 0},
                          settings) > 86400
     assert answer_within({"command": "x", "yieldMs": 2000}, settings) == 62.0
+
+
+def test_an_escape_sequence_inside_a_secret_does_not_unmask_it(vault_home):
+    # The model's text has escape sequences stripped (as OpenClaw's); stripping runs
+    # before the redactor, so colour codes between a secret's characters hide nothing.
+    home, ws = vault_home
+    result = pcexec(home, ws, "--json", "pass_mgr get api_key | sed 's/./&\\x1b[0m/g'")
+    aggregated = json.loads(result.stdout)["details"]["aggregated"]
+    assert aggregated == "######", aggregated
+    assert SECRETS["api_key"] not in result.stdout
