@@ -57,6 +57,13 @@ def client(env) -> DaemonClient:
     return ensure_daemon(config.load(env))
 
 
+def _sigint_ignored() -> None:
+    # As a shell's background job, nohup or a CI runner would start it: the
+    # interactive mode must install its own Ctrl-C handler, so every test starts
+    # it this way and does not depend on how the suite itself was started.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def spawn(env, files, *extra, restart=None, delay="1"):
     args = [*SAFE_RESTART[1:], "--rollback", files["rollback"], "--log", files["log"],
             "--agent-id", "operator", "--session-key", "tty:1", "--interval", "0.2",
@@ -64,7 +71,7 @@ def spawn(env, files, *extra, restart=None, delay="1"):
             restart or files["restart"], "--status-cmd", files["status"], *extra]
     # codec_errors: a Ctrl-C can cut a multi-byte character in half on the terminal.
     return pexpect.spawn(SAFE_RESTART[0], args, env=env, encoding="utf-8", codec_errors="replace",
-                         timeout=30, dimensions=(50, 120))
+                         timeout=30, dimensions=(50, 120), preexec_fn=_sigint_ignored)
 
 
 def ran(files):

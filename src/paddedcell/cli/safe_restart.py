@@ -23,6 +23,7 @@ error or ``--timeout`` expired (plain mode) · 2 usage · 130 cancelled.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import time
@@ -327,6 +328,11 @@ def cli(rollback: Path, log_path: Path, agent_id: str | None, session_key: str |
         client = ensure_daemon(settings)
         s = Session(client, agent_id or os.environ.get("AGENT_ID") or "operator",
                     session_key or _default_session_key(), job)
+        if interactive:
+            # The human at this terminal expects Ctrl-C to cancel, whatever SIGINT
+            # disposition we inherited (a shell's background job, nohup or a CI
+            # runner start us with SIGINT ignored).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         code = (run_interactive(s, float(interval)) if interactive
                 else run_plain(s, float(interval), timeout))
     except DaemonError as exc:
