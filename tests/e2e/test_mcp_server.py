@@ -225,3 +225,46 @@ def test_identity_from_the_environment(stack):
         assert proc.call("list_keys", {})["structuredContent"]["keys"] == ["db"]
     finally:
         proc.close()
+
+
+@pytest.fixture
+def own_stack(tmp_path):
+    """A stack of its own: these tests lock its vault."""
+    s = start_stack(tmp_path)
+    yield s
+    s.daemon.stop()
+
+
+def test_the_admin_password_in_output_is_masked_everywhere_and_locks_the_vault(own_stack):
+    from mcp_stack import ADMIN_PASSWORD
+
+    leaked = own_stack.root / "found.txt"
+    leaked.write_text(f"old notes: {ADMIN_PASSWORD} 😀{ADMIN_PASSWORD}\n")
+    proc = McpProcess(own_stack.server_command(), own_stack.server_env())
+    try:
+        proc.initialize()
+        result = proc.call("pcexec", {"command": f"cat {leaked}"})
+        assert ADMIN_PASSWORD not in visible(result)
+        assert result["content"][0]["text"] == "old notes: ###### 😀######"
+        assert result["structuredContent"]["aggregated"].startswith("old notes: ###### 😀######")
+        after = proc.call("pcexec", {"command": "echo $(pass_mgr get db)"})
+        assert after["isError"] is True and "lock" in after["content"][0]["text"].lower(), after
+    finally:
+        proc.close()
+
+
+def test_the_admin_password_in_a_call_runs_nothing_and_locks_the_vault(own_stack):
+    from mcp_stack import ADMIN_PASSWORD
+
+    marker = own_stack.root / "admin-call-ran"
+    proc = McpProcess(own_stack.server_command(), own_stack.server_env())
+    try:
+        proc.initialize()
+        result = proc.call("pcexec", {"command": f"touch {marker}; echo {ADMIN_PASSWORD}"})
+        assert not marker.exists()
+        assert result["isError"] is True and result["structuredContent"]["status"] == "refused"
+        assert ADMIN_PASSWORD not in visible(result)
+        after = proc.call("pcexec", {"command": "echo $(pass_mgr get db)"})
+        assert after["isError"] is True and "lock" in after["content"][0]["text"].lower(), after
+    finally:
+        proc.close()

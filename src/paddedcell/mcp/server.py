@@ -74,6 +74,69 @@ def _refusal(exc: DaemonError) -> types.CallToolResult:
     return _error(exc.message, "refused" if refused else "error")
 
 
+MASK = "######"
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string leaf of a JSON value, in document order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _replace_strings(value: Any, replacements: Any) -> Any:
+    """``value`` with its string leaves taken, in order, from ``replacements``."""
+    if isinstance(value, str):
+        return next(replacements)
+    if isinstance(value, dict):
+        return {key: _replace_strings(item, replacements) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replace_strings(item, replacements) for item in value]
+    return value
+
+
+def _mask_joined(strings: list[str], spans: Any) -> list[str]:
+    """Mask, in each string, the parts of ``spans`` (UTF-16 ``[start, end)`` runs into the
+    strings joined by newlines, as ``/vault/check-leak`` answers). Spans that do not make
+    sense mask every non-empty string whole."""
+    joined = "\n".join(strings)
+    # UTF-16 offset -> code-point offset, for every boundary of the joined text.
+    to_cp = {}
+    units = 0
+    for index, char in enumerate(joined):
+        to_cp[units] = index
+        units += 2 if ord(char) > 0xFFFF else 1
+    to_cp[units] = len(joined)
+    runs = []
+    valid = isinstance(spans, list) and bool(spans)
+    for span in spans if valid else []:
+        if not (isinstance(span, list) and len(span) == 2 and span[0] in to_cp and span[1] in to_cp
+                and span[0] < span[1]):
+            valid = False
+            break
+        runs.append((to_cp[span[0]], to_cp[span[1]]))
+    if not valid:
+        return [MASK if s else s for s in strings]
+    out, offset = [], 0
+    for string in strings:
+        start, end = offset, offset + len(string)
+        pieces, cursor = [], start
+        for run_start, run_end in sorted(runs):
+            lo, hi = max(run_start, start), min(run_end, end)
+            if lo >= hi or lo < cursor:
+                continue
+            pieces.append(joined[cursor:lo] + MASK)
+            cursor = hi
+        pieces.append(joined[cursor:end])
+        out.append("".join(pieces))
+        offset = end + 1
+    return out
+
+
 class ExecStream:
     """One ``POST /exec`` with ``stream: true`` on its own connection, closable from
     another thread (closing it is how a cancelled call tells the daemon to stop)."""
@@ -150,17 +213,54 @@ class Tools:
 
     async def call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
+        source = f"mcp:{params.name}:{self.identity['agentId']}"
         try:
+            # The admin password in a call's arguments: the daemon locks the vault, nothing runs.
+            if await self.leaks(json.dumps(arguments, ensure_ascii=False), f"{source}:arguments"):
+                return _error("the admin password appeared in this tool call; PaddedCell locked the vault "
+                              "and ran nothing. A human must run: pass_mgr admin init", "refused")
             if params.name == "pcexec":
-                return await self.pcexec(ctx, arguments)
-            if params.name == "pcprocess":
-                return await self.pcprocess(arguments)
-            if params.name == "list_keys":
-                return await self.list_keys()
+                result = await self.pcexec(ctx, arguments)
+            elif params.name == "pcprocess":
+                result = await self.pcprocess(arguments)
+            elif params.name == "list_keys":
+                result = await self.list_keys()
+            else:
+                result = _error(f"unknown tool {params.name!r}; this server has pcexec, pcprocess "
+                                f"and list_keys", "refused")
         except DaemonError as exc:
-            return _refusal(exc)
-        return _error(f"unknown tool {params.name!r}; this server has pcexec, pcprocess and list_keys",
-                      "refused")
+            result = _refusal(exc)
+        return await self.scrub(result, f"{source}:result")
+
+    async def leaks(self, text: str, source: str) -> dict[str, Any] | None:
+        """The daemon's ``/vault/check-leak`` answer when ``text`` holds the admin password."""
+        def call() -> dict[str, Any]:
+            with self.daemon() as client:
+                return client.call("POST", "/vault/check-leak", {"text": text, "source": source})
+
+        answer = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return answer if answer.get("leak") else None
+
+    async def scrub(self, result: types.CallToolResult, source: str) -> types.CallToolResult:
+        """``result`` with every run of the admin password masked, text and structured content
+        alike (the daemon masks the agent's secrets; the admin password is not among them).
+
+        All strings are sent as one text joined by newlines, as the OpenClaw plugin does, so a
+        result costs one round trip; a hit's ``spans`` say which part of which string to mask.
+        A scan that fails withholds the result (fail closed)."""
+        texts = [part.text for part in result.content if isinstance(part, types.TextContent)]
+        strings = texts + _strings(result.structured_content)
+        try:
+            hit = await self.leaks("\n".join(strings), source)
+        except DaemonError as exc:
+            return _error(f"the result was withheld: PaddedCell could not check it for the admin "
+                          f"password ({exc.message})", "error")
+        if hit is None:
+            return result
+        masked = _mask_joined(strings, hit.get("spans"))
+        content = [types.TextContent(type="text", text=text) for text in masked[:len(texts)]]
+        structured = _replace_strings(result.structured_content, iter(masked[len(texts):]))
+        return types.CallToolResult(content=content, structured_content=structured, is_error=result.is_error)
 
     async def pcexec(self, ctx: Any, arguments: dict[str, Any]) -> types.CallToolResult:
         command = arguments.get("command")
