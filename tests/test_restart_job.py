@@ -225,3 +225,35 @@ async def test_a_command_whose_child_keeps_its_output_open_ends_when_it_exits(tm
     result = await run_command("sleep 12 & echo started", timeout=10.0, log=log, label="restart")
     assert result.returncode == 0 and result.output == "started"  # was None: "timed out"
     assert trio.current_time() - started < 8
+
+
+@pytest.mark.parametrize("fail", ["global", "agents"])
+def test_a_request_whose_write_fails_changes_nothing_in_memory(tmp_path, monkeypatch, fail):
+    # State changes only after success: a failed write (disk full, ...) leaves
+    # the coordinator as it was, so the next request sees no half-done step.
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path)})
+    c = Coordinator(settings)
+    c.load()
+    c.message_start("a", "a:s")
+    c.message_end("a", "a:s")
+    c.message_start("b", "b:s")
+    before = (dict(c.fleet.agents), c.fleet.glob, c.job, list(c.pending), c.next_id)
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(c.store, "save_global" if fail == "global" else "save_agents", broken)
+    with pytest.raises(OSError):
+        c.query_restart("a", "a:s")  # would freeze a, wait for b, queue notices
+    if fail == "agents":  # a lifecycle step writes only its agent
+        with pytest.raises(OSError):
+            c.message_start("new", "new:s")
+    assert (dict(c.fleet.agents), c.fleet.glob, c.job, list(c.pending), c.next_id) == before
+    assert c.fleet.take_dirty() == ([], False)
+    monkeypatch.undo()
+    assert c.query_restart("a", "a:s")["result"] == "NOT_READY"
+    assert Coordinator(settings).view()["agents"] == []  # a fresh one has not loaded yet
+    reloaded = Coordinator(settings)
+    reloaded.load()
+    assert {a["agentId"]: a["state"] for a in reloaded.view()["agents"]} == \
+        {a["agentId"]: a["state"] for a in c.view()["agents"]}
