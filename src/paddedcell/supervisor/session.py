@@ -35,7 +35,7 @@ from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
 from .spawn import Spawned
 
-if TYPE_CHECKING:  # the redactor (numpy) is imported only when there is a secret
+if TYPE_CHECKING:  # the redactor (Hyperscan) is imported only when there is a secret
     from ..redactor import StreamRedactor
 
 log = logging.getLogger("paddedcell.supervisor")
@@ -44,13 +44,16 @@ log = logging.getLogger("paddedcell.supervisor")
 #: flight; large enough that per-chunk overhead stays small at GB/s.
 PIPE_READ_SIZE = 64 * 1024
 PTY_READ_SIZE = 64 * 1024
-#: Bytes per pipe read when the session masks secrets: each feed has a fixed
-#: cost (~15 us of numpy calls), so 256 KiB feeds redact ~1.6x faster than
-#: 64 KiB ones (3.9 vs 2.4 GB/s, 10 secrets with variants). Sessions without
-#: secrets keep 64 KiB: 256 KiB reads grew a 64-session flood's RSS by ~12 MiB.
+#: Bytes per pipe read when the session masks secrets (fewer syscalls and
+#: wakeups). Sessions without secrets keep 64 KiB: 256 KiB reads grew a
+#: 64-session flood's RSS by ~12 MiB.
 REDACTED_READ_SIZE = 256 * 1024
-#: Larger gathers are fed to the redactor in slices of this size.
-REDACT_SLICE = 256 * 1024
+#: Redaction work per event-loop turn: reads are fed in slices of this size
+#: with a checkpoint between them, and a redacted stream yields after every
+#: read. 64 KiB is ~0.1 ms at the redactor's usual rate and a few ms on the
+#: slowest inputs measured (benchmarks/redaction.py), so no session's
+#: redaction holds the daemon's loop longer than that.
+REDACT_SLICE = 64 * 1024
 #: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
@@ -324,14 +327,21 @@ class Session:
                     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
                     data = self._sanitizers[stream].feed(data)
                     redactor = self._redactors.get(stream, redactor)  # add_secrets may swap it
-                    if len(data) <= REDACT_SLICE:
+                    if len(data) <= REDACT_SLICE or isinstance(redactor, _Passthrough):
                         self._emit(stream, redactor.feed(data))
                     else:
+                        # Bounded work per event-loop turn: one slice, then let every
+                        # other task run. Nothing is read meanwhile, so a child that
+                        # outruns the redactor fills its pipe and blocks (back-pressure)
+                        # instead of the loop blocking the daemon's routes.
                         view = memoryview(data)
                         for i in range(0, len(data), REDACT_SLICE):
+                            if i:
+                                await trio.lowlevel.checkpoint()
+                                redactor = self._redactors.get(stream, redactor)
                             self._emit(stream, redactor.feed(view[i:i + REDACT_SLICE]))
                     reads += 1
-                    if reads % READS_PER_YIELD == 0:
+                    if reads % READS_PER_YIELD == 0 or not isinstance(redactor, _Passthrough):
                         await trio.sleep(0)
                 if eof:
                     break
