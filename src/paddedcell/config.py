@@ -27,6 +27,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "variant_min_length": 8,
         # Secrets shorter than this are masked but produce a warning.
         "warn_below_length": 6,
+        # Any run of this many bytes of a secret of 16+ bytes is masked too
+        # (distinctive runs only: see redactor/variants.py). At least 8.
+        "fragment_min": 12,
     },
     "vault": {
         "path_template": "{AGENT_WORKSPACE}/.paddedcell/secrets/{AGENT_ID}",
