@@ -69,6 +69,7 @@ def redact(secrets_files: tuple[str, ...], secrets: tuple[str, ...], mask: str |
                 variants=False if no_variants else settings["redactor.variants"],
                 variant_min_length=settings["redactor.variant_min_length"],
                 warn_below_length=settings["redactor.warn_below_length"],
+                fragment_min=settings["redactor.fragment_min"],
             )
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None

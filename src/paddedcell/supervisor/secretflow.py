@@ -33,7 +33,8 @@ def redactor_options(settings) -> dict:
     """The ``redactor.*`` settings as keyword arguments of ``StreamRedactor``/``redact``."""
     return {"mask": settings["redactor.mask"], "variants": settings["redactor.variants"],
             "variant_min_length": int(settings["redactor.variant_min_length"]),
-            "warn_below_length": int(settings["redactor.warn_below_length"])}
+            "warn_below_length": int(settings["redactor.warn_below_length"]),
+            "fragment_min": int(settings["redactor.fragment_min"])}
 
 
 class SecretResolutionError(Exception):
