@@ -60,7 +60,10 @@ MAX_PIPELINED_BYTES = 1024 * 1024
 HANGUP_POLL_SECONDS = 0.25
 LISTEN_BACKLOG = 1024
 
-_big_bodies = trio.CapacityLimiter(2)
+#: One worker thread at a time for big CPU work (parsing a big body, encoding
+#: its answer, a leak scan): each CPU-bound thread makes the event loop wait
+#: for the GIL after every system call, so N of them stall every connection N-fold.
+cpu_limiter = trio.CapacityLimiter(1)
 
 
 class HTTPError(Exception):
@@ -377,7 +380,7 @@ async def _serve(stream: trio.SocketStream, conn: h11.Connection, router: Router
         big = len(raw) > PARSE_IN_THREAD_BYTES
         if big:
             request = await trio.to_thread.run_sync(_parse, event, raw, uid, pid,
-                                                    limiter=_big_bodies)
+                                                    limiter=cpu_limiter)
         else:
             request = _parse(event, raw, uid, pid)
         headers: list[tuple[str, str]] = []
@@ -404,7 +407,7 @@ async def _serve(stream: trio.SocketStream, conn: h11.Connection, router: Router
         else:
             body = None
             if big:
-                body = await trio.to_thread.run_sync(_encode_or_500, payload, limiter=_big_bodies)
+                body = await trio.to_thread.run_sync(_encode_or_500, payload, limiter=cpu_limiter)
                 if body is None:
                     status, body = 500, validate.encode(validate.INTERNAL_ERROR)
             await _send(stream, conn, status, payload, headers=headers, head=head, body=body)

@@ -23,7 +23,7 @@ import trio
 from ..vault import find_leaks
 from ..vault.errors import VaultError
 from ..vault.leak import redact, utf16_spans
-from .http import HTTPError, Request, Router
+from .http import HTTPError, Request, Router, cpu_limiter
 
 #: A str decoded from JSON holds surrogates only unpaired; UTF-8 cannot carry them back.
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -54,7 +54,7 @@ def register(router: Router, ctx: Any) -> None:
 
         try:
             if len(text) > threshold:
-                return await trio.to_thread.run_sync(scan)
+                return await trio.to_thread.run_sync(scan, limiter=cpu_limiter)
             return scan()
         except VaultError as exc:
             raise HTTPError(409, str(exc)) from exc

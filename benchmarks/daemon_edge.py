@@ -1,0 +1,144 @@
+"""Does a big leak scan stall the daemon's other routes? (issue 12)
+
+Starts a daemon in a throwaway PADDEDCELL_HOME (vault initialised with a fast
+KDF), starts a session that prints a line every 10 ms, then times ``GET
+/healthz`` on its own connection:
+
+- idle (the baseline);
+- while ``--parallel`` clients each post a ``--mb`` MB text to
+  ``/vault/check-leak`` (no password in it: the whole text is scanned), again
+  and again.
+
+    .venv/bin/python benchmarks/daemon_edge.py [--mb 10] [--parallel 4] [--samples 200] [--json]
+
+Goal (issue 12): /healthz p99 <= 50 ms during the scans.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from paddedcell import config
+from paddedcell.daemon.client import DaemonClient
+
+FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1}
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def healthz_times(client: DaemonClient, samples: int) -> list[float]:
+    times = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        client.call("GET", "/healthz")
+        times.append((time.perf_counter() - start) * 1000)
+        time.sleep(0.01)
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=10)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args()
+
+    home = Path(tempfile.mkdtemp(prefix="pc-bench-edge-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
+    env["PADDEDCELL_HOME"] = str(home)
+    settings = config.load(env)
+    from paddedcell.vault import init_admin
+
+    init_admin("bench admin password", config.load(env, FAST_KDF))
+    with open(home / "daemon.log", "ab") as log:
+        daemon = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
+                                  env=env, stdout=log, stderr=log, start_new_session=True)
+    stop = threading.Event()
+    scans: list[float] = []
+    errors: list[str] = []
+    try:
+        client = DaemonClient(settings, timeout=120)
+        deadline = time.monotonic() + 15
+        while not client.healthy():
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                raise SystemExit(f"daemon did not start; see {home / 'daemon.log'}")
+            time.sleep(0.05)
+        client.call("POST", "/exec", {"command": "while :; do echo tick; sleep 0.01; done",
+                                      "agentId": "bench", "background": True})
+        results = {"healthz idle (baseline)": healthz_times(client, args.samples)}
+        text = "lorem ipsum dolor sit amet " * int(args.mb * 1e6 / 27)
+        body = json.dumps({"text": text, "source": "bench"}).encode()
+        # Encoded once and sent from raw sockets: the scanners must not take
+        # this process's GIL from the thread that times /healthz.
+        request = (b"POST /vault/check-leak HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+                   b"content-type: application/json\r\ncontent-length: %d\r\n\r\n"
+                   % len(body)) + body
+        del text, body
+
+        def scanner() -> None:
+            while not stop.is_set():
+                start = time.perf_counter()
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.connect(client.path)
+                    sock.sendall(request)
+                    answer = b""
+                    while chunk := sock.recv(65536):
+                        answer += chunk
+                if not answer.startswith(b"HTTP/1.1 200"):
+                    errors.append(answer[:200].decode("latin-1"))
+                    return
+                scans.append((time.perf_counter() - start) * 1000)
+
+        threads = [threading.Thread(target=scanner) for _ in range(args.parallel)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)  # the scans are under way
+        results[f"healthz during {args.parallel} x {args.mb:g} MB check-leak"] = healthz_times(
+            client, args.samples)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        client.close()
+    finally:
+        stop.set()
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=30)
+
+    rows = [{"operation": name, "n": len(values), "p50_ms": round(statistics.median(values), 3),
+             "p99_ms": round(percentile(values, 99), 3), "max_ms": round(max(values), 3)}
+            for name, values in results.items()]
+    if scans:
+        rows.append({"operation": f"check-leak {args.mb:g} MB (each, {args.parallel} parallel)",
+                     "n": len(scans), "p50_ms": round(statistics.median(scans), 3),
+                     "p99_ms": round(percentile(scans, 99), 3), "max_ms": round(max(scans), 3)})
+    report = {"python": sys.version.split()[0], "goal": "healthz p99 <= 50 ms during the scans",
+              "errors": errors, "results": rows}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{'operation':<46} {'n':>5} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}")
+    for row in rows:
+        print(f"{row['operation']:<46} {row['n']:>5} {row['p50_ms']:>9.3f} {row['p99_ms']:>9.3f} "
+              f"{row['max_ms']:>9.3f}")
+    for error in errors:
+        print(f"error: {error}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
