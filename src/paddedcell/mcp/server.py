@@ -8,11 +8,17 @@ and an error's reason is in it too. ``isError`` marks a call that did not do wha
 asked: a ``failed`` status (a secret that cannot be resolved: nothing ran; a timeout; a
 signal) or a refusal (HTTP 4xx from the daemon: nothing ran).
 
-Progress: when the client sends a ``progressToken``, each redacted tail the daemon
-streams (``POST /exec`` with ``stream: true``) becomes a progress notification whose
-message is that tail. Cancellation: the SDK cancels the handler; we close the exec
+Progress: when the client sends a ``progressToken``, each running partial the daemon
+streams (``POST /exec`` with ``stream: true``: OpenClaw's ``onUpdate`` result, built from
+redacted bytes) becomes a progress notification whose message is its text, the tail. Cancellation: the SDK cancels the handler; we close the exec
 stream's socket, and the daemon ends a foreground command's whole tree when its caller
 leaves, as it does for the OpenClaw plugin's aborted calls. Background runs outlive it.
+
+The admin password: the daemon masks the agent's secrets, but the admin password is in
+no agent's store. As the OpenClaw plugin does, a call's arguments and every result (text
+and structured content, one ``POST /vault/check-leak`` each) are scanned; a hit locks the
+vault, runs nothing (arguments) or masks each run as ``######`` (results). A result that
+cannot be scanned is withheld.
 """
 
 from __future__ import annotations
@@ -200,6 +206,7 @@ class Tools:
         self.identity = {"agentId": agent_id, "agentWorkspace": agent_workspace,
                          "sessionKey": session_key}
         self.settings = config.load()
+        self.socket_path = DaemonClient(self.settings).path
         self._daemon_lock = threading.Lock()
         self._daemon_ready = False
 
@@ -226,10 +233,13 @@ class Tools:
             elif params.name == "list_keys":
                 result = await self.list_keys()
             else:
-                result = _error(f"unknown tool {params.name!r}; this server has pcexec, pcprocess "
-                                f"and list_keys", "refused")
+                return _error(f"unknown tool {params.name!r}; this server has pcexec, pcprocess "
+                              f"and list_keys", "refused")
         except DaemonError as exc:
-            result = _refusal(exc)
+            if exc.status is None:  # not reachable: start it again on the next call
+                self._daemon_ready = False
+            # A refusal names the request, whose arguments were scanned above; no output ran.
+            return _refusal(exc)
         return await self.scrub(result, f"{source}:result")
 
     async def leaks(self, text: str, source: str) -> dict[str, Any] | None:
@@ -268,13 +278,15 @@ class Tools:
             return _error("Provide a command to start.", "refused")
         body = {**arguments, **self.identity, "stream": True}
         await anyio.to_thread.run_sync(self.daemon)
-        stream = ExecStream(str(self.daemon_path), answer_within(body, self.settings))
+        stream = ExecStream(self.socket_path, answer_within(body, self.settings))
         updates = 0
 
         def on_update(update: dict[str, Any]) -> None:
+            # OpenClaw's running partial (exec_update): its text is the warnings and the tail.
             nonlocal updates
-            tail = update.get("tail")
-            if not isinstance(tail, str):
+            tail = "".join(part.get("text", "") for part in update.get("content") or []
+                           if isinstance(part, dict) and part.get("type") == "text")
+            if not tail:
                 return
             updates += 1
             try:
@@ -288,10 +300,6 @@ class Tools:
             stream.close()
             raise
         return _result(result)
-
-    @property
-    def daemon_path(self) -> str:
-        return DaemonClient(self.settings).path
 
     async def pcprocess(self, arguments: dict[str, Any]) -> types.CallToolResult:
         body = {**arguments, "agentId": self.identity["agentId"]}
