@@ -265,3 +265,21 @@ def test_the_admin_password_in_a_call_runs_nothing_and_locks_the_vault(own_stack
         assert after["isError"] is True and "lock" in after["content"][0]["text"].lower(), after
     finally:
         proc.close()
+
+
+def test_the_model_cannot_choose_another_identity(server, stack):
+    from mcp_stack import ADMIN_PASSWORD
+
+    victim_ws = stack.root / "victim-workspace"
+    victim_ws.mkdir(exist_ok=True)
+    put = stack.daemon.run_cli(str(Path(stack.python).parent / "pass_mgr"), "set", "victim", str(victim_ws),
+                               "vk", "victim-secret-Zz91", ADMIN_PASSWORD)
+    assert put.returncode == 0, put.stderr
+    marker = stack.root / "victim-ran"
+    result = server.call("pcexec", {"command": f"touch {marker}; echo $(pass_mgr get vk)",
+                                    "agentId": "victim", "agentWorkspace": str(victim_ws),
+                                    "sessionKey": "victim:main"})
+    assert not marker.exists()
+    assert result["isError"] is True
+    assert f"for agent {AGENT}" in result["content"][0]["text"]
+    assert "victim-secret-Zz91" not in visible(result)
