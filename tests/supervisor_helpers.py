@@ -41,6 +41,27 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def pid_by_argv0(name: str, timeout: float = 20.0) -> int:
+    """The host pid of the process whose ``argv[0]`` is ``name`` (``exec -a NAME``).
+
+    A pid a command reports (``$$``) is its PID-namespace pid when the sandbox is
+    on (supervisor/sandbox.py); this finds the process from outside instead.
+    """
+    deadline = time.monotonic() + timeout
+    wanted = name.encode() + b"\0"
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        if f.read().startswith(wanted):
+                            return int(entry)
+                except OSError:
+                    continue
+        time.sleep(0.02)
+    raise AssertionError(f"no process named {name}")
+
+
 def wait_for_file(path: Path, timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from paddedcell.daemon.client import DaemonError
-from supervisor_helpers import Daemon, alive, py
+from supervisor_helpers import Daemon, alive, py, pid_by_argv0
 
 COMPLETED_KEYS = {"status", "exitCode", "exitSignal", "exitReason", "durationMs", "aggregated",
                   "truncated", "cwd"}
@@ -264,7 +264,10 @@ def test_a_gigabyte_flood_stays_inside_the_memory_budget(daemon):
 def test_stopping_the_daemon_ends_running_sessions(tmp_path):
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
-    d = Daemon(home, PADDEDCELL_SUPERVISOR_KILL_GRACE_SECONDS="0.5")
+    # The pid the command writes is a host pid only without the namespace sandbox
+    # (tests/test_sandbox.py covers the sandboxed tree).
+    d = Daemon(home, PADDEDCELL_SUPERVISOR_KILL_GRACE_SECONDS="0.5",
+               PADDEDCELL_SUPERVISOR_SANDBOX="none")
     pidfile = tmp_path / "child.pid"
     try:
         exec_(d, py("import os, time\nif os.fork() == 0:\n    os.setsid()\n"
@@ -309,19 +312,15 @@ def test_a_session_still_inside_its_yield_is_not_listed(daemon):
 
 
 def test_a_stream_whose_caller_leaves_ends_its_foreground_run(daemon, tmp_path):
-    pidfile = tmp_path / "pid"
-    body = json.dumps({"command": f"echo $$ > {pidfile}; exec sleep 60", "agentId": "leaver",
+    marker = f"leaver-{tmp_path.name}"  # found from outside: $$ is a sandbox pid
+    body = json.dumps({"command": f"exec -a {marker} sleep 60", "agentId": "leaver",
                        "stream": True, "yieldMs": 60000}).encode()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(daemon.client.path)
     sock.sendall(b"POST /exec HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
                  b"content-length: %d\r\n\r\n" % len(body) + body)
     assert sock.recv(4096).startswith(b"HTTP/1.1 200")
-    for _ in range(400):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
-        time.sleep(0.05)
-    pid = int(pidfile.read_text())
+    pid = pid_by_argv0(marker)
     assert alive(pid)
     sock.close()  # the tool call was aborted
     for _ in range(400):

@@ -194,8 +194,11 @@ def test_process_cannot_reach_another_agents_sessions(world, action, tmp_path):
         daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "victim"})
 
 
-def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path):
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, sandbox):
     # Straight to the main socket with a forged body (no CLI): the peer decides.
+    # Unsandboxed the daemon maps the peer's pid to a1's session and refuses;
+    # sandboxed the main socket is not even there.
     code = ("from paddedcell.daemon.client import DaemonClient, DaemonError\n"
             "c = DaemonClient()\n"
             "try:\n"
@@ -205,18 +208,24 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path):
             "    print('REFUSED', e.status)\n")
     script = tmp_path / "forge.py"
     script.write_text(code)
-    daemon = world["daemon"]
-    sid = daemon.call("/exec", {"command": f"{BIN / 'python'} {script}", "agentId": "a1",
-                                "agentWorkspace": str(world["ws"]), "background": True}
-                      )["details"]["sessionId"]
-    text = ""
-    for _ in range(200):
-        text = daemon.call("/process", {"action": "log", "sessionId": sid,
-                                        "agentId": "a1"})["content"][0]["text"]
-        if "ANSWERED" in text or "REFUSED" in text:
-            break
-        time.sleep(0.05)
-    assert "REFUSED 403" in text, text
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox)
+    try:
+        sid = daemon.call("/exec", {"command": f"{BIN / 'python'} {script}", "agentId": "a1",
+                                    "agentWorkspace": str(world["ws"]), "background": True}
+                          )["details"]["sessionId"]
+        text = ""
+        for _ in range(200):
+            text = daemon.call("/process", {"action": "log", "sessionId": sid,
+                                            "agentId": "a1"})["content"][0]["text"]
+            if "ANSWERED" in text or "REFUSED" in text:
+                break
+            time.sleep(0.05)
+        assert "ANSWERED" not in text
+        assert ("REFUSED 403" if sandbox == "none" else "REFUSED None") in text, text
+    finally:
+        daemon.stop()
 
 
 def test_values_obtained_during_a_run_are_masked(world):

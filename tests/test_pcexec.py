@@ -210,7 +210,9 @@ def test_sigterm_to_pcexec_ends_the_command_tree(vault_home, tmp_path):
         [str(BIN / "pcexec"), py("import os, time\nif os.fork() == 0:\n    os.setsid()\n"
                                  f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
                                  "    time.sleep(120)\nos.wait()")],
-        env=base_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # The written pid is a host pid only without the namespace sandbox.
+        env=base_env(home, PADDEDCELL_SUPERVISOR_SANDBOX="none"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
     child = int(wait_for_file(pidfile))
     assert alive(child)
     proc.terminate()

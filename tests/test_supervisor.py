@@ -27,8 +27,11 @@ def subreaper():
 
 @pytest.fixture
 def settings(tmp_path):
+    # The process-tree mechanics without the namespace sandbox: these tests read pids
+    # the command writes, which are PID-namespace pids inside it (tests/test_sandbox.py).
     return make_settings(tmp_path / "home", supervisor__kill_grace_seconds=0.5,
-                         supervisor__drain_seconds=0.5, supervisor__scan_interval_seconds=0.1)
+                         supervisor__drain_seconds=0.5, supervisor__scan_interval_seconds=0.1,
+                         supervisor__sandbox="none")
 
 
 @pytest.fixture

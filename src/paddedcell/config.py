@@ -66,7 +66,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_finished_sessions": 50,
         "pty_columns": 120,
         "pty_rows": 40,
-        "sandbox": "none",
+        # "auto": every agent command in the namespace sandbox where the host
+        # allows it (PADDEDCELL_HOME, agent stores and other processes hidden);
+        # "namespaces" (or refuse), "none", "rlimits", "bwrap" (read-only, no net).
+        "sandbox": "auto",
+        # Namespace sandbox, stricter opt-ins: no network at all; a read-only
+        # root with only the work directory and /tmp writable.
+        "sandbox_network": True,
+        "sandbox_read_only": False,
         # Limits of the "rlimits" and "bwrap" sandbox profiles; 0 = leave as is.
         "sandbox_cpu_seconds": 600,
         "sandbox_address_space_bytes": 4 * 1024 * 1024 * 1024,

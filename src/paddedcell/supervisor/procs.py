@@ -185,6 +185,27 @@ class ProcessTree:
                     stack.append(child.pid)
         self.members = alive
 
+    def adopt_children(self, pid: int | None = None, proc: str = "/proc") -> int:
+        """Record ``pid``'s (default: the leader's) current children as members now.
+
+        The sandbox's init is a child of the leader that carries no marker (it is a
+        fork, not an exec); the leader exits with the command, and init, orphaned to
+        us with whatever the command left running, must still be the session's.
+        """
+        pid = self.leader if pid is None else pid
+        try:
+            with open(f"{proc}/{pid}/task/{pid}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except (OSError, ValueError):
+            kids = [info.pid for info in scan(proc).values() if info.ppid == pid]
+        added = 0
+        for kid in kids:
+            info = read_stat(kid, proc)
+            if info is not None and info.ppid == pid:
+                self.members[kid] = info.starttime
+                added += 1
+        return added
+
     def owns(self, info: ProcInfo) -> bool:
         return self.members.get(info.pid) == info.starttime
 

@@ -27,8 +27,10 @@ from typing import Callable, Mapping
 
 from .. import orphans
 
-#: The sandbox profiles; "none" is the default (DESIGN §1: opt-in containment).
-SANDBOX_PROFILES = ("none", "rlimits", "bwrap")
+#: The sandbox profiles. "auto" (the default, DESIGN §1): the namespace sandbox
+#: (supervisor/sandbox.py) where the host allows it, else none and one log line;
+#: "namespaces": that sandbox or refuse to run; "rlimits", "bwrap": as before.
+SANDBOX_PROFILES = ("auto", "namespaces", "none", "rlimits", "bwrap")
 
 
 class SpawnError(Exception):
@@ -101,6 +103,9 @@ class Sandbox:
     address_space_bytes: int = 0
     file_size_bytes: int = 0
     open_files: int = 0
+    #: Namespace sandbox options (profiles "auto" and "namespaces").
+    network: bool = True
+    read_only: bool = False
 
     @classmethod
     def from_settings(cls, settings) -> "Sandbox":
@@ -113,10 +118,26 @@ class Sandbox:
                    int(settings["supervisor.sandbox_cpu_seconds"]),
                    int(settings["supervisor.sandbox_address_space_bytes"]),
                    int(settings["supervisor.sandbox_file_size_bytes"]),
-                   int(settings["supervisor.sandbox_open_files"]))
+                   int(settings["supervisor.sandbox_open_files"]),
+                   bool(settings["supervisor.sandbox_network"]),
+                   bool(settings["supervisor.sandbox_read_only"]))
+
+    @property
+    def namespaces(self) -> bool:
+        """Run in the namespace sandbox? ("auto": when the host allows it.)"""
+        if self.profile not in ("auto", "namespaces"):
+            return False
+        from .sandbox import available
+
+        ok, why = available()
+        if not ok and self.profile == "namespaces":
+            raise SandboxUnavailable(
+                f"sandbox profile 'namespaces' is not available on this host ({why}); enable "
+                "unprivileged user namespaces or set supervisor.sandbox to 'auto' or 'none'")
+        return ok
 
     def rlimits(self) -> list[tuple[int, int]]:
-        if self.profile == "none":
+        if self.profile in ("none", "auto", "namespaces"):
             return []
         pairs = [(resource.RLIMIT_CPU, self.cpu_seconds),
                  (resource.RLIMIT_AS, self.address_space_bytes),
@@ -157,8 +178,9 @@ class Spawned:
 
 
 def _child_setup(use_pty: bool, rlimits: list[tuple[int, int]],
-                 enter_cgroup: Callable[[], None] | None) -> Callable[[], None] | None:
-    if not use_pty and not rlimits and enter_cgroup is None:
+                 enter_cgroup: Callable[[], None] | None,
+                 enter_sandbox: Callable[[], None] | None = None) -> Callable[[], None] | None:
+    if not use_pty and not rlimits and enter_cgroup is None and enter_sandbox is None:
         return None  # lets Popen use vfork: the fastest spawn
 
     def setup() -> None:  # runs in the child, after setsid, before exec
@@ -168,6 +190,8 @@ def _child_setup(use_pty: bool, rlimits: list[tuple[int, int]],
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         for which, value in rlimits:
             resource.setrlimit(which, (value, value))
+        if enter_sandbox is not None:  # last: it forks (supervisor/sandbox.py)
+            enter_sandbox()
 
     return setup
 
@@ -176,7 +200,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
           rows: int = 40, columns: int = 120, stdin_fd: int | None = None,
           rlimits: list[tuple[int, int]] | None = None,
           enter_cgroup: Callable[[], None] | None = None,
-          separate_stderr: bool = False) -> Spawned:
+          separate_stderr: bool = False,
+          enter_sandbox: Callable[[], None] | None = None) -> Spawned:
     """Start ``argv`` as the leader of a new session under a PTY or pipes.
 
     Pipes, as OpenClaw's exec without a PTY: stdin is empty and closed
@@ -187,7 +212,7 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
     instead (the plain CLI passes its own); ``separate_stderr`` keeps a second
     pipe for fd 2 (the plain CLI, whose human reads stderr apart).
     """
-    setup = _child_setup(use_pty, rlimits or [], enter_cgroup)
+    setup = _child_setup(use_pty, rlimits or [], enter_cgroup, enter_sandbox)
     opened: list[int] = []
     try:
         if use_pty:

@@ -134,6 +134,11 @@ class Supervisor:
                                  spec.agent_workspace)
         channel.open()
         env[CHANNEL_VARIABLE] = channel.path
+        try:
+            enter_sandbox = self._sandbox_entry(sandbox, cwd, channel.path)
+        except BaseException:
+            channel.close()
+            raise
         argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
         display, redactor = spec.command, spec.redactor
         if redactor is None and spec.secrets:
@@ -163,7 +168,7 @@ class Supervisor:
                                 columns=spec.columns or int(settings["supervisor.pty_columns"]),
                                 stdin_fd=spec.stdin_fd, rlimits=sandbox.rlimits(),
                                 enter_cgroup=cgroup.enter if cgroup else None,
-                                separate_stderr=separate_stderr)
+                                separate_stderr=separate_stderr, enter_sandbox=enter_sandbox)
             except PtyUnavailable as exc:
                 # OpenClaw's behaviour and words: run on pipes and say so.
                 warnings.append(f"Warning: PTY spawn failed ({exc}); retrying without PTY "
@@ -172,7 +177,7 @@ class Supervisor:
                 spawned = spawn(argv, cwd=cwd, env=env, use_pty=False, stdin_fd=spec.stdin_fd,
                                 rlimits=sandbox.rlimits(),
                                 enter_cgroup=cgroup.enter if cgroup else None,
-                                separate_stderr=separate_stderr)
+                                separate_stderr=separate_stderr, enter_sandbox=enter_sandbox)
         except BaseException:
             buffer.release()
             channel.close()
@@ -180,6 +185,8 @@ class Supervisor:
                 cgroup.remove()
             raise
         tree = procs.ProcessTree(spawned.proc.pid, token)
+        if enter_sandbox is not None:
+            tree.adopt_children()  # the sandbox's init (supervisor/sandbox.py)
         session = Session(session_id=session_id, agent_id=spec.agent_id,
                           session_key=spec.session_key, command=spec.command,
                           display_command=display, cwd=cwd, use_pty=use_pty, spawned=spawned,
@@ -196,6 +203,20 @@ class Supervisor:
         self.nursery.start_soon(self._run, session)
         self._wake.set()
         return session
+
+    def _sandbox_entry(self, sandbox: Sandbox, cwd: str, channel_path: str):
+        """The namespace sandbox's pre-exec step for one command, or None (DESIGN §1)."""
+        from . import sandbox as ns
+
+        if not sandbox.namespaces:  # "namespaces" unavailable raises SandboxUnavailable
+            if sandbox.profile == "auto":
+                ns.say_unsandboxed(ns.available()[1])
+            return None
+        home = self.settings.home_text
+        plan = ns.Plan(home=home, hidden=ns.hidden_directories(home), channel=channel_path,
+                       network=sandbox.network, read_only=sandbox.read_only,
+                       workdir=os.path.abspath(cwd))
+        return lambda: ns.enter(plan)
 
     async def _serve_channel(self, session: Session, channel: SessionChannel) -> None:
         """The session's channel lives as long as the session runs."""

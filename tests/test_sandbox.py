@@ -1,0 +1,227 @@
+"""The namespace sandbox (supervisor/sandbox.py, DESIGN §1): on by default where the
+host allows it, it hides PADDEDCELL_HOME, the agent stores and other processes.
+
+Each test is something an agent command could do on a host without it: read
+the host key, call the package's vault API, read the daemon's environment,
+see another agent's value in ``ps``, unmount what hides the keys.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from paddedcell.supervisor import sandbox
+from supervisor_helpers import BIN, Daemon, base_env, init_vault, set_secret
+
+pytestmark = pytest.mark.skipif(not sandbox.available()[0],
+                                reason="this host has no unprivileged user namespaces: "
+                                       + sandbox.available()[1])
+
+ADMIN = "admin-pw-for-tests-1"
+A1_DB = "A1-sandbox-value-0000-aaaa"
+VICTIM_DB = "VICTIM-sandbox-value-9999-vv"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sandbox")
+    home, ws, wv = root / "home", root / "ws-a1", root / "ws-victim"
+    for d in (home, ws, wv):
+        d.mkdir(mode=0o700)
+    init_vault(home, ADMIN)
+    set_secret(home, "a1", ws, "db", A1_DB, ADMIN)
+    set_secret(home, "victim", wv, "db", VICTIM_DB, ADMIN)
+    daemon = Daemon(home)
+    yield {"home": home, "ws": ws, "wv": wv, "daemon": daemon}
+    daemon.stop()
+
+
+def run(world, command, agent="a1", timeout=60, **env):
+    """A command in agent's daemon session; its result (waits for the end)."""
+    ws = world["ws"] if agent == "a1" else world["wv"]
+    return world["daemon"].call("/exec", {"command": command, "agentId": agent,
+                                          "agentWorkspace": str(ws), "awaitResults": True,
+                                          "timeoutSeconds": timeout, **env})
+
+
+def text(result):
+    return result["content"][0]["text"]
+
+
+def test_the_host_key_and_the_vault_files_are_not_there(world):
+    home = shlex.quote(str(world["home"]))
+    out = text(run(world, f"cat {home}/keys/host.key; ls -A {home}; "
+                          f"ls -A {home}/vault; ls -A {shlex.quote(str(world['wv']))}/.paddedcell"
+                          "/secrets/victim; echo END"))
+    assert "END" in out
+    assert "host.key" not in out.replace(f"{world['home']}/keys/host.key", "")
+    assert "No such file" in out
+    # And the agent stores: victim's directory is an empty tmpfs.
+    assert "store" not in out.split("secrets/victim")[-1].replace("END", "")
+
+
+def test_the_package_vault_api_finds_no_key(world):
+    code = ("from paddedcell.vault import get_secret\n"
+            f"print(get_secret('victim', {str(world['wv'])!r}, 'db'))\n")
+    out = text(run(world, f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} 2>&1; echo rc=$?"))
+    assert VICTIM_DB not in out
+    assert "rc=0" not in out
+
+
+def test_the_daemon_and_other_sessions_are_invisible(world):
+    daemon = world["daemon"]
+    sid = daemon.call("/exec", {"command": 'exec -a "psql --password=$(pass_mgr get db)" sleep 20',
+                                "agentId": "victim", "agentWorkspace": str(world["wv"]),
+                                "background": True})["details"]["sessionId"]
+    try:
+        time.sleep(0.5)
+        out = text(run(world, f"ps -eo args; cat /proc/{daemon.pid}/environ; "
+                              "echo COUNT=$(ls /proc | grep -c '^[0-9]')"))
+        assert "COUNT=" in out
+        assert VICTIM_DB not in out and "psql" not in out
+        assert "PADDEDCELL_HOME" not in out  # the daemon's environment
+        # Only the session's own processes: init, the shell, ps/ls/grep.
+        count = int(out.split("COUNT=")[-1].split()[0])
+        assert count <= 5, out
+    finally:
+        daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "victim"})
+
+
+def test_what_hides_the_keys_cannot_be_unmounted(world):
+    home = shlex.quote(str(world["home"]))
+    out = text(run(world, f"umount {home}; echo rc1=$?; "
+                          f"unshare -Urm sh -c 'umount {home} || umount -l {home}; "
+                          f"ls {home}/keys'; echo rc2=$?; cat /proc/1/maps >/dev/null; echo rc3=$?; "
+                          f"ls {home}"))
+    assert "rc1=0" not in out
+    assert "host.key" not in out
+    assert "rc3=0" not in out  # init is a copy of the supervisor: its memory is off limits
+
+
+def test_the_working_directory_cannot_lead_into_the_home(world):
+    result = world["daemon"].call("/exec", {"command": "cat keys/host.key; ls", "agentId": "a1",
+                                            "agentWorkspace": str(world["ws"]),
+                                            "workdir": str(world["home"]),
+                                            "awaitResults": True})
+    out = text(result)
+    assert "host.key" not in out.replace("keys/host.key", "")
+    assert "No such file" in out
+
+
+def test_inside_agent_session_without_any_variable(world):
+    code = "from paddedcell.agent_session import inside_agent_session as f; print('INSIDE', f())"
+    out = text(run(world, f"env -i {shlex.quote(sys.executable)} -c {shlex.quote(code)}"))
+    assert "INSIDE True" in out
+
+
+def test_pass_mgr_works_inside_and_values_are_masked(world):
+    out = text(run(world, "pass_mgr get db; pass_mgr list; echo rc=$?"))
+    assert "######" in out and "db" in out and "rc=0" in out
+    assert A1_DB not in out
+
+
+def test_exit_codes_and_signals_are_the_commands(world):
+    assert run(world, "exit 7")["details"]["exitCode"] == 7
+    killed = run(world, "kill -TERM $$")["details"]
+    assert killed["exitSignal"] in ("SIGTERM", 15), killed
+
+
+def test_a_pty_session_gets_ctrl_c(world):
+    daemon = world["daemon"]
+    sid = daemon.call("/exec", {"command": "sleep 30", "agentId": "a1", "pty": True,
+                                "agentWorkspace": str(world["ws"]), "background": True}
+                      )["details"]["sessionId"]
+    time.sleep(0.5)
+    daemon.call("/process", {"action": "send-keys", "sessionId": sid, "agentId": "a1",
+                             "keys": ["C-c"]})
+    for _ in range(100):
+        polled = daemon.call("/process", {"action": "poll", "sessionId": sid, "agentId": "a1"})
+        if polled["details"]["status"] != "running":
+            break
+        time.sleep(0.05)
+    assert polled["details"]["status"] != "running", polled
+
+
+def test_a_daemonised_child_outlives_its_shell(world, tmp_path):
+    flag = tmp_path / "late"
+    result = run(world, f"(sleep 0.5; touch {shlex.quote(str(flag))}) >/dev/null 2>&1 & echo started")
+    assert "started" in text(result)
+    for _ in range(60):
+        if flag.exists():
+            break
+        time.sleep(0.05)
+    assert flag.exists()
+
+
+def test_stricter_profiles_read_only_and_no_network(tmp_path):
+    # /tmp stays writable (a private copy would hide the session's channel): the
+    # read-only probe writes beside this interpreter instead.
+    from pathlib import Path
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    other = Path(sys.prefix) / f"sandbox-ro-probe-{os.getpid()}"
+    for d in (home, ws, other):
+        d.mkdir(mode=0o700)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX_READ_ONLY="true",
+                    PADDEDCELL_SUPERVISOR_SANDBOX_NETWORK="false")
+    try:
+        code = ("import socket\ntry:\n    socket.create_connection(('127.0.0.1', %d), 2)\n"
+                "    print('NET-OK')\nexcept OSError as e:\n    print('NET-FAIL', e)\n") % port
+        command = (f"touch {shlex.quote(str(other))}/x; echo rc1=$?; touch x; echo rc2=$?; "
+                   f"touch /tmp/y; echo rc3=$?; {shlex.quote(sys.executable)} -c {shlex.quote(code)}")
+        out = text(daemon.call("/exec", {"command": command, "agentId": "a1",
+                                         "agentWorkspace": str(ws), "workdir": str(ws),
+                                         "awaitResults": True}))
+        assert "rc1=0" not in out and "rc2=0" in out and "rc3=0" in out, out
+        assert "NET-FAIL" in out, out
+        assert not (other / "x").exists() and (ws / "x").exists()
+    finally:
+        listener.close()
+        daemon.stop()
+        for leftover in other.iterdir():
+            leftover.unlink()
+        other.rmdir()
+
+
+def test_sandbox_off_when_asked(tmp_path):
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    (home / "marker").write_text("visible")
+    out = subprocess.run([str(BIN / "pcexec"), f"cat {shlex.quote(str(home))}/marker"],
+                         env=base_env(home, PADDEDCELL_SUPERVISOR_SANDBOX="none"),
+                         capture_output=True, text=True, timeout=60, cwd=str(ws))
+    assert "visible" in out.stdout
+    hidden = subprocess.run([str(BIN / "pcexec"), f"cat {shlex.quote(str(home))}/marker"],
+                            env=base_env(home), capture_output=True, text=True, timeout=60,
+                            cwd=str(ws))
+    assert "visible" not in hidden.stdout
+
+
+def test_process_kill_ends_what_left_the_session_inside_the_sandbox(world, tmp_path):
+    from supervisor_helpers import alive, pid_by_argv0
+
+    marker = f"escapee-{tmp_path.name}"
+    daemon = world["daemon"]
+    sid = daemon.call("/exec", {"command": f"setsid bash -c '(exec -a {marker} sleep 120 &)' ; sleep 60",
+                                "agentId": "a1", "agentWorkspace": str(world["ws"]),
+                                "background": True})["details"]["sessionId"]
+    pid = pid_by_argv0(marker)
+    assert alive(pid)
+    daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "a1"})
+    for _ in range(200):
+        if not alive(pid):
+            break
+        time.sleep(0.05)
+    assert not alive(pid)
