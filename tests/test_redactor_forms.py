@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from paddedcell.redactor import ShortSecretWarning, StreamRedactor, Variants, matcher, redact
 from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
+from paddedcell.redactor import stream as stream_module
 from paddedcell.redactor.variants import fragments
 
 M = b"######"
@@ -241,9 +242,17 @@ def test_fragments_by_sampling_equal_the_oracle(seed, k, shared, chunk):
     data = b"".join(parts)
     patterns = patterns_for(secrets)
     expected = naive_redact(data, patterns)
-    r = StreamRedactor(secrets)
-    out = b"".join(r.feed(data[i : i + chunk]) for i in range(0, len(data), chunk)) + r.flush()
-    assert out == expected
+    for merge_limit in (0, matcher.Matcher.MERGE_LIMIT):  # grams scanned apart, and merged
+        saved, matcher.Matcher.MERGE_LIMIT = matcher.Matcher.MERGE_LIMIT, merge_limit
+        try:
+            stream_module._cache.clear()
+            r = StreamRedactor(secrets)
+        finally:
+            matcher.Matcher.MERGE_LIMIT = saved
+        assert r._engine._merged == (merge_limit > 0)
+        out = b"".join(r.feed(data[i : i + chunk]) for i in range(0, len(data), chunk)) + r.flush()
+        assert out == expected
+    stream_module._cache.clear()
     if chunk == 1:
         r, seen = StreamRedactor(secrets), b""
         for i in range(len(data)):

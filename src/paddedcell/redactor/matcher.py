@@ -243,13 +243,14 @@ class FragmentFinder:
 
     A hit aligns the secret on the buffer; the maximal run of bytes that
     agree with it there is found by bisection with slice compares (C speed),
-    and the distinctive windows inside that run are the occurrences. Each
-    alignment is extended once per scan.
+    and the distinctive windows inside that run are the occurrences. A hit
+    inside a run already extended for its alignment is skipped (one
+    alignment can hold several runs, split by bytes that disagree).
     """
 
     GRAM = 8
 
-    def __init__(self, windows: dict[bytes, list[int]], width: int, engine: type):
+    def __init__(self, windows: dict[bytes, list[int]], width: int, engine: type | None):
         g, self.width = self.GRAM, width
         step = width - g + 1
         counts: dict[bytes, int] = {}
@@ -284,20 +285,24 @@ class FragmentFinder:
                     runs.append((i, i))
             self._secrets.append(secret)
             self._runs.append(runs)
-        self._grams = engine(self._where) if self._where else None
+        # engine=None: the caller scans for the grams itself (see Matcher).
+        self._grams = engine(self._where) if self._where and engine is not None else None
 
-    def spans(self, buf: bytes) -> list[tuple[int, int]]:
-        if self._grams is None:
-            return []
+    def spans(self, buf: bytes, hits: Iterable[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+        """Window occurrences, from gram ``hits`` in ``buf`` (scanned here if not given)."""
+        if hits is None:
+            if self._grams is None:
+                return []
+            hits = self._grams.spans(buf)
         found = []
-        seen = set()
+        seen: dict[tuple[int, int], list[tuple[int, int]]] = {}  # alignment -> runs extended
         g, width, n = self.GRAM, self.width, len(buf)
-        for u, e in self._grams.spans(buf):
+        for u, e in hits:
             index, j = self._where[buf[u:e]]
             base = u - j
-            if (index, base) in seen:
-                continue
-            seen.add((index, base))
+            runs_here = seen.get((index, base))
+            if runs_here is not None and any(a <= j and j + g <= b for a, b in runs_here):
+                continue  # inside a run of this alignment already extended
             secret = self._secrets[index]
             # Smallest x with buf[base+x : base+u'] equal to the secret's bytes there.
             lo, hi = max(0, -base), j
@@ -315,6 +320,7 @@ class FragmentFinder:
                     lo = mid
                 else:
                     hi = mid - 1
+            seen.setdefault((index, base), []).append((x0, lo))
             last = lo - width  # last window start inside [x0, lo)
             for first_start, last_start in self._runs[index]:
                 a, b = max(first_start, x0), min(last_start, last)
@@ -324,21 +330,45 @@ class FragmentFinder:
 
 
 class Matcher(_Engine):
-    """Literals on one engine plus fragment windows by sampling (same engine)."""
+    """Literals plus fragment windows by sampling, on one engine.
+
+    Up to ``MERGE_LIMIT`` patterns, literals and grams share one database:
+    one pass over the data instead of two (measured at k = 10: 3.8 GB/s
+    either alone or merged). Beyond it they are scanned apart: Hyperscan
+    slowed down more than twofold on a token-heavy log with 155 000 merged
+    short literals (104 MB/s against 157 for the two scans).
+    """
+
+    MERGE_LIMIT = 20_000
 
     def __init__(self, literals: Iterable[bytes], windows: dict[bytes, list[int]], width: int, engine: type):
-        self.fragments = FragmentFinder(windows, width, engine)
-        literals = set(literals) | self.fragments.literals
-        self.literal = engine(literals)
+        literals = set(literals)
+        probe = FragmentFinder(windows, width, None)
+        literals |= probe.literals
+        grams = set(probe._where)
+        merged = len(literals) + len(grams) <= self.MERGE_LIMIT
+        self.fragments = probe if merged else FragmentFinder(windows, width, engine)
+        self._merged = merged and bool(grams)
+        self._gram_set = grams
+        self._gram_also_literal = grams & literals  # an 8-byte secret that is also a gram
+        self.literal = engine(literals | grams if merged else literals)
+        self._literal_set = literals
         self.name = engine.name
-        grams = {s[i : i + width] for s, starts in windows.items() for i in starts}
-        self.patterns = sorted(literals | grams)
+        windows_bytes = {s[i : i + width] for s, starts in windows.items() for i in starts}
+        self.patterns = sorted(literals | windows_bytes)
         self.maxlen = max(map(len, self.patterns), default=0)
         self._prefix = PrefixIndex(self.patterns, engine, direct=max(16, width + 1))
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         found = self.literal.spans(buf)
-        if self.fragments._grams is not None:
+        if self._merged:
+            g, grams, both = FragmentFinder.GRAM, self._gram_set, self._gram_also_literal
+            hits = [(u, e) for u, e in found if e - u == g and buf[u:e] in grams]
+            if hits:
+                found = [(u, e) for u, e in found if not (e - u == g and buf[u:e] in grams)
+                         or buf[u:e] in both]
+                found += self.fragments.spans(buf, hits)
+        elif self.fragments._grams is not None:
             found += self.fragments.spans(buf)
         return found
 
