@@ -73,9 +73,11 @@ class PrefixIndex:
     longest first, and the first that is a prefix is the answer.
     """
 
-    __slots__ = ("_sorted", "_first", "_heads", "_direct", "maxlen")
+    __slots__ = ("_sorted", "_first", "_heads", "_direct", "_prefixes", "maxlen")
 
     HEAD = 8
+    #: Largest set of short prefixes kept (entries): ~25 MiB.
+    PREFIX_SET_LIMIT = 250_000
 
     def __init__(self, patterns: Iterable[bytes], engine: type | None = None, direct: int = HEAD):
         self._sorted = sorted(set(patterns))
@@ -89,6 +91,11 @@ class PrefixIndex:
         self._direct = direct = max(direct, self.HEAD)
         heads = {p[: self.HEAD] for p in self._sorted if len(p) >= direct}
         self._heads = (engine or FindMatcher)(heads) if heads else None
+        # Few patterns: every prefix shorter than ``direct`` in a set (one hash
+        # per short tail instead of a bisection; ~3x faster on 4 KiB reads).
+        self._prefixes = None
+        if len(self._sorted) * (direct - 1) <= self.PREFIX_SET_LIMIT:
+            self._prefixes = {p[:k] for p in self._sorted for k in range(1, min(len(p), direct - 1) + 1)}
 
     def hold(self, buf: bytes) -> int:
         n = len(buf)
@@ -102,6 +109,12 @@ class PrefixIndex:
             for s in starts:
                 if self._is_prefix(buf, lo + s):
                     return n - lo - s
+        prefixes = self._prefixes
+        if prefixes is not None:
+            for i in range(short, n):
+                if buf[i:] in prefixes:
+                    return n - i
+            return 0
         first = self._first
         for i in range(short, n):
             if first[buf[i]] and self._is_prefix(buf, i):
