@@ -20,11 +20,23 @@ M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 
 
-@pytest.fixture(autouse=True, params=[matcher.HyperscanMatcher, matcher.AhoMatcher], ids=["hyperscan", "portable"])
+@pytest.fixture(autouse=True, params=[(matcher.HyperscanMatcher, True), (matcher.AhoMatcher, True),
+                                       (matcher.HyperscanMatcher, False)],
+                ids=["hyperscan", "portable", "hyperscan-large-set-paths"])
 def engine(request, monkeypatch):
-    """Run every test on the fast engine and on the portable one."""
-    monkeypatch.setattr(matcher, "ENGINE", request.param)
-    return request.param
+    """Run every test on the fast engine and on the portable one, and once
+    with the paths a large pattern set takes (short tails bisected, literals
+    and fragment grams scanned apart)."""
+    from paddedcell.redactor import stream as stream_module
+
+    cls, small = request.param
+    monkeypatch.setattr(matcher, "ENGINE", cls)
+    if not small:
+        monkeypatch.setattr(matcher.PrefixIndex, "PREFIX_SET_LIMIT", 0)
+        monkeypatch.setattr(matcher.Matcher, "MERGE_LIMIT", 0)
+    stream_module._cache.clear()
+    yield cls
+    stream_module._cache.clear()
 
 
 def stream(r: StreamRedactor, chunks) -> bytes:
