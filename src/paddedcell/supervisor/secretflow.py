@@ -16,6 +16,7 @@ does file locking and key derivation).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,27 @@ class Prepared:
 
 
 def prepare(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
-    """Check the command, resolve its static ``pass_mgr get`` calls, load the mask set."""
+    """Check the command, resolve its static ``pass_mgr get`` calls, load the mask set;
+    the redactor is followed by the admin-password scan (a hit masks it and locks the
+    vault) whenever the vault has an admin password."""
+    prepared = _resolve(command, agent_id, workspace, settings)
+    if not os.path.lexists(os.path.join(settings.home, "vault", "admin.json")):
+        return prepared  # no admin password to find (and no vault import for a plain run)
+    from .. import vault
+    try:
+        guard = vault.output_guard(prepared.redactor, f"pcexec output ({agent_id or 'no agent'})",
+                                   settings=settings, new_redactor=lambda values: _redactor(values, settings))
+    except vault.VaultError as exc:
+        raise SecretResolutionError(str(exc)) from None
+    return Prepared(prepared.secrets, prepared.calls, guard)
+
+
+def _redactor(values: list[str], settings) -> Any:
+    from ..redactor import StreamRedactor
+    return StreamRedactor(values, **redactor_options(settings))
+
+
+def _resolve(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
     calls = commands.check_command(command, settings["redactor.mask"])
     # Direct calls run as written; indirect ones (xargs, bash -c strings) are masked
     # through the whole store like dynamic keys.

@@ -12,7 +12,8 @@ for agents when that matters.
 """
 
 from .api import (Change, InitReport, agent_secret_values, check_leak, find_leaks,
-                  generate_secret, get_secret, init_admin, key_history, list_keys, random_value,
+                  generate_secret, get_secret, init_admin, key_history, list_keys, output_guard,
+                  random_value,
                   recover, rotate_secret, rotate_store, set_secret, unset_secret, vault_status)
 from .errors import (Busy, Forbidden, IntegrityError, Locked, NoSuchKey, NotInitialized,
                      UnsafePermissions, VaultError)
@@ -21,6 +22,7 @@ __all__ = [
     "Busy", "Change", "Forbidden", "InitReport", "IntegrityError", "Locked", "NoSuchKey",
     "NotInitialized", "UnsafePermissions", "VaultError", "agent_secret_values", "check_leak",
     "find_leaks", "generate_secret", "get_secret", "init_admin", "key_history", "list_keys",
+    "output_guard",
     "random_value", "recover", "rotate_secret", "rotate_store", "set_secret", "unset_secret",
     "vault_status",
 ]

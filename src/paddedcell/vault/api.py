@@ -435,6 +435,12 @@ def find_leaks(text: str | bytes, source: str, *, settings: Any = None) -> list[
     spans = detector.spans(text) if detector is not None else []
     if not spans:
         return []
+    _lock_after_leak(settings, paths, detector, source)
+    return spans
+
+
+def _lock_after_leak(settings: Any, paths: AdminPaths, detector: Any, source: str) -> None:
+    """Lock the vault and write one CRITICAL line naming ``source`` (never the password)."""
     label = " ".join(str(source).split())[:200] or "unknown"
     # Check the source as given too: the fold and cut above can split the password,
     # and its first part would then be logged.
@@ -445,11 +451,39 @@ def find_leaks(text: str | bytes, source: str, *, settings: Any = None) -> list[
     admin.log_security(paths, "CRITICAL", "admin-password-leak", source=label,
                        message="the admin password appeared in this source; pass_mgr is locked "
                                "until a human runs: pass_mgr admin init")
-    return spans
+
+
+def output_guard(redactor: Any, source: str, *, settings: Any = None,
+                 new_redactor: Callable[[list[str]], Any] | None = None) -> Any:
+    """``redactor`` (a ``StreamRedactor`` or None) followed by the admin-password scan.
+
+    What a command prints passes through this before anyone sees it (pcexec and
+    ``paddedcell process`` output, streamed partials, the displayed command): a hit
+    is masked and locks the vault, once per stream. Without an admin password
+    (uninitialized) there is nothing to find: ``redactor`` comes back as is.
+    ``new_redactor(values)`` builds a redactor when secrets are added to a stream
+    that had none (``add_secrets``).
+    """
+    settings = _load_settings(settings)
+    paths = _paths(settings)
+    detector = _detector(paths)
+    if detector is None:
+        return redactor
+    from .leak import LeakStream
+
+    def on_hit() -> None:
+        try:
+            _lock_after_leak(settings, paths, detector, source)
+        except (OSError, VaultError):
+            pass  # the output is masked either way; the lock is best effort here
+
+    return LeakStream(detector, redactor, on_hit, str(settings["redactor.mask"]).encode("utf-8"),
+                      new_redactor)
 
 
 __all__ = [
     "Change", "InitReport", "agent_secret_values", "check_leak", "find_leaks", "generate_secret",
+    "output_guard",
     "get_secret", "init_admin", "key_history", "list_keys", "random_value", "recover",
     "rotate_secret", "rotate_store", "set_secret", "unset_secret", "vault_status",
 ]

@@ -18,10 +18,21 @@ ones merged into one run, as ``[start, end)`` offsets in the caller's own units
 (code points into a ``str``, bytes into ``bytes``); ``redact`` masks them, and
 ``utf16_spans`` converts them for JavaScript, whose strings count UTF-16 units.
 
+A detector made since format "classes" also keeps a *class pattern* per form: a
+secret random split of the 256 byte values into two classes, and the password's
+bytes written as their classes ("0"/"1"). A scan translates the text to classes
+once (``bytes.translate``) and finds the pattern with ``bytes.find``: both in C
+at hundreds of MB/s, ~50x faster than the window sums, which stay the path of
+older detectors. A random window matches the pattern with probability 2**-L.
+
 What this keeps is a fast test for a guessed password, as any leak detector
-must, and the window sum says about 20 bits about the password's bytes; so the
-whole detector is stored sealed under the host key (see ``admin.py``), and the
-vault refuses admin passwords shorter than ``vault.admin_password_min_length``.
+must; the window sum says about 20 bits about the password's bytes, the class
+pattern one bit per byte (under a secret split); so the whole detector is
+stored sealed under the host key (see ``admin.py``), and the vault refuses
+admin passwords shorter than ``vault.admin_password_min_length``.
+
+:class:`LeakStream` runs a detector over a byte stream (command output), holding
+back the last ``L - 1`` bytes so a password split across two reads is found.
 """
 
 from __future__ import annotations
@@ -55,42 +66,76 @@ class _Form(NamedTuple):
     length: int
     window_sum: int
     digest: bytes
+    pattern: bytes = b""  # the form's bytes as classes; empty in older detectors
+
+
+def _class_table(split: bytes) -> bytes:
+    """``bytes.translate`` table: byte value b becomes b"1" when bit b of ``split`` is set."""
+    return bytes(0x31 if split[b >> 3] >> (b & 7) & 1 else 0x30 for b in range(256))
 
 
 class LeakDetector:
     """``LeakDetector.create(password)`` once; ``contains(text)`` as often as needed."""
 
-    def __init__(self, key: bytes, weights: list[int], forms: list[_Form]):
-        if len(weights) != 256 or len(key) != 32:
-            raise ValueError("a leak detector needs a 32-byte key and 256 weights")
+    def __init__(self, key: bytes, weights: list[int], forms: list[_Form],
+                 split: bytes | None = None):
+        if len(weights) != 256 or len(key) != 32 or (split is not None and len(split) != 32):
+            raise ValueError("a leak detector needs a 32-byte key, 256 weights and a 32-byte split")
         self._key = key
         self._weights = weights
         self._forms = forms
+        self._split = split
+        self._table = _class_table(split) if split is not None else None
+        if self._table is not None and any(len(f.pattern) != f.length for f in forms):
+            raise ValueError("a leak detector with classes needs a pattern per form")
 
     @classmethod
     def create(cls, password: str) -> "LeakDetector":
         key = secrets.token_bytes(32)
         weights = [secrets.randbits(WEIGHT_BITS) for _ in range(256)]
-        forms = [_Form(len(form), sum(weights[byte] for byte in form), cls._digest(key, form))
+        split = secrets.token_bytes(32)
+        table = _class_table(split)
+        forms = [_Form(len(form), sum(weights[byte] for byte in form), cls._digest(key, form),
+                       form.translate(table))
                  for form in encoded_forms(password)]
-        return cls(key, weights, forms)
+        return cls(key, weights, forms, split)
+
+    @property
+    def longest(self) -> int:
+        """Bytes in the longest encoded form (a stream scan holds back one less)."""
+        return max(form.length for form in self._forms)
 
     @staticmethod
     def _digest(key: bytes, window: bytes) -> bytes:
         return hashlib.blake2b(window, key=key, digest_size=32).digest()
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self._key.hex(), "weights": self._weights,
-                "forms": [[f.length, f.window_sum, f.digest.hex()] for f in self._forms]}
+        if self._split is None:
+            return {"key": self._key.hex(), "weights": self._weights,
+                    "forms": [[f.length, f.window_sum, f.digest.hex()] for f in self._forms]}
+        return {"key": self._key.hex(), "weights": self._weights, "classes": self._split.hex(),
+                "forms": [[f.length, f.window_sum, f.digest.hex(), f.pattern.decode("ascii")]
+                          for f in self._forms]}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "LeakDetector":
-        return cls(bytes.fromhex(obj["key"]), [int(w) for w in obj["weights"]],
-                   [_Form(int(n), int(total), bytes.fromhex(d)) for n, total, d in obj["forms"]])
+        split = bytes.fromhex(obj["classes"]) if "classes" in obj else None
+        forms = []
+        for item in obj["forms"]:
+            n, total, d = item[:3]
+            pattern = item[3].encode("ascii") if split is not None else b""
+            if pattern.strip(b"01"):
+                raise ValueError("a class pattern holds only 0 and 1")
+            forms.append(_Form(int(n), int(total), bytes.fromhex(d), pattern))
+        return cls(bytes.fromhex(obj["key"]), [int(w) for w in obj["weights"]], forms, split)
 
     def contains(self, text: str | bytes) -> bool:
         data = _encode(text)
-        return any(next(self._hits(data, form), None) is not None for form in self._forms)
+        classes = self._classes(data)
+        return any(next(self._hits(data, form, classes), None) is not None for form in self._forms)
+
+    def _classes(self, data: bytes) -> bytes | None:
+        return data.translate(self._table) if self._table is not None else None
 
     def spans(self, text: str | bytes) -> list[Span]:
         """Every hit as a ``[start, end)`` run, sorted; overlapping hits merge into one run.
@@ -99,8 +144,9 @@ class LeakDetector:
         is the hit) and bytes when it is ``bytes``. Adjacent hits stay separate runs.
         """
         data = _encode(text)
+        classes = self._classes(data)
         windows = sorted((start, start + form.length)
-                         for form in self._forms for start in self._hits(data, form))
+                         for form in self._forms for start in self._hits(data, form, classes))
         runs: list[list[int]] = []
         for start, end in windows:
             if runs and start < runs[-1][1]:
@@ -110,8 +156,16 @@ class LeakDetector:
         merged = [(start, end) for start, end in runs]
         return _code_point_spans(data, merged) if isinstance(text, str) else merged
 
-    def _hits(self, data: bytes, form: _Form) -> Iterator[int]:
+    def _hits(self, data: bytes, form: _Form, classes: bytes | None = None) -> Iterator[int]:
         """Start offsets (bytes) of every window of ``data`` that is this form."""
+        if classes is not None:
+            digest, key, want, length = self._digest, self._key, form.digest, form.length
+            index = classes.find(form.pattern)
+            while index >= 0:
+                if secrets.compare_digest(digest(key, data[index:index + length]), want):
+                    yield index
+                index = classes.find(form.pattern, index + 1)
+            return
         length, target = form.length, form.window_sum
         weight = self._weights.__getitem__
         for start in range(0, len(data) - length + 1, CHUNK):
@@ -180,3 +234,68 @@ def utf16_spans(text: str, spans: list[Span]) -> list[Span]:
     for start, end in spans:
         out.append((advance(start), advance(end)))
     return out
+
+
+class LeakStream:
+    """The detector over a byte stream, after an inner redactor (or none).
+
+    ``feed`` returns the bytes that are safe to show, with every hit replaced by
+    ``mask``; it holds back the last ``longest - 1`` bytes, which could be the
+    start of a password the next read completes, and ``flush`` releases them.
+    ``on_hit()`` runs once per stream, on its first hit. ``fresh()`` is a new
+    stream over the same detector, and ``add_secrets(values)`` masks more values
+    from now on (the shape of ``StreamRedactor``); without an inner redactor,
+    ``new_inner(values)`` builds one then.
+    """
+
+    def __init__(self, detector: LeakDetector, inner: Any, on_hit: Any, mask: bytes = b"######",
+                 new_inner: Any = None):
+        self._detector = detector
+        self._inner = inner
+        self._on_hit = on_hit
+        self._mask = mask
+        self._new_inner = new_inner
+        self._hold = detector.longest - 1
+        self._held = b""
+        self._hit = False
+
+    def fresh(self) -> "LeakStream":
+        inner = self._inner.fresh() if self._inner is not None else None
+        return LeakStream(self._detector, inner, self._on_hit, self._mask, self._new_inner)
+
+    def add_secrets(self, values: list[str]) -> None:
+        if self._inner is not None:
+            self._inner.add_secrets(values)
+        elif self._new_inner is None:
+            raise ValueError("this stream cannot mask more secrets: no redactor factory")
+        else:  # nothing was held back by the missing inner redactor: switching loses no byte
+            self._inner = self._new_inner(values)
+
+    def feed(self, data: bytes) -> bytes:
+        if self._inner is not None:
+            data = self._inner.feed(data)
+        return self._scan(self._held + bytes(data), final=False)
+
+    def flush(self) -> bytes:
+        tail = self._inner.flush() if self._inner is not None else b""
+        return self._scan(self._held + tail, final=True)
+
+    def _scan(self, data: bytes, *, final: bool) -> bytes:
+        spans = self._detector.spans(data)
+        cut = len(data) if final else max(0, len(data) - self._hold)
+        for start, end in spans:  # never cut through a hit: show it masked now
+            if start < cut < end:
+                cut = end
+        shown = [(start, end) for start, end in spans if end <= cut]
+        self._held = data[cut:]
+        if shown and not self._hit:
+            self._hit = True
+            self._on_hit()
+        if not shown:
+            return data[:cut]
+        pieces, pos = [], 0
+        for start, end in shown:
+            pieces += [data[pos:start], self._mask]
+            pos = end
+        pieces.append(data[pos:cut])
+        return b"".join(pieces)

@@ -1,0 +1,102 @@
+"""The admin password in what a command prints: masked, and the vault locks.
+
+``pcexec`` and ``paddedcell process`` output (and streamed partials, which come
+from the same session buffer) pass through ``vault.output_guard`` after the
+agent's own secrets are masked. A password split across two reads is still
+found; the class-pattern prefilter and the older window-sum path agree.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from paddedcell.vault.leak import LeakDetector, LeakStream
+from supervisor_helpers import BIN, base_env, init_vault
+
+PW = "Adm1n-leak-output-pw-77"
+
+
+def stream(pw: str = PW):
+    hits = []
+    detector = LeakDetector.create(pw)
+    return LeakStream(detector, None, lambda: hits.append(1)), hits
+
+
+@given(st.binary(max_size=300), st.binary(max_size=300), st.lists(st.integers(1, 64), max_size=12))
+@hsettings(max_examples=150, deadline=None)
+def test_a_password_split_across_reads_is_masked_once(before, after, cuts):
+    guard, hits = stream()
+    data = before + PW.encode() + after
+    pieces, pos = [], 0
+    for cut in cuts:
+        pieces.append(data[pos:pos + cut])
+        pos += cut
+    pieces.append(data[pos:])
+    out = b"".join(guard.feed(piece) for piece in pieces) + guard.flush()
+    assert PW.encode() not in out
+    assert out.count(b"######") >= 1
+    assert hits == [1]
+
+
+def test_clean_output_passes_unchanged_and_in_order():
+    guard, hits = stream()
+    rng = random.Random(5)
+    chunks = [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 200))) for _ in range(50)]
+    out = b"".join(guard.feed(c) for c in chunks) + guard.flush()
+    assert out == b"".join(chunks)
+    assert hits == []
+
+
+def test_the_class_prefilter_agrees_with_the_window_sums():
+    detector = LeakDetector.create(PW)
+    legacy = LeakDetector.from_json({k: v for k, v in detector.to_json().items() if k != "classes"}
+                                    | {"forms": [f[:3] for f in detector.to_json()["forms"]]})
+    rng = random.Random(7)
+    for _ in range(30):
+        text = "".join(rng.choice(["x", " ", PW, PW[:-1], "é", "\\", '"']) for _ in range(40))
+        assert detector.spans(text) == legacy.spans(text)
+
+
+@pytest.fixture
+def home(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    init_vault(home, PW)
+    return home
+
+
+def run(home, *argv, **extra):
+    return subprocess.run([str(BIN / argv[0]), *argv[1:]], env=base_env(home, **extra),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_pcexec_output_holding_the_admin_password_is_masked_and_locks(home, tmp_path):
+    history = tmp_path / "bash_history"
+    history.write_text(f"ls\npass_mgr set a1 /ws db value {PW}\nexit\n")
+    done = run(home, "pcexec", f"cat {history}; printf '%s' '{PW[:9]}'; printf '%s\\n' '{PW[9:]}'")
+    assert PW not in done.stdout + done.stderr
+    assert "pass_mgr set a1 /ws db value ######" in done.stdout
+    assert done.stdout.count("######") == 2
+    status = run(home, "pass_mgr", "admin", "status")
+    assert status.stdout.strip() == "locked"
+    log = (home / "security.log").read_text()
+    assert "CRITICAL" in log and PW not in log
+
+
+def test_pcexec_output_without_the_password_leaves_the_vault_ready(home):
+    done = run(home, "pcexec", "echo hello; seq 1 2000 | tail -1")
+    assert done.stdout.split() == ["hello", "2000"]
+    assert run(home, "pass_mgr", "admin", "status").stdout.strip() == "ready"
+
+
+def test_no_vault_no_guard(tmp_path):
+    home = tmp_path / "bare"
+    home.mkdir(mode=0o700)
+    done = run(home, "pcexec", f"echo {PW}")
+    assert done.stdout.strip() == PW  # no admin password exists: nothing to find
+    assert not os.path.exists(home / "vault" / "locked.json")
