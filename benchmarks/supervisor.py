@@ -11,6 +11,15 @@
 4. Daemon RSS idle, and its peak under 64 sessions flooding output (8 agents x
    8 sessions, ``cat /dev/zero``) for a few seconds. Goal: <= 40 MB idle, and
    peak - idle within ``supervisor.global_buffer_bytes`` (64 MiB).
+5. Sandbox start-up (issue 10): ``POST /exec true`` p50 on a daemon with the
+   namespace sandbox vs one without, interleaved. Goal: <= +15 ms.
+6. ``pass_mgr get`` inside a session (over the session channel) vs the same
+   call outside any session (today's direct store read). Goal: no slower.
+7. Daemon latency under redaction load (issue 9): p50/p99/max of ``/healthz``,
+   ``/vault/check-leak``, ``/lifecycle/message-start`` and ``/query-restart``
+   while 8 background sessions of an agent with 50 JWT secrets stream the
+   JWTs' shared prefix, beside the same figures idle. Goal: p99 <= 50 ms and
+   max <= 250 ms under load. ``--only-latency`` runs this one alone.
 
     python benchmarks/supervisor.py            # all four, ~1-2 min on 2 cores
     python benchmarks/supervisor.py --quick    # smaller inputs, fewer rounds
@@ -245,6 +254,199 @@ def flood(daemon: Daemon, seconds: float) -> dict:
             "running_per_agent": running}
 
 
+# --- 5 and 6: the sandbox and the session channel (issue 10) -------------------------
+
+
+GET_TIMER = (
+    "import os, statistics, subprocess, sys, time\n"
+    "rounds = int(sys.argv[1]); ms = []\n"
+    "for _ in range(rounds):\n"
+    "    t = time.perf_counter()\n"
+    "    subprocess.run(['pass_mgr', 'get', 'bench_key'], stdout=subprocess.DEVNULL, check=True)\n"
+    "    ms.append((time.perf_counter() - t) * 1000)\n"
+    "print('P50=%.3f' % statistics.median(ms))\n")
+
+
+def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
+    """Sandbox start-up: ``POST /exec true`` on a sandboxed daemon vs an unsandboxed
+    one, interleaved. ``pass_mgr get`` inside a session (over the session channel)
+    vs the same call outside any session (today's direct read of the store)."""
+    from paddedcell.supervisor import sandbox
+
+    rows: list[dict] = []
+    workspace = tmp_path / "bench-ws"
+    workspace.mkdir(mode=0o700, exist_ok=True)
+    admin = "bench-admin-password-1"
+    subprocess.run([str(BIN / "pass_mgr"), "admin", "init", "--password-stdin"], env=env,
+                   input=admin + "\n", text=True, check=True, capture_output=True)
+    subprocess.run([str(BIN / "pass_mgr"), "set", "bench", str(workspace), "bench_key",
+                    "bench-secret-value-0123456789", admin], env=env, check=True,
+                   capture_output=True)
+    available, why = sandbox.available()
+    homes = {}
+    daemons = {}
+    try:
+        for name, profile in (("sandboxed", "namespaces"), ("unsandboxed", "none")):
+            if name == "sandboxed" and not available:
+                continue
+            home = tmp_path / f"home-{name}"
+            home.mkdir(mode=0o700)
+            denv = dict(env, PADDEDCELL_HOME=str(home), PADDEDCELL_SUPERVISOR_SANDBOX=profile)
+            homes[name] = home
+            daemons[name] = Daemon(denv)
+        body = {"command": "true", "agentId": "bench"}
+        times: dict[str, list[float]] = {name: [] for name in daemons}
+        for daemon in daemons.values():
+            for _ in range(5):
+                daemon.call("/exec", body)
+        for _ in range(rounds):
+            for name, daemon in daemons.items():
+                start = time.perf_counter()
+                daemon.call("/exec", body)
+                times[name].append((time.perf_counter() - start) * 1000)
+        if "sandboxed" in times:
+            on, off = statistics.median(times["sandboxed"]), statistics.median(times["unsandboxed"])
+            rows.append({"benchmark": "sandbox start-up: POST /exec true p50", "ours": on,
+                         "baseline": off, "unit": "ms", "ratio": on - off,
+                         "goal": "sandboxed - unsandboxed <= 15 ms", "met": on - off <= 15,
+                         "p90_ours": percentile(times["sandboxed"], 0.9),
+                         "p90_baseline": percentile(times["unsandboxed"], 0.9)})
+        else:
+            rows.append({"benchmark": f"sandbox start-up (unavailable: {why})", "ours": 0.0,
+                         "baseline": None, "unit": "ms", "ratio": None, "goal": "-",
+                         "met": True})
+    finally:
+        for daemon in daemons.values():
+            daemon.stop()
+
+    # pass_mgr get: the same timing script outside a session (direct) and inside one.
+    get_rounds = max(10, rounds // 2)
+    script = tmp_path / "get_timer.py"
+    script.write_text(GET_TIMER)
+    agent_env = dict(env, AGENT_ID="bench", AGENT_WORKSPACE=str(workspace),
+                     PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    direct = subprocess.run([sys.executable, str(script), str(get_rounds)], env=agent_env,
+                            capture_output=True, text=True, check=True)
+    inside = subprocess.run([str(BIN / "pcexec"), f"{shlex.quote(sys.executable)} "
+                             f"{shlex.quote(str(script))} {get_rounds}"], env=agent_env,
+                            capture_output=True, text=True, check=True, cwd=str(workspace))
+    d_ms = float(direct.stdout.split("P50=")[1].split()[0])
+    c_ms = float(inside.stdout.split("P50=")[1].split()[0])
+    rows.append({"benchmark": "pass_mgr get p50: session channel vs direct", "ours": c_ms,
+                 "baseline": d_ms, "unit": "ms", "ratio": c_ms / d_ms,
+                 "goal": "channel <= direct read", "met": c_ms <= d_ms * 1.05,
+                 "note": "inside a pcexec session (sandbox " + ("on" if available else "off")
+                         + ") vs the same CLI outside any session"})
+    return rows
+
+
+# --- 7: daemon latency while sessions redact adversarial output (issue 9) ------------
+
+
+def _daemon_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def latency_under_load(env: dict, tmp_path: Path, rounds: int, sessions: int = 8,
+                       secret_count: int = 50) -> list[dict]:
+    """p50/p99/max of /healthz, /vault/check-leak, /lifecycle/message-start and
+    /query-restart, idle and while ``sessions`` background sessions of an agent
+    with ``secret_count`` JWT secrets stream the prefix those JWTs share
+    (``yes 'eyJhbGciOi…'``: the redactor's worst case). Interleaved probes over
+    one kept-alive connection, 2 ms apart."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import redaction as corpora
+
+    from paddedcell import vault
+
+    home = tmp_path / "home-latency"
+    home.mkdir(mode=0o700)
+    # Cheap KDF: the benchmark sets 50 secrets, each set checks the admin password.
+    denv = dict(env, PADDEDCELL_HOME=str(home), PADDEDCELL_VAULT_KDF_MEMORY_KIB="8192",
+                PADDEDCELL_VAULT_KDF_ITERATIONS="1", PADDEDCELL_VAULT_KDF_LANES="1")
+    settings = config.load(environ=denv)
+    workspace = tmp_path / "latency-ws"
+    workspace.mkdir(mode=0o700)
+    admin = "bench-admin-password-latency"
+    vault.init_admin(admin, settings)
+    rng = random.Random(9)
+    jwts = [corpora.make_jwt(rng).decode() for _ in range(secret_count)]
+    for i, value in enumerate(jwts):
+        vault.set_secret("load", str(workspace), f"jwt{i}", value, admin, settings=settings)
+    line = corpora.shared_prefix([j.encode() for j in jwts]).decode()
+    transcript = "assistant: the deploy finished; 3 warnings, see build log lines 10-40.\n" * 60
+
+    daemon = Daemon(denv)
+    rows: list[dict] = []
+    try:
+        client = daemon.client
+        client.call("POST", "/lifecycle/message-start", {"agentId": "blocker", "sessionKey": "b"})
+        probes = {
+            "/healthz": lambda: client.call("GET", "/healthz", timeout=30),
+            "/vault/check-leak": lambda: client.call(
+                "POST", "/vault/check-leak", {"text": transcript, "source": "bench"}, timeout=30),
+            "/lifecycle/message-start": lambda: client.call(
+                "POST", "/lifecycle/message-start", {"agentId": "probe", "sessionKey": "p"}, timeout=30),
+            "/query-restart": lambda: client.call(
+                "POST", "/query-restart", {"requesterAgentId": "probe", "requesterSessionKey": "p"},
+                timeout=30),
+        }
+        after = {  # undo what a probe changed, untimed, so every round is alike
+            "/lifecycle/message-start": lambda: client.call(
+                "POST", "/lifecycle/message-end", {"agentId": "probe", "sessionKey": "p"}),
+            "/query-restart": lambda: client.call(
+                "POST", "/restart-cancel", {"requesterAgentId": "probe", "requesterSessionKey": "p"}),
+        }
+
+        def measure() -> dict[str, list[float]]:
+            times: dict[str, list[float]] = {name: [] for name in probes}
+            for _ in range(rounds):
+                for name, probe in probes.items():
+                    start = time.perf_counter()
+                    probe()
+                    times[name].append((time.perf_counter() - start) * 1000)
+                    if name in after:
+                        after[name]()
+                time.sleep(0.002)
+            return times
+
+        measure()  # warm-up: imports, the leak detector, the restart store
+        idle = measure()
+        started = []
+        for i in range(sessions):
+            answer = daemon.call("/exec", {
+                "command": f"yes '{line}'", "agentId": "load", "agentWorkspace": str(workspace),
+                "background": True, "yieldMs": 10, "timeoutSeconds": 600})
+            started.append(answer.get("details", {}).get("sessionId") or answer.get("sessionId"))
+        time.sleep(1.0)  # every session built its redactor (cached after the first) and streams
+        cpu0, wall0 = _daemon_cpu_seconds(daemon.proc.pid), time.perf_counter()
+        loaded = measure()
+        cpu = (_daemon_cpu_seconds(daemon.proc.pid) - cpu0) / (time.perf_counter() - wall0)
+        listing = daemon.call("/process", {"action": "list", "agentId": "load"})
+        for sid in started:
+            if sid:
+                try:
+                    daemon.call("/process", {"action": "kill", "agentId": "load", "sessionId": sid})
+                except Exception:
+                    pass
+        for name in probes:
+            ms_idle, ms_load = idle[name], loaded[name]
+            p99, worst = percentile(ms_load, 0.99), max(ms_load)
+            rows.append({
+                "benchmark": f"{name} under load: p50 / p99 / max", "ours": statistics.median(ms_load),
+                "baseline": statistics.median(ms_idle), "unit": "ms", "ratio": None,
+                "p99_ours": p99, "max_ours": worst, "p99_idle": percentile(ms_idle, 0.99),
+                "max_idle": max(ms_idle), "goal": "p99 <= 50 ms, max <= 250 ms",
+                "met": p99 <= 50 and worst <= 250,
+                "note": f"{sessions} sessions x yes(JWT prefix), {secret_count} JWT secrets, "
+                        f"daemon CPU {cpu:.0%} while measured, {rounds} rounds"})
+        rows[-1]["sessions_listed"] = str(listing)[:200]
+    finally:
+        daemon.stop()
+    return rows
+
+
 # --- report -----------------------------------------------------------------------
 
 
@@ -252,6 +454,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer rounds")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--only-latency", action="store_true",
+                        help="run only the daemon-latency-under-load benchmark (7)")
     args = parser.parse_args()
     pty_mib, pipe_mib, rounds, exec_rounds, flood_s = (
         (16, 128, 1, 30, 2.0) if args.quick else (64, 512, 5, 100, 4.0))
@@ -267,6 +471,10 @@ def main() -> None:
         os.environ["PADDEDCELL_HOME"] = str(home)
         settings = config.load(environ=env)
 
+        if args.only_latency:
+            rows += latency_under_load(env, tmp_path, 100 if args.quick else 300)
+            _report(rows, args)
+            return
         small = make_file(tmp_path, pty_mib * MIB)
         # pcexec as installed: with our modules' bytecode cached (pip compiles
         # it at install time), not recompiled at every start because the
@@ -327,7 +535,13 @@ def main() -> None:
                          "met": grown <= budget})
         finally:
             daemon.stop()
+        rows += sandbox_and_channel(env, tmp_path, exec_rounds)
+        rows += latency_under_load(env, tmp_path, 100 if args.quick else 300)
 
+    _report(rows, args)
+
+
+def _report(rows: list[dict], args) -> None:
     if args.json:
         print(json.dumps({"rows": rows, "quick": args.quick, "cpus": os.cpu_count()}, indent=2))
         return
@@ -338,6 +552,9 @@ def main() -> None:
         mark = "met" if row["met"] else "NOT met"
         print(f"{row['benchmark']:<50} {row['ours']:>10.2f} {base:>10} {row['unit']:>5}  "
               f"{ratio:>14}  {row['goal']} ({mark})")
+        if "p99_ours" in row and "max_ours" in row:
+            print(f"{'':<50} p99 {row['p99_ours']:.1f} / max {row['max_ours']:.1f} ms loaded; "
+                  f"p99 {row['p99_idle']:.1f} / max {row['max_idle']:.1f} ms idle")
     print("ratio/overhead column: our throughput / the baseline's for throughput rows; "
           "ours - baseline (ms) for the latency row; peak - idle (MiB) for the flood row")
 

@@ -92,9 +92,10 @@ async def watch(ctx: Any, activity: Activity, scope: trio.CancelScope) -> None:
     idle_minutes = float(settings["daemon.idle_exit_minutes"])
     on_demand = os.environ.get(ON_DEMAND_VARIABLE) == "on-demand"
     sock_identity = None
-    while sock_identity is None:  # the socket is bound just after we are installed
-        await trio.sleep(0.05)
-        sock_identity = _identity(sock)
+    with trio.move_on_after(5):  # the socket is bound just after we are installed
+        while sock_identity is None and os.path.isdir(home):
+            await trio.sleep(0.05)
+            sock_identity = _identity(sock)
     while True:
         await trio.sleep(interval)
         reason = gone_reason(home, sock, sock_identity)
