@@ -6,7 +6,9 @@ agent, as in real use), then measures in one run, rounds interleaved:
 - ``POST /exec {"command": "true"}`` on one kept-alive connection (the plugin's path,
   the baseline), and the same with ``stream: true`` on a fresh connection per call
   (what the MCP server does, so that a cancelled call can close it);
-- ``tools/call pcexec {"command": "true"}`` over stdio to one ``paddedcell mcp``;
+- ``tools/call pcexec {"command": "true"}`` over stdio to one ``paddedcell mcp``, which
+  also scans the call's arguments and its result for the admin password (two
+  ``POST /vault/check-leak``, timed alone beside it);
 - start-up: spawn ``paddedcell mcp`` → ``initialize`` answered, → first ``tools/list``
   answered, → first ``tools/call`` answered (the SDK imported by then); beside it,
   ``python -c 'import mcp.server.lowlevel'`` (the import the front keeps off the first
@@ -143,11 +145,15 @@ def main() -> int:
             assert server.request("tools/call", call)["result"]["isError"] is False
         results: dict[str, list[float]] = {"POST /exec (kept-alive, baseline)": [],
                                            "POST /exec stream (fresh connection)": [],
-                                           "MCP tools/call pcexec": []}
+                                           "MCP tools/call pcexec": [],
+                                           "POST /vault/check-leak (the MCP layer does 2)": []}
+        leak = {"text": json.dumps({"command": "true"}), "source": "bench"}
         for _ in range(args.samples):
             results["POST /exec (kept-alive, baseline)"].append(timed(lambda: client.call("POST", "/exec", body)))
             results["POST /exec stream (fresh connection)"].append(timed(lambda: stream_exec(client.path, body)))
             results["MCP tools/call pcexec"].append(timed(lambda: server.request("tools/call", call)))
+            results["POST /vault/check-leak (the MCP layer does 2)"].append(
+                timed(lambda: client.call("POST", "/vault/check-leak", leak)))
         server.close()
 
         starts: dict[str, list[float]] = {"spawn -> initialize answered": [],
@@ -178,15 +184,17 @@ def main() -> int:
     overhead = round(rows[2]["p50_ms"] - baseline, 3)
     start_rows = [startup_row(name, values) for name, values in starts.items()]
     report = {"samples": args.samples, "starts": args.starts, "python": sys.version.split()[0],
+              "loadavg_1m": round(os.getloadavg()[0], 2),
               "goals": {"mcp_p50_overhead_ms": 10, "initialize_ms": 300},
               "mcp_p50_overhead_ms": overhead, "calls": rows, "startup": start_rows}
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"pcexec {{\"command\": \"true\"}}, {args.samples} samples each, rounds interleaved")
-    print(f"{'operation':<44} {'n':>5} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
+    print(f"pcexec {{\"command\": \"true\"}}, {args.samples} samples each, rounds interleaved "
+          f"(load average {report['loadavg_1m']} on {os.cpu_count()} CPUs)")
+    print(f"{'operation':<46} {'n':>5} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
     for row in rows:
-        print(f"{row['operation']:<44} {row['n']:>5} {row['p50_ms']:>8.3f} {row['p90_ms']:>8.3f} {row['p99_ms']:>8.3f}")
+        print(f"{row['operation']:<46} {row['n']:>5} {row['p50_ms']:>8.3f} {row['p90_ms']:>8.3f} {row['p99_ms']:>8.3f}")
     print(f"MCP p50 overhead over POST /exec: {overhead:.3f} ms (goal <= 10 ms)")
     print()
     print(f"start-up, {args.starts} spawns")

@@ -145,24 +145,33 @@ def _mask_joined(strings: list[str], spans: Any) -> list[str]:
 
 class ExecStream:
     """One ``POST /exec`` with ``stream: true`` on its own connection, closable from
-    another thread (closing it is how a cancelled call tells the daemon to stop)."""
+    another thread at any time: closing it is how a cancelled call tells the daemon to
+    stop (before the request, nothing is sent; after, the daemon sees its caller leave)."""
 
-    def __init__(self, path: str, timeout: float):
-        self._conn = _UnixConnection(path, timeout)
-        self._closed = threading.Event()
+    def __init__(self, path: str):
+        self.path = path
+        self._lock = threading.Lock()
+        self._closed = False
+        self._conn: _UnixConnection | None = None
 
     def close(self) -> None:
-        self._closed.set()
-        sock = self._conn.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        with self._lock:
+            self._closed = True
+            sock = self._conn.sock if self._conn is not None else None
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
-    def run(self, body: dict[str, Any], on_update: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        path = self._conn._path
+    def run(self, body: dict[str, Any], on_update: Callable[[dict[str, Any]], None],
+            timeout: float) -> dict[str, Any]:
         try:
+            with self._lock:
+                if self._closed:
+                    raise DaemonError("cancelled")
+                self._conn = _UnixConnection(self.path, timeout)
+                self._conn.connect()
             self._conn.request("POST", "/exec", body=json.dumps(body).encode("utf-8"),
                                headers={"content-type": "application/json"})
             response = self._conn.getresponse()
@@ -187,98 +196,70 @@ class ExecStream:
                                   "see PADDEDCELL_HOME/daemon.log")
             return last
         except (ConnectionRefusedError, FileNotFoundError):
-            raise DaemonError(f"paddedcell daemon is not running (nothing listens on {path}); "
+            raise DaemonError(f"paddedcell daemon is not running (nothing listens on {self.path}); "
                               f"start it with: paddedcell serve") from None
         except TimeoutError:
             raise DaemonError("the paddedcell daemon did not answer POST /exec in time") from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            if self._closed.is_set():
+            if self._closed:
                 raise DaemonError("cancelled") from None
             raise DaemonError(f"lost the paddedcell daemon during POST /exec ({exc})") from None
         finally:
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
 
 
 class Tools:
-    """The tool calls of one MCP connection, bound to one agent identity."""
+    """The tool calls of one MCP connection, bound to one agent identity.
+
+    Each call runs in one worker thread, start to end (admin-password scan of the
+    arguments, the daemon call, the scan of the result), on a kept-alive daemon
+    connection from a small pool; only ``pcexec``'s stream has a connection of its own,
+    so that cancelling can close it. Fewer thread hops and connects keep the MCP layer's
+    cost per call at a few milliseconds (``benchmarks/mcp.py``).
+    """
 
     def __init__(self, agent_id: str, agent_workspace: str, session_key: str):
         self.identity = {"agentId": agent_id, "agentWorkspace": agent_workspace,
                          "sessionKey": session_key}
         self.settings = config.load()
         self.socket_path = DaemonClient(self.settings).path
-        self._daemon_lock = threading.Lock()
+        self._lock = threading.Lock()
         self._daemon_ready = False
+        self._idle: list[DaemonClient] = []
 
-    def daemon(self) -> DaemonClient:
-        """A fresh client (one per call: calls run concurrently), the daemon started once."""
-        with self._daemon_lock:
+    def ensure_daemon(self) -> None:
+        """Start the daemon if it is not running (once, and again after it was lost)."""
+        with self._lock:
             if not self._daemon_ready:
                 ensure_daemon(self.settings).close()
                 self._daemon_ready = True
+
+    def _client(self) -> DaemonClient:
+        self.ensure_daemon()
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
         return DaemonClient(self.settings)
+
+    def _release(self, client: DaemonClient) -> None:
+        with self._lock:
+            if len(self._idle) < 4:
+                self._idle.append(client)
+                return
+        client.close()
 
     async def call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
-        source = f"mcp:{params.name}:{self.identity['agentId']}"
-        try:
-            # The admin password in a call's arguments: the daemon locks the vault, nothing runs.
-            if await self.leaks(json.dumps(arguments, ensure_ascii=False), f"{source}:arguments"):
-                return _error("the admin password appeared in this tool call; PaddedCell locked the vault "
-                              "and ran nothing. A human must run: pass_mgr admin init", "refused")
-            if params.name == "pcexec":
-                result = await self.pcexec(ctx, arguments)
-            elif params.name == "pcprocess":
-                result = await self.pcprocess(arguments)
-            elif params.name == "list_keys":
-                result = await self.list_keys()
-            else:
-                return _error(f"unknown tool {params.name!r}; this server has pcexec, pcprocess "
-                              f"and list_keys", "refused")
-        except DaemonError as exc:
-            if exc.status is None:  # not reachable: start it again on the next call
-                self._daemon_ready = False
-            # A refusal names the request, whose arguments were scanned above; no output ran.
-            return _refusal(exc)
-        return await self.scrub(result, f"{source}:result")
-
-    async def leaks(self, text: str, source: str) -> dict[str, Any] | None:
-        """The daemon's ``/vault/check-leak`` answer when ``text`` holds the admin password."""
-        def call() -> dict[str, Any]:
-            with self.daemon() as client:
-                return client.call("POST", "/vault/check-leak", {"text": text, "source": source})
-
-        answer = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-        return answer if answer.get("leak") else None
-
-    async def scrub(self, result: types.CallToolResult, source: str) -> types.CallToolResult:
-        """``result`` with every run of the admin password masked, text and structured content
-        alike (the daemon masks the agent's secrets; the admin password is not among them).
-
-        All strings are sent as one text joined by newlines, as the OpenClaw plugin does, so a
-        result costs one round trip; a hit's ``spans`` say which part of which string to mask.
-        A scan that fails withholds the result (fail closed)."""
-        texts = [part.text for part in result.content if isinstance(part, types.TextContent)]
-        strings = texts + _strings(result.structured_content)
-        try:
-            hit = await self.leaks("\n".join(strings), source)
-        except DaemonError as exc:
-            return _error(f"the result was withheld: PaddedCell could not check it for the admin "
-                          f"password ({exc.message})", "error")
-        if hit is None:
-            return result
-        masked = _mask_joined(strings, hit.get("spans"))
-        content = [types.TextContent(type="text", text=text) for text in masked[:len(texts)]]
-        structured = _replace_strings(result.structured_content, iter(masked[len(texts):]))
-        return types.CallToolResult(content=content, structured_content=structured, is_error=result.is_error)
-
-    async def pcexec(self, ctx: Any, arguments: dict[str, Any]) -> types.CallToolResult:
-        command = arguments.get("command")
-        if not isinstance(command, str) or not command.strip():
+        name = params.name
+        if name not in ("pcexec", "pcprocess", "list_keys"):
+            return _error(f"unknown tool {name!r}; this server has pcexec, pcprocess and list_keys",
+                          "refused")
+        if name == "pcexec" and not (isinstance(arguments.get("command"), str)
+                                     and arguments["command"].strip()):
             return _error("Provide a command to start.", "refused")
-        body = {**arguments, **self.identity, "stream": True}
-        await anyio.to_thread.run_sync(self.daemon)
-        stream = ExecStream(self.socket_path, answer_within(body, self.settings))
+        # Made before the worker starts, so a cancellation at any point can close it.
+        stream = ExecStream(self.socket_path) if name == "pcexec" else None
         updates = 0
 
         def on_update(update: dict[str, Any]) -> None:
@@ -295,31 +276,57 @@ class Tools:
                 pass
 
         try:
-            result = await anyio.to_thread.run_sync(stream.run, body, on_update, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(self._run, name, arguments, on_update, stream,
+                                                  abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
-            stream.close()
+            if stream is not None:
+                stream.close()  # the daemon ends a foreground command whose caller left
             raise
-        return _result(result)
 
-    async def pcprocess(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        body = {**arguments, "agentId": self.identity["agentId"]}
+    def _run(self, name: str, arguments: dict[str, Any], on_update: Callable[[dict[str, Any]], None],
+             stream: "ExecStream | None") -> types.CallToolResult:
+        source = f"mcp:{name}:{self.identity['agentId']}"
+        client = None
+        reusable = False
+        try:
+            client = self._client()
+            # The admin password in a call's arguments: the daemon locks the vault, nothing runs.
+            if _leak(client, json.dumps(arguments, ensure_ascii=False), f"{source}:arguments"):
+                result = _error("the admin password appeared in this tool call; PaddedCell locked the "
+                                "vault and ran nothing. A human must run: pass_mgr admin init", "refused")
+            else:
+                if stream is not None:
+                    body = {**arguments, **self.identity, "stream": True}
+                    result = _result(stream.run(body, on_update, answer_within(body, self.settings)))
+                elif name == "pcprocess":
+                    body = {**arguments, "agentId": self.identity["agentId"],
+                            "sessionKey": self.identity["sessionKey"]}
+                    result = _result(client.call("POST", "/process", body,
+                                                 timeout=PROCESS_TIMEOUT_SECONDS))
+                else:
+                    result = self._list_keys(client)
+                result = _scrub(client, result, f"{source}:result")
+            reusable = True
+            return result
+        except DaemonError as exc:
+            if exc.status is None:  # not reachable: start it again on the next call
+                with self._lock:
+                    self._daemon_ready = False
+            else:
+                reusable = True  # an error answer, read in full: the connection is fine
+            # A refusal names the request, whose arguments were scanned above; no output ran.
+            return _refusal(exc)
+        finally:
+            if client is not None:
+                if reusable:
+                    self._release(client)
+                else:
+                    client.close()
 
-        def call() -> dict[str, Any]:
-            with self.daemon() as client:
-                return client.call("POST", "/process", body, timeout=PROCESS_TIMEOUT_SECONDS)
-
-        return _result(await anyio.to_thread.run_sync(call, abandon_on_cancel=True))
-
-    async def list_keys(self) -> types.CallToolResult:
+    def _list_keys(self, client: DaemonClient) -> types.CallToolResult:
         """``pass_mgr list`` run as this agent, through the daemon like any pcexec."""
-        body = {"command": "pass_mgr list", "awaitResults": True, "timeoutSeconds": 30,
-                **self.identity}
-
-        def call() -> dict[str, Any]:
-            with self.daemon() as client:
-                return client.call("POST", "/exec", body, timeout=answer_within(body, self.settings))
-
-        result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        body = {"command": "pass_mgr list", "awaitResults": True, "timeoutSeconds": 30, **self.identity}
+        result = client.call("POST", "/exec", body, timeout=answer_within(body, self.settings))
         details = result.get("details") or {}
         if details.get("status") != "completed" or details.get("exitCode") not in (0, None):
             return _result({**result, "details": {**details, "status": "failed"}})
@@ -327,6 +334,34 @@ class Tools:
         text = "\n".join(keys) if keys else "(no keys)"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content={"status": "completed", "keys": keys})
+
+
+def _leak(client: DaemonClient, text: str, source: str) -> dict[str, Any] | None:
+    """The daemon's ``/vault/check-leak`` answer when ``text`` holds the admin password."""
+    answer = client.call("POST", "/vault/check-leak", {"text": text, "source": source})
+    return answer if answer.get("leak") else None
+
+
+def _scrub(client: DaemonClient, result: types.CallToolResult, source: str) -> types.CallToolResult:
+    """``result`` with every run of the admin password masked, text and structured content
+    alike (the daemon masks the agent's secrets; the admin password is not among them).
+
+    All strings are sent as one text joined by newlines, as the OpenClaw plugin does, so a
+    result costs one round trip; a hit's ``spans`` say which part of which string to mask.
+    A scan that fails withholds the result (fail closed)."""
+    texts = [part.text for part in result.content if isinstance(part, types.TextContent)]
+    strings = texts + _strings(result.structured_content)
+    try:
+        hit = _leak(client, "\n".join(strings), source)
+    except DaemonError as exc:
+        return _error(f"the result was withheld: PaddedCell could not check it for the admin "
+                      f"password ({exc.message})", "error")
+    if hit is None:
+        return result
+    masked = _mask_joined(strings, hit.get("spans"))
+    content = [types.TextContent(type="text", text=text) for text in masked[:len(texts)]]
+    structured = _replace_strings(result.structured_content, iter(masked[len(texts):]))
+    return types.CallToolResult(content=content, structured_content=structured, is_error=result.is_error)
 
 
 def build_server(tool_calls: Tools) -> Server:
@@ -387,9 +422,9 @@ class _FrontWriter:
 
 
 def run(front: Front, *, agent_id: str, agent_workspace: str) -> int:
-    import os
-
-    tool_calls = Tools(agent_id, agent_workspace, session_key=f"mcp:{agent_id}:{os.getpid()}")
+    # One session key per agent, not per server process: clients (Codex) start a server per
+    # run, and a later run must still reach the background sessions of an earlier one.
+    tool_calls = Tools(agent_id, agent_workspace, session_key=f"mcp:{agent_id}")
     server = build_server(tool_calls)
 
     async def main() -> None:
@@ -409,6 +444,6 @@ def run(front: Front, *, agent_id: str, agent_workspace: str) -> int:
 
 async def _warm_up(tool_calls: Tools) -> None:
     try:
-        await anyio.to_thread.run_sync(tool_calls.daemon, abandon_on_cancel=True)
+        await anyio.to_thread.run_sync(tool_calls.ensure_daemon, abandon_on_cancel=True)
     except DaemonError as exc:
         print(f"paddedcell mcp: {exc.message}", file=sys.stderr)
