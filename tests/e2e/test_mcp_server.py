@@ -283,3 +283,24 @@ def test_the_model_cannot_choose_another_identity(server, stack):
     assert result["isError"] is True
     assert f"for agent {AGENT}" in result["content"][0]["text"]
     assert "victim-secret-Zz91" not in visible(result)
+
+
+def test_a_later_server_process_reaches_an_earlier_background_run(stack):
+    # Codex starts a server per run; the background session belongs to the agent, not the process.
+    first = McpProcess(stack.server_command(), stack.server_env())
+    first.initialize()
+    started = first.call("pcexec", {"command": "sleep 1; echo late $(pass_mgr get db)", "background": True})
+    assert first.close() == 0
+    session = started["structuredContent"]["sessionId"]
+    second = McpProcess(stack.server_command(), stack.server_env())
+    try:
+        second.initialize()
+        deadline = time.monotonic() + 20
+        polled = {"structuredContent": {"status": "running"}}
+        while polled["structuredContent"]["status"] == "running" and time.monotonic() < deadline:
+            polled = second.call("pcprocess", {"action": "poll", "sessionId": session, "timeout": 2000})
+        assert polled["structuredContent"]["status"] == "completed", polled
+        logged = second.call("pcprocess", {"action": "log", "sessionId": session})
+        assert "late ######" in logged["content"][0]["text"]
+    finally:
+        second.close()
