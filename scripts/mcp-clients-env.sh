@@ -21,6 +21,9 @@ BIN="$CACHE/node_modules/.bin"
 die() { echo "mcp-clients-env: $*" >&2; exit 1; }
 
 # Node 24 (and npm) from the OpenClaw cache; openclaw-env.sh installs it when absent.
+if [ "${1:-}" = "--check" ]; then
+  "$HERE/openclaw-env.sh" --check || exit 1
+fi
 node_path_line="$("$HERE/openclaw-env.sh" | tail -n 1)" || die "scripts/openclaw-env.sh failed (see above)"
 eval "$node_path_line"
 
