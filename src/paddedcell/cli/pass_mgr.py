@@ -60,6 +60,12 @@ def refuse_in_agent_context(what: str) -> None:
     if marker:
         fail(f"{what} is for humans only and refuses to run in an agent context ({marker} is "
               "set); run it in your own terminal", 5)
+    # Not the environment: the process tree and the sandbox (DESIGN §4.3, agent_session).
+    from ..agent_session import inside_agent_session
+
+    if inside_agent_session():
+        fail(f"{what} is for humans only and refuses to run inside an agent session (whatever "
+             "its environment says); run it in your own terminal", 5)
 
 
 def load_settings():

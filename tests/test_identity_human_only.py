@@ -1,0 +1,122 @@
+"""Human-only means not inside any agent session, whatever the environment (DESIGN §4.3).
+
+``pass_mgr admin init`` (first time and after a lock), ``admin recover`` and
+``set`` refuse inside a session's process tree even when the command removed
+every agent variable first. With the sandbox (the default where the host has
+namespaces) the vault is not even there; without it, ``inside_agent_session``
+(ancestry, not the environment) is what refuses.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+
+import pytest
+
+from supervisor_helpers import BIN, Daemon, base_env, init_vault
+
+ADMIN = "admin-pw-for-tests-1"
+AGENT_PW = "agent-chosen-admin-pw-1"
+
+
+def clean(command: str, home) -> str:
+    """``command`` run with no environment but PATH and the real PADDEDCELL_HOME, from a
+    script file (the command scanner refuses identity variables in the command text)."""
+    import tempfile
+
+    path = shlex.quote(f"{BIN}:/usr/bin:/bin")
+    fd, script = tempfile.mkstemp(prefix="human-only-", suffix=".sh", dir=str(home.parent))
+    with open(fd, "w") as f:
+        f.write(f"exec env -i PATH={path} PADDEDCELL_HOME={shlex.quote(str(home))} "
+                f"sh -c {shlex.quote(command)}\n")
+    return f"sh {shlex.quote(script)}"
+
+
+def status(home) -> str:
+    out = subprocess.run([str(BIN / "pass_mgr"), "admin", "status"], env=base_env(home),
+                         capture_output=True, text=True, timeout=30)
+    return out.stdout.strip()
+
+
+def wait_text(daemon, sid, needle, agent="a1", seconds=20.0) -> str:
+    text = ""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = daemon.call("/process", {"action": "log", "sessionId": sid,
+                                        "agentId": agent})["content"][0]["text"]
+        if needle in text:
+            break
+        time.sleep(0.1)
+    return text
+
+
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_admin_init_of_an_uninitialised_vault_from_a_session(tmp_path, sandbox):
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox)
+    try:
+        command = clean(f"printf '{AGENT_PW}\\n{AGENT_PW}\\n' | pass_mgr admin init "
+                        "--password-stdin; echo rc=$?", home)
+        result = daemon.call("/exec", {"command": command, "agentId": "a1",
+                                       "agentWorkspace": str(ws), "awaitResults": True})
+        text = result["content"][0]["text"]
+        assert "rc=0" not in text, text
+        assert status(home) == "uninitialized"
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_admin_init_after_a_lock_from_a_session_started_before_it(tmp_path, sandbox):
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    init_vault(home, ADMIN)
+    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox)
+    try:
+        flag = tmp_path / "locked"
+        command = (f"while [ ! -e {shlex.quote(str(flag))} ]; do sleep 0.1; done; "
+                   + clean(f"printf '{AGENT_PW}\\n' | pass_mgr admin init --password-stdin; "
+                           "echo rc=$?; printf '%s\\n' " + AGENT_PW
+                           + " | pass_mgr admin recover --password-stdin; echo rc2=$?", home))
+        sid = daemon.call("/exec", {"command": command, "agentId": "a1",
+                                    "agentWorkspace": str(ws), "background": True}
+                          )["details"]["sessionId"]
+        subprocess.run([str(BIN / "pass_mgr"), "admin", "check-leak"], input=f"x {ADMIN} y",
+                       env=base_env(home), capture_output=True, text=True, timeout=30)
+        assert status(home) == "locked"
+        flag.touch()
+        text = wait_text(daemon, sid, "rc2=")
+        assert "rc2=" in text, text
+        assert "rc=0" not in text and "rc2=0" not in text, text
+        assert status(home) == "locked"
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_set_from_a_session_with_the_admin_password(tmp_path, sandbox):
+    # Even an agent that learnt the admin password cannot set from inside a session.
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    init_vault(home, ADMIN)
+    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox)
+    try:
+        command = clean(f"pass_mgr set victim {shlex.quote(str(ws))} db planted-value-123 "
+                        f"{ADMIN}; echo rc=$?", home)
+        text = daemon.call("/exec", {"command": "X=1; " + command, "agentId": "a1",
+                                     "agentWorkspace": str(ws), "awaitResults": True}
+                           )["content"][0]["text"]
+        assert "rc=0" not in text, text
+        got = subprocess.run([str(BIN / "pass_mgr"), "get", "db"],
+                             env=base_env(home, AGENT_ID="victim", AGENT_WORKSPACE=str(ws)),
+                             capture_output=True, text=True, timeout=30)
+        assert "planted-value-123" not in got.stdout
+    finally:
+        daemon.stop()
