@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
+import shutil
 import subprocess
 import warnings
 from urllib.parse import quote
@@ -270,3 +271,37 @@ def test_fragment_window_without_a_unique_gram_is_a_literal():
     assert w in r._engine.fragments.literals
     text = b"[" + w + b"]"
     assert redact(text, [one, two, three]) == naive_redact(text, patterns_for([one, two, three])) == b"[" + M + b"]"
+
+
+@pytest.mark.parametrize("tool", ["base64", "openssl base64", "xxd -p", "xxd -p -u"])
+def test_encoders_that_wrap_lines(tool):
+    """A secret encoded alone: the wrapped encoding is masked, through every split;
+    at most the characters that also encode what follows it (padding, the
+    newline) stay, and the variant is what masks it."""
+    if shutil.which(tool.split()[0]) is None:
+        pytest.skip(f"{tool.split()[0]} not installed")
+    secret = b"Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua-" * 2  # 66 bytes: hex and base64 both wrap
+    shown = bash(f'printf %s "$1" | {tool}', secret.decode()).stdout
+    assert b"\n" in shown.rstrip(b"\n")
+    text = b"<< " + shown + b">>"
+    patterns = patterns_for([secret])
+    expected = naive_redact(text, patterns)
+    assert redact(text, [secret]) == expected
+    assert expected.startswith(b"<< " + M) and len(expected) <= len(b"<< " + M + b">>") + 4, expected
+    for cut in range(1, len(text), 7):
+        r = StreamRedactor([secret])
+        assert r.feed(text[:cut]) + r.feed(text[cut:]) + r.flush() == expected
+    off = dataclasses.replace(Variants(), wrapped=False, fragments=False)
+    assert M not in redact(text, [secret], variants=off)[: len(b"<< ") + 40]
+
+
+def test_multi_line_secret_printed_with_any_whitespace_shows_no_line():
+    """Mixed whitespace between the lines of a key (not one of the literal forms):
+    each line of 8+ bytes is masked alone, so only whitespace and masks remain."""
+    lines = [b"-----BEGIN KEY-----", b"QUJDREVGR0hJSktMTU5PUFFSU1RVVldY", b"WVphYmNkZWZnaGlq", b"-----END KEY-----"]
+    secret = b"\n".join(lines)
+    shown = lines[0] + b"\r\n \t" + lines[1] + b"  \r\r\n" + lines[2] + b"\t" + lines[3]
+    out = redact(b"> " + shown + b" <", [secret])
+    for line in lines[1:3]:
+        assert line not in out
+    assert out.count(M) >= 2 and out == naive_redact(b"> " + shown + b" <", patterns_for([secret]))

@@ -95,6 +95,7 @@ class Variants:
     entities: bool = True  # XML/HTML entities (&amp; &lt; &gt; &quot; &#39; &#x27; &apos;)
     doubling: bool = True  # '' doubling (SQL, YAML), "" (CSV), $$ (Make, Jenkins); quote-trimmed
     fragments: bool = True  # distinctive runs of >= fragment_min bytes (see module docstring)
+    wrapped: bool = True  # base64 at 76 and 64 columns, xxd -p hex at 60, from the line start; \n or \r\n
 
     @classmethod
     def none(cls) -> "Variants":
@@ -201,6 +202,19 @@ def expand(secret: bytes, variants: Variants) -> set[bytes]:
     if variants.hex:
         forms.add(secret.hex().encode("ascii"))
         forms.add(secret.hex().upper().encode("ascii"))
+    if variants.wrapped:
+        # A tool that encodes the secret alone wraps it at fixed columns from
+        # its first character (`printf %s "$S" | base64`, `| xxd -p`). Where
+        # the secret starts mid-line (`base64 app.env`) the break falls
+        # anywhere: not covered (see the issue 9 note).
+        b64 = base64_inner_forms(secret)[0]
+        hexed = secret.hex().encode("ascii")
+        for encoded, widths in ((b64, (76, 64)), (hexed, (60,)), (hexed.upper(), (60,))):
+            for width in widths:
+                if len(encoded) > width:
+                    lines = [encoded[i : i + width] for i in range(0, len(encoded), width)]
+                    forms.add(b"\n".join(lines))
+                    forms.add(b"\r\n".join(lines))
     if variants.shell:
         forms.add(secret.replace(b"'", b"'\\''"))  # set -x, bash ${v@Q}
         forms.add(secret.replace(b"'", b"'\"'\"'"))  # the other POSIX idiom
