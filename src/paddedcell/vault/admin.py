@@ -10,6 +10,9 @@ Layout (directories 0700, files 0600)::
     vault/locked.json    present while the vault is locked after a leak
     vault/stores/<id>    one file per store ever created, holding its path, so
                          ``admin init`` can re-wrap every store it knows
+    vault/generations/<store id>
+                         the highest generation seen of each store: an older copy
+                         put back (a rollback) is refused
     vault/.lock          serialises admin changes
     security.log         JSON lines; CRITICAL on a leak (time and source only)
 
@@ -59,6 +62,7 @@ class AdminPaths:
     admin_file = property(lambda self: self._under("vault", "admin.json"))
     locked_file = property(lambda self: self._under("vault", "locked.json"))
     registry_dir = property(lambda self: self._under("vault", "stores"))
+    generations_dir = property(lambda self: self._under("vault", "generations"))
     lock_file = property(lambda self: self._under("vault", ".lock"))
     security_log = property(lambda self: self._under("security.log"))
 
@@ -141,8 +145,13 @@ def admin_public_key(doc: dict[str, Any]) -> bytes:
     return public
 
 
-def unlock_admin_private(doc: dict[str, Any], password: str) -> bytes:
-    """The admin X25519 private key, or :class:`Forbidden` for a wrong password."""
+def unlock_admin_private(doc: dict[str, Any], password: str, *,
+                         kdf_ceiling: dict[str, int] | None = None) -> bytes:
+    """The admin X25519 private key, or :class:`Forbidden` for a wrong password.
+
+    ``doc`` must have passed its MAC; when it could not be (recovery without the host
+    key), ``kdf_ceiling`` bounds the KDF work to what this host's settings demand.
+    """
     from .admin_crypto import derive
     from .errors import Forbidden
 
@@ -150,7 +159,7 @@ def unlock_admin_private(doc: dict[str, Any], password: str) -> bytes:
         password.encode("utf-8")
     except UnicodeEncodeError:  # no admin password is (init refuses them): a wrong one
         raise Forbidden("wrong admin password") from None
-    verifier, kek = derive(password, doc.get("kdf"))
+    verifier, kek = derive(password, doc.get("kdf"), kdf_ceiling)
     expected = crypto.b64d(doc.get("verifier"))
     if not _equal(verifier, expected):
         raise Forbidden("wrong admin password")
@@ -241,6 +250,43 @@ def known_stores(paths: AdminPaths) -> list[Path]:
         except (OSError, UnicodeDecodeError, VaultError):
             continue
     return stores
+
+
+def generation_file(paths: AdminPaths, store_id: str) -> str:
+    return os.path.join(paths.generations_dir, store_id)
+
+
+def seen_generation(paths: AdminPaths, store_id: str) -> int:
+    """The highest generation of this store seen on this host (0: never seen)."""
+    try:
+        raw = read_private(generation_file(paths, store_id))
+    except FileNotFoundError:
+        return 0
+    text = raw.decode("ascii", "replace").strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        raise IntegrityError(f"{generation_file(paths, store_id)} is corrupt; a human can remove "
+                             "it to accept the store as it is")
+    return int(text)
+
+
+def record_generation(paths: AdminPaths, store_id: str, generation: int) -> None:
+    """Remember ``generation`` for the store unless a higher one is recorded."""
+    if generation <= seen_generation(paths, store_id):
+        return
+    ensure_private_dir(paths.generations_dir)
+    atomic_write(generation_file(paths, store_id), str(generation).encode("ascii"))
+
+
+def check_generation(paths: AdminPaths, store_id: str, generation: int, what: str) -> int:
+    """Refuse a store older than the newest this host has seen (it was rolled back);
+    returns the generation recorded."""
+    seen = seen_generation(paths, store_id)
+    if generation < seen:
+        raise IntegrityError(
+            f"{what} is older (generation {generation}) than the newest copy this host saw "
+            f"(generation {seen}): it was rolled back; put the newest copy back, or accept "
+            f"this one with: rm {generation_file(paths, store_id)}")
+    return seen
 
 
 def log_security(paths: AdminPaths, level: str, event: str, **fields: Any) -> None:

@@ -24,9 +24,13 @@ from .crypto import b64d, b64e, seal, unseal
 from .errors import IntegrityError
 
 SALT_BYTES = 16
-#: Refuse stored KDF parameters beyond these (a tampered file must not eat the machine).
-MAX_MEMORY_KIB = 4 * 1024 * 1024
-MAX_ITERATIONS = 64
+#: Refuse stored KDF parameters beyond these before any work (a tampered file must not
+#: eat the machine): 1 GiB and 16 passes is 16x RFC 9106's second recommendation.
+MAX_MEMORY_KIB = 1024 * 1024
+MAX_ITERATIONS = 16
+MAX_LANES = 16
+#: scrypt's memory is 128 * n * r bytes: at most 1 GiB as well.
+MAX_SCRYPT_BYTES = 1 << 30
 
 
 def argon2_available() -> bool:
@@ -48,32 +52,63 @@ def new_kdf_params(settings: Any) -> dict[str, Any]:
     return {"alg": "scrypt", "salt": salt, "n": int(settings["vault.scrypt_n"]), "r": 8, "p": 1}
 
 
-def derive(password: str, params: Any) -> tuple[bytes, bytes]:
-    """(verifier, key-encryption key) from the admin password; 64 bytes of KDF output split."""
-    if not isinstance(params, dict):
-        raise IntegrityError("the admin KDF parameters are missing; admin.json is corrupt")
-    salt = b64d(params.get("salt"))
-    secret = password.encode("utf-8")
-    try:
-        if params.get("alg") == "argon2id":
-            from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
+def _int(value: Any) -> int:
+    if type(value) is not int:  # not bool, float or str: the file is ours, ints only
+        raise ValueError("not an integer")
+    return value
 
-            iterations, lanes, memory = (int(params["iterations"]), int(params["lanes"]),
-                                         int(params["memory_kib"]))
-            if not (1 <= iterations <= MAX_ITERATIONS and 1 <= lanes <= 64
+
+def check_kdf_params(params: Any, ceiling: Any = None) -> dict[str, Any]:
+    """``params`` when they are well formed and within bounds (and, given ``ceiling``,
+    demand no more than it); else IntegrityError. Costs nothing: call before deriving."""
+    try:
+        if not isinstance(params, dict):
+            raise ValueError("not an object")
+        b64d(params.get("salt"))
+        if params.get("alg") == "argon2id":
+            iterations, lanes, memory = (_int(params["iterations"]), _int(params["lanes"]),
+                                         _int(params["memory_kib"]))
+            if not (1 <= iterations <= MAX_ITERATIONS and 1 <= lanes <= MAX_LANES
                     and 8 * lanes <= memory <= MAX_MEMORY_KIB):
                 raise ValueError("out of range")
-            out = Argon2id(salt=salt, length=64, iterations=iterations, lanes=lanes,
-                           memory_cost=memory).derive(secret)
+            if ceiling is not None and (iterations > ceiling["iterations"]
+                                        or memory > ceiling["memory_kib"]):
+                raise ValueError("above this host's settings")
         elif params.get("alg") == "scrypt":
-            n, r, p = int(params["n"]), int(params["r"]), int(params["p"])
-            if not (2 <= n <= 2**22 and n & (n - 1) == 0 and 1 <= r <= 32 and 1 <= p <= 16):
+            n, r, p = _int(params["n"]), _int(params["r"]), _int(params["p"])
+            if not (2 <= n and n & (n - 1) == 0 and 1 <= r <= 32 and 1 <= p <= 16
+                    and 128 * n * r <= MAX_SCRYPT_BYTES):
                 raise ValueError("out of range")
-            out = Scrypt(salt=salt, length=64, n=n, r=r, p=p).derive(secret)
+            if ceiling is not None and n > ceiling["n"]:
+                raise ValueError("above this host's settings")
         else:
             raise ValueError("unknown algorithm")
     except (KeyError, TypeError, ValueError):
         raise IntegrityError("the admin KDF parameters are invalid; admin.json is corrupt") from None
+    return params
+
+
+def kdf_ceiling(settings: Any) -> dict[str, int]:
+    """What this host's settings would demand: the bound for parameters no MAC vouches for."""
+    return {"iterations": int(settings["vault.kdf_iterations"]),
+            "memory_kib": int(settings["vault.kdf_memory_kib"]),
+            "n": int(settings["vault.scrypt_n"])}
+
+
+def derive(password: str, params: Any, ceiling: Any = None) -> tuple[bytes, bytes]:
+    """(verifier, key-encryption key) from the admin password; 64 bytes of KDF output split.
+    The parameters are checked (``check_kdf_params``) before any work."""
+    params = check_kdf_params(params, ceiling)
+    salt = b64d(params["salt"])
+    secret = password.encode("utf-8")
+    if params["alg"] == "argon2id":
+        from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
+
+        out = Argon2id(salt=salt, length=64, iterations=params["iterations"],
+                       lanes=params["lanes"], memory_cost=params["memory_kib"]).derive(secret)
+    else:
+        out = Scrypt(salt=salt, length=64, n=params["n"], r=params["r"],
+                     p=params["p"]).derive(secret)
     return out[:32], out[32:]
 
 

@@ -97,7 +97,14 @@ def _read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | Non
             raw = read_private(ref.file)
         except FileNotFoundError:
             return None
-    return OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=admin.subkey(host, "wrap"))
+    store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=admin.subkey(host, "wrap"))
+    seen = admin.check_generation(paths, store.store_id, store.generation, str(ref.file))
+    if seen < store.generation:  # first sight (a store from before the records): remember it
+        try:
+            admin.record_generation(paths, store.store_id, store.generation)
+        except OSError:
+            pass  # a read-only home: the check still runs against what is recorded
+    return store
 
 
 def _no_store(agent_id: str, key: str) -> NoSuchKey:
@@ -166,6 +173,7 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
         else:
             store = OpenStore.load(raw, agent_id, str(ref.file),
                                    host_wrap_key=admin.subkey(host, "wrap"))
+            admin.check_generation(paths, store.store_id, store.generation, str(ref.file))
             is_new = False
         result = change(store)
         if store.wrap_admin is None:
@@ -173,6 +181,7 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
         if is_new:
             admin.register_store(paths, ref.directory)
         atomic_write(ref.file, store.serialize(admin.subkey(host, "wrap")))
+        admin.record_generation(paths, store.store_id, store.generation)
     return Change(result.key, result.version, store.generation, result.value)
 
 
@@ -352,8 +361,10 @@ def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: 
                         raise
                     store = OpenStore.load(raw, agent_id, str(ref.file),
                                            admin_private=admin_private)
+                admin.check_generation(paths, store.store_id, store.generation, str(ref.file))
                 store.rewrap_admin(public)
                 atomic_write(ref.file, store.serialize(wrap_key))
+                admin.record_generation(paths, store.store_id, store.generation)
             done += 1
         except FileNotFoundError:
             continue  # the workspace was removed; nothing to re-wrap
@@ -379,8 +390,16 @@ def recover(password: str, settings: Any = None) -> InitReport:
         previous = admin.status(paths)
         if previous == "uninitialized":
             raise admin.NotInitialized()
-        doc = admin.parse_admin_unverified(paths)
-        private = admin.unlock_admin_private(doc, password)
+        # The MAC first whenever the host key is there to check it; only a lost or
+        # damaged host key leaves admin.json unverified, and then the KDF may demand no
+        # more than this host's settings (the sealed key still authenticates itself).
+        try:
+            doc, ceiling = admin.load_admin(paths, admin.read_host_key(paths)), None
+        except IntegrityError:
+            from .admin_crypto import kdf_ceiling
+
+            doc, ceiling = admin.parse_admin_unverified(paths), kdf_ceiling(settings)
+        private = admin.unlock_admin_private(doc, password, kdf_ceiling=ceiling)
         from .admin_crypto import public_of
 
         public = public_of(private)

@@ -45,18 +45,33 @@ def check_private(path: Path, st: os.stat_result | None = None) -> None:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) 0700; refuse an existing loose one."""
+    """Create ``path`` (and missing parents) 0700; refuse an existing loose one.
+
+    Each directory made is fsynced into its parent, so a crash cannot lose a new
+    folder (and the file written into it next) after we reported success.
+    """
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        old = os.umask(0o077)
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-        finally:
-            os.umask(old)
+        _make_dirs(os.path.abspath(path))
         st = os.stat(path)
     check_private(path, st)
     return path
+
+
+def _make_dirs(path: str) -> None:
+    """``mkdir -p`` with mode 0700, fsyncing the parent of each directory it creates."""
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        _make_dirs(parent)
+    old = os.umask(0o077)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return
+    finally:
+        os.umask(old)
+    fsync_dir(parent)
 
 
 def read_private(path: Path) -> bytes:

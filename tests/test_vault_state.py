@@ -1,0 +1,127 @@
+"""Vault state on disk: rollbacks refused, KDF work bounded, new folders durable."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from paddedcell import config
+from paddedcell.vault import (IntegrityError, get_secret, init_admin, recover, set_secret,
+                              unset_secret)
+from paddedcell.vault import files
+
+PW = "state test admin pw"
+FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1}
+
+
+@pytest.fixture
+def s(tmp_path):
+    return config.load({"PADDEDCELL_HOME": str(tmp_path / "home")}, FAST_KDF)
+
+
+@pytest.fixture
+def ws(tmp_path) -> str:
+    path = tmp_path / "ws"
+    path.mkdir(mode=0o700)
+    return str(path)
+
+
+def store_file(ws: str, agent: str = "a1") -> Path:
+    return Path(ws) / ".paddedcell" / "secrets" / agent / "store.json"
+
+
+def test_an_older_store_put_back_is_refused_with_the_fix(s, ws, tmp_path):
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "old-value-1", PW, s)
+    old = tmp_path / "old-store.json"
+    shutil.copy2(store_file(ws), old)
+    set_secret("a1", ws, "db", "new-value-2", PW, s)
+    unset_secret("a1", ws, "db", settings=s)
+    shutil.copy2(old, store_file(ws))  # validly MACed, just older
+    with pytest.raises(IntegrityError) as caught:
+        get_secret("a1", ws, "db", settings=s)
+    message = str(caught.value)
+    assert "rolled back" in message and "\n" not in message
+    assert caught.value.exit_code == 6
+    with pytest.raises(IntegrityError):  # writes refuse it too
+        set_secret("a1", ws, "other", "x-value-123", PW, s)
+    fix = message.rsplit("rm ", 1)[1]
+    os.unlink(fix)
+    assert get_secret("a1", ws, "db", settings=s) == "old-value-1"
+
+
+def test_the_generation_is_recorded_under_the_home_not_the_workspace(s, ws):
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "value-1234", PW, s)
+    doc = json.loads(store_file(ws).read_text())
+    record = Path(s.home) / "vault" / "generations" / doc["store_id"]
+    assert record.read_text() == str(doc["generation"])
+
+
+def test_pass_mgr_get_refuses_a_rolled_back_store_with_exit_6(s, ws, tmp_path):
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "old-value-1", PW, s)
+    old = store_file(ws).read_bytes()
+    set_secret("a1", ws, "db", "new-value-2", PW, s)
+    store_file(ws).write_bytes(old)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
+    env.update(PADDEDCELL_HOME=str(s.home), AGENT_ID="a1", AGENT_WORKSPACE=ws)
+    done = subprocess.run([str(Path(sys.executable).parent / "pass_mgr"), "get", "db"], env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 6, done.stderr
+    assert done.stdout == "" and "rolled back" in done.stderr
+
+
+def tamper_kdf(s, **changes):
+    path = Path(s.home) / "vault" / "admin.json"
+    doc = json.loads(path.read_text())
+    doc["kdf"].update(changes)
+    path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")))
+
+
+@pytest.mark.parametrize("host_key", ["present", "lost"])
+def test_recover_does_no_kdf_work_for_tampered_parameters(s, ws, host_key):
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "value-1234", PW, s)
+    alg = json.loads((Path(s.home) / "vault" / "admin.json").read_text())["kdf"]["alg"]
+    if alg == "argon2id":
+        tamper_kdf(s, memory_kib=1024 * 1024, iterations=16)  # within the absolute bounds
+    else:
+        tamper_kdf(s, n=2**20)
+    if host_key == "lost":
+        os.unlink(Path(s.home) / "keys" / "host.key")
+    started = time.monotonic()
+    with pytest.raises(IntegrityError):
+        recover(PW, s)
+    assert time.monotonic() - started < 2, "the KDF ran on parameters nothing vouched for"
+
+
+def test_kdf_parameters_beyond_the_bounds_are_refused_before_any_work():
+    from paddedcell.vault.admin_crypto import check_kdf_params
+
+    salt = "AAAAAAAAAAAAAAAAAAAAAA=="
+    for bad in ({"alg": "argon2id", "salt": salt, "iterations": 64, "lanes": 4, "memory_kib": 65536},
+                {"alg": "argon2id", "salt": salt, "iterations": 3, "lanes": 4, "memory_kib": 4 << 20},
+                {"alg": "argon2id", "salt": salt, "iterations": True, "lanes": 4, "memory_kib": 65536},
+                {"alg": "scrypt", "salt": salt, "n": 2**22, "r": 32, "p": 1},
+                {"alg": "scrypt", "salt": salt, "n": 2**17, "r": 8, "p": 1.0}):
+        with pytest.raises(IntegrityError):
+            check_kdf_params(bad)
+    check_kdf_params({"alg": "scrypt", "salt": salt, "n": 2**17, "r": 8, "p": 1})
+
+
+def test_new_folders_are_fsynced_into_their_parents(tmp_path, monkeypatch):
+    synced = []
+    real = files.fsync_dir
+    monkeypatch.setattr(files, "fsync_dir", lambda d: (synced.append(str(d)), real(d)))
+    target = tmp_path / "a" / "b" / "c"
+    files.ensure_private_dir(str(target))
+    assert synced == [str(tmp_path), str(tmp_path / "a"), str(tmp_path / "a" / "b")]
+    assert all((target.parent if i else target).stat().st_mode & 0o777 == 0o700 for i in range(1))
