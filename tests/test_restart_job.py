@@ -257,3 +257,55 @@ def test_a_request_whose_write_fails_changes_nothing_in_memory(tmp_path, monkeyp
     reloaded.load()
     assert {a["agentId"]: a["state"] for a in reloaded.view()["agents"]} == \
         {a["agentId"]: a["state"] for a in c.view()["agents"]}
+
+
+async def test_a_failing_watchdog_is_logged_and_started_again(tmp_path, monkeypatch, caplog):
+    # A bad record must not end the daemon through a background task.
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path),
+                            "PADDEDCELL_RESTART_WATCHDOG_SECONDS": "0.01"})
+    c = Coordinator(settings)
+    c.load()
+    calls = []
+
+    def watchdog():
+        calls.append(trio.current_time())
+        if len(calls) <= 2:
+            raise KeyError("a record the watchdog cannot read")
+
+    monkeypatch.setattr(c, "watchdog", watchdog)
+    monkeypatch.setattr(trio, "sleep", _fast(trio.sleep))  # the 1 s back-off, shortened
+    async with trio.open_nursery() as nursery:
+        await nursery.start(c.run)
+        with trio.fail_after(10):
+            while len(calls) < 4:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    assert sum("watchdog task failed" in r.getMessage() for r in caplog.records) == 2
+
+
+def _fast(sleep):
+    async def shortened(seconds):
+        await sleep(min(seconds, 0.01))
+    return shortened
+
+
+async def test_the_journal_is_compacted_in_the_background(tmp_path):
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path)})
+    c = Coordinator(settings)
+    c.load()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(c.run)
+        for i in range(1100):
+            agent = f"a{i % 5}"
+            c.message_start(agent, f"{agent}:s")
+            c.message_end(agent, f"{agent}:s")
+            if i % 100 == 0:
+                await trio.sleep(0)  # the compactor gets its turn, as between requests
+        with trio.fail_after(10):
+            while c.store.journal_lines > 1000 or c.store.compacting:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    assert (tmp_path / "restart" / "agents.json").exists()
+    reloaded = Coordinator(settings)
+    reloaded.load()
+    assert reloaded.view()["agents"] == c.view()["agents"]
