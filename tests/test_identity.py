@@ -205,7 +205,12 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, s
             "    c.call('POST', '/process', {'action': 'list', 'agentId': 'victim'})\n"
             "    print('ANSWERED')\n"
             "except DaemonError as e:\n"
-            "    print('REFUSED', e.status)\n")
+            "    print('REFUSED', e.status)\n"
+            "try:\n"  # an admin password guess through the leak check
+            "    c.call('POST', '/vault/check-leak', {'text': 'guess-1', 'source': 'x'})\n"
+            "    print('GUESSED')\n"
+            "except DaemonError as e:\n"
+            "    print('LEAK-CHECK-REFUSED', e.status)\n")
     script = tmp_path / "forge.py"
     script.write_text(code)
     home = tmp_path / "home"
@@ -219,11 +224,12 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, s
         for _ in range(200):
             text = daemon.call("/process", {"action": "log", "sessionId": sid,
                                             "agentId": "a1"})["content"][0]["text"]
-            if "ANSWERED" in text or "REFUSED" in text:
+            if "GUESSED" in text or "LEAK-CHECK-REFUSED" in text:
                 break
             time.sleep(0.05)
-        assert "ANSWERED" not in text
-        assert ("REFUSED 403" if sandbox == "none" else "REFUSED None") in text, text
+        assert "ANSWERED" not in text and "GUESSED" not in text
+        status = "403" if sandbox == "none" else "None"
+        assert f"REFUSED {status}" in text and f"LEAK-CHECK-REFUSED {status}" in text, text
     finally:
         daemon.stop()
 

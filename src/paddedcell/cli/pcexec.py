@@ -21,6 +21,8 @@ import click
 from .. import config
 
 EXIT_REFUSED = 2
+#: Another agent's identity claimed from inside a session (DESIGN §1).
+EXIT_FORBIDDEN = 5
 
 
 def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -155,7 +157,8 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
         # The client's default 60 s is shorter than a two-minute yield.
         result = client.call("POST", "/exec", body, timeout=answer_within(body, settings))
     except DaemonError as exc:
-        code = EXIT_REFUSED if exc.status and 400 <= exc.status < 500 else 1
+        code = (EXIT_FORBIDDEN if exc.status == 403 else
+                EXIT_REFUSED if exc.status and 400 <= exc.status < 500 else 1)
         _fail(exc.message, as_json or raw_request, code)
     if as_json or raw_request:
         click.echo(json.dumps(result, ensure_ascii=False))

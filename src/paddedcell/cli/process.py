@@ -75,7 +75,7 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
         result = client.call("POST", "/process", body, timeout=60.0 + (timeout_ms or 0) / 1000)
     except DaemonError as exc:
         click.echo(f"paddedcell process: {exc.message}", err=True)
-        sys.exit(2 if exc.status and 400 <= exc.status < 500 else 1)
+        sys.exit(5 if exc.status == 403 else 2 if exc.status and 400 <= exc.status < 500 else 1)
     answer = ToolResult.from_json(result, "process")
     click.echo(json.dumps(result, ensure_ascii=False) if as_json else answer.text)
     sys.exit(answer.exit_code)

@@ -44,6 +44,13 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/vault/check-leak")
     async def vault_check_leak(request: Request) -> dict[str, Any]:
+        # Not from inside an agent session: it would test admin password guesses in bulk.
+        from .routes_session import identify
+
+        supervisor = ctx.services.get("supervisor")
+        if supervisor is not None and identify(supervisor, request.peer_pid).in_session:
+            raise HTTPError(403, "the leak check answers the plugin and people, not commands "
+                                 "inside an agent session")
         text = request.body.get("text")
         if not isinstance(text, str):
             raise HTTPError(400, "field 'text' is required and must be a str")
