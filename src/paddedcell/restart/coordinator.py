@@ -452,6 +452,8 @@ class Coordinator:
                 self.store.end_compaction(failed=True)
                 raise
             self.store.end_compaction()
+            if self.store.compaction_due(len(self.fleet.agents)):
+                self._compact.set()  # appends during this one made it due again
 
     @_transaction
     def watchdog(self) -> None:

@@ -160,6 +160,9 @@ class Store:
         self.journal_lines += len(lines)
         if self._since is not None:
             self._since.append(data)
+        return self.compaction_due(agent_count)
+
+    def compaction_due(self, agent_count: int) -> bool:
         return self.journal_lines > max(COMPACT_MIN_LINES, 2 * agent_count)
 
     def compact(self, all_agents: list[dict[str, Any]]) -> None:
