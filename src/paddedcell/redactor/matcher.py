@@ -73,7 +73,7 @@ class PrefixIndex:
     longest first, and the first that is a prefix is the answer.
     """
 
-    __slots__ = ("_sorted", "_first", "_heads", "_direct", "_prefixes", "maxlen")
+    __slots__ = ("_sorted", "_first", "_heads", "_direct", "_prefixes", "_head4", "_short3", "maxlen")
 
     HEAD = 8
     #: Largest set of short prefixes kept (entries): ~25 MiB.
@@ -96,6 +96,10 @@ class PrefixIndex:
         self._prefixes = None
         if len(self._sorted) * (direct - 1) <= self.PREFIX_SET_LIMIT:
             self._prefixes = {p[:k] for p in self._sorted for k in range(1, min(len(p), direct - 1) + 1)}
+            self._head4 = self._short3 = frozenset()
+        else:  # many patterns: a 4-byte head filter before each bisection
+            self._head4 = {p[:4] for p in self._sorted if len(p) >= 4}
+            self._short3 = {p[:k] for p in self._sorted for k in range(1, min(len(p), 3) + 1)}
 
     def hold(self, buf: bytes) -> int:
         n = len(buf)
@@ -115,9 +119,12 @@ class PrefixIndex:
                 if buf[i:] in prefixes:
                     return n - i
             return 0
-        first = self._first
-        for i in range(short, n):
-            if first[buf[i]] and self._is_prefix(buf, i):
+        head4, short3 = self._head4, self._short3
+        for i in range(short, n - 3):
+            if buf[i : i + 4] in head4 and self._is_prefix(buf, i):
+                return n - i
+        for i in range(max(short, n - 3), n):
+            if buf[i:] in short3:
                 return n - i
         return 0
 
