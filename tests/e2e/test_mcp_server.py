@@ -121,7 +121,9 @@ def test_a_secret_is_masked_in_text_and_structured_content(server):
 
 
 def test_an_unknown_key_runs_nothing_and_says_why_in_both_forms(server, stack):
-    marker = stack.root / "unknown-key-ran"
+    control, marker = stack.root / "known-key-ran", stack.root / "unknown-key-ran"
+    server.call("pcexec", {"command": f"touch {control}; echo $(pass_mgr get db)"})
+    assert control.exists(), "the marker test needs a place a command can write"
     result = server.call("pcexec", {"command": f"touch {marker}; echo $(pass_mgr get nosuchkey)"})
     assert not marker.exists()
     assert result["isError"] is True
@@ -162,19 +164,25 @@ def test_progress_carries_redacted_tails(server):
 
 
 def test_cancellation_kills_the_commands_tree(server, stack):
-    pidfile, late = stack.root / "cancel-pid", stack.root / "cancel-late"
+    # A child of the command appends to a heartbeat file; after the cancellation the file
+    # must stop growing. (Pids are no use: commands may run in a PID namespace.)
+    beat, late = stack.root / "cancel-beat", stack.root / "cancel-late"
     server.send({"id": 9001, "method": "tools/call", "params": {"name": "pcexec", "arguments": {
-        "command": f"sleep 30 & echo $! > {pidfile}; wait; touch {late}"}}})
+        "command": f"(while :; do echo x >> {beat}; sleep 0.05; done) & sleep 30; touch {late}"}}})
     deadline = time.monotonic() + 10
-    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+    while not (beat.exists() and beat.stat().st_size > 0) and time.monotonic() < deadline:
         time.sleep(0.05)
-    child = int(pidfile.read_text())
-    assert os.path.exists(f"/proc/{child}")
+    assert beat.exists(), "the command did not start"
     server.send({"method": "notifications/cancelled", "params": {"requestId": 9001, "reason": "test"}})
     deadline = time.monotonic() + 10
-    while os.path.exists(f"/proc/{child}") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not os.path.exists(f"/proc/{child}"), "the cancelled command's child still runs"
+    size = -1
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if beat.stat().st_size == size:
+            break
+        size = beat.stat().st_size
+    time.sleep(0.5)
+    assert beat.stat().st_size == size, "the cancelled command's child still runs"
     assert not late.exists()
     # The connection still serves; the cancelled request got no answer.
     after = server.call("pcexec", {"command": "echo after"})

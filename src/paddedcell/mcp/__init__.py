@@ -58,6 +58,7 @@ HANDSHAKE_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-1
 # with ``server/discover`` first and falls back to ``initialize`` when that is slow.
 MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
 ENVELOPE = "io.modelcontextprotocol/"
+IMPORT_AFTER_SECONDS = 1.0
 CAPABILITIES = {"prompts": {"listChanged": False}, "tools": {"listChanged": False}}
 
 
@@ -161,6 +162,8 @@ class Front:
         self.wire = wire
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.answered: dict[Any, dict[str, Any]] = {}
+        # Set when the front has nothing more to answer: the SDK import may take the CPU.
+        self.done = threading.Event()
         self._thread = threading.Thread(target=self._read, name="mcp-stdin", daemon=True)
 
     def start(self) -> None:
@@ -169,21 +172,25 @@ class Front:
     def _read(self) -> None:
         # Until the SDK serves, the client's first request decides, as it does for the
         # SDK: ``initialize`` (then the first ``tools/list``) or ``server/discover``;
-        # anything else and the front answers nothing.
+        # after any other request, or an answer the SDK must give, the front answers nothing.
         expect: tuple[str, ...] = ("initialize", "server/discover")
         try:
             for raw in self.wire.reader:
                 line = raw.decode("utf-8", errors="replace")
                 if expect:
-                    method = self._answer(line, expect)
-                    if method is not None:
-                        expect = ("tools/list",) if method == "initialize" else ()
+                    outcome = self._answer(line, expect)
+                    if outcome == "initialize":
+                        expect = ("tools/list",)
+                    elif outcome is not None:
+                        expect = ()
+                        self.done.set()
                 self.lines.put(line)
         finally:
+            self.done.set()
             self.lines.put(None)
 
     def _answer(self, line: str, expect: tuple[str, ...]) -> str | None:
-        """The method of a request (None for a notification or junk); answered when we can."""
+        """None for a notification or junk; else the method we answered, or "sdk"."""
         try:
             message = json.loads(line)
         except ValueError:
@@ -193,7 +200,7 @@ class Front:
             return None
         method, params = message["method"], message.get("params")
         if method not in expect or not isinstance(message["id"], (str, int)) or isinstance(message["id"], bool):
-            return "other"
+            return "sdk"
         if method == "initialize":
             result = initialize_result(params)
         elif method == "server/discover":
@@ -202,9 +209,10 @@ class Front:
             result = {"tools": tool_list()}
         else:  # a cursor or _meta: the SDK judges it
             result = None
-        if result is not None:
-            self.answered[message["id"]] = result
-            self.wire.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        if result is None:
+            return "sdk"
+        self.answered[message["id"]] = result
+        self.wire.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
         return method
 
     def outgoing(self, line: str) -> None:
@@ -229,6 +237,9 @@ def serve(agent_id: str, agent_workspace: str) -> int:
     wire = Wire()
     front = Front(wire)
     front.start()
-    from .server import run  # the SDK: ~0.9 s, while the client reads our first answer
+    # The SDK import (~0.9 s of CPU, holding the GIL for long stretches) would slow the
+    # front's answers on a busy machine: it starts once they are sent, or after a second.
+    front.done.wait(IMPORT_AFTER_SECONDS)
+    from .server import run
 
     return run(front, agent_id=agent_id, agent_workspace=agent_workspace)
