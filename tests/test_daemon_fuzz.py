@@ -655,3 +655,14 @@ def test_after_all_groups_nothing_is_harmed(daemon):
         for thread in threads:
             thread.join()
     assert_unharmed(daemon)
+
+
+@pytest.mark.parametrize("route,body", [
+    ("/lifecycle/message-start", {"agentId": "a" * 2000, "sessionKey": "s"}),
+    ("/lifecycle/message-start", {"agentId": "a", "sessionKey": "s" * 2000}),
+    ("/exec", {"command": "true", "agentId": "a", "workdir": "/" + "d" * 5000}),
+    ("/process", {"action": "poll", "agentId": "a", "sessionId": "x" * 2000}),
+])
+def test_names_and_paths_are_bounded(daemon, route, body):
+    status, payload = post(daemon, route, body)
+    assert status == 400 and "longer than" in payload["error"], payload

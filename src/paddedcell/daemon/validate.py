@@ -11,7 +11,8 @@ always one line (control characters are escaped here, whoever wrote it).
 
 Non-UTF-8 file names (DESIGN-level rule). A Linux path is bytes; JSON carries
 text. A path field (:data:`PATH_FIELDS`: ``workdir``, ``agentWorkspace``,
-``cwd``, and the restart job's ``rollback`` and ``log``) carries each byte of a
+``cwd``, ``log`` of a restart result, and the restart job's ``rollback`` and
+``log``; top-level or in ``job`` only) carries each byte of a
 name that is not UTF-8 as the lone surrogate U+DC80..U+DCFF (``\\udc80`` ..
 ``\\udcff`` in JSON), the way Python's ``os.fsdecode`` represents it
 (PEP 383, ``surrogateescape``); ``os.fsencode`` gives the bytes back. Answers
@@ -39,7 +40,15 @@ MAX_DEPTH = 32
 #: The largest integer magnitude a request may carry (JavaScript's safe range).
 MAX_INT = 2**53
 #: Fields that hold a file-system path and so may carry surrogateescape bytes.
-PATH_FIELDS = frozenset({"workdir", "agentWorkspace", "cwd", "rollback", "log"})
+#: Where they are: top-level fields, or fields of the restart ``job`` object.
+PATH_FIELDS = frozenset({"workdir", "agentWorkspace", "cwd", "log", "job.rollback", "job.log"})
+#: Top-level names (identities, keys) are stored and logged: bounded, so one
+#: request cannot make every later write of the journal a megabyte.
+NAME_FIELDS = frozenset({"agentId", "sessionKey", "requesterAgentId", "requesterSessionKey",
+                         "workflow", "sessionId"})
+MAX_NAME_CHARS = 1024
+#: Linux's PATH_MAX.
+MAX_PATH_CHARS = 4096
 #: Fields that name a directory: when they name something, it must be one.
 DIRECTORY_FIELDS = frozenset({"agentWorkspace"})
 #: Top-level fields, per route, that take any string JavaScript can hold (lone
@@ -123,7 +132,11 @@ def check(body: dict[str, Any], *, surrogates_possible: bool = True,
             stack.extend((item, depth + 1, name, f"{where}[]") for item in value)
         elif isinstance(value, str):
             if surrogates_possible and not (depth == 2 and name in raw_text):
-                _check_text(value, name, where)
+                _check_text(value, where)
+            limit = (MAX_NAME_CHARS if depth == 2 and name in NAME_FIELDS else
+                     MAX_PATH_CHARS if where in PATH_FIELDS else None)
+            if limit is not None and len(value) > limit:
+                raise BodyError(f"field {where!r} is longer than {limit} characters")
         elif isinstance(value, bool) or value is None:
             pass
         elif isinstance(value, int):
@@ -136,8 +149,8 @@ def check(body: dict[str, Any], *, surrogates_possible: bool = True,
     _check_directories(body)
 
 
-def _check_text(value: str, name: str | None, where: str) -> None:
-    if name in PATH_FIELDS:
+def _check_text(value: str, where: str) -> None:
+    if where in PATH_FIELDS:
         if _NOT_SURROGATEESCAPE.search(value):
             raise BodyError(f"field {where!r} holds a lone surrogate outside \\udc80-\\udcff; "
                             "a path carries each non-UTF-8 byte as \\udc80-\\udcff (surrogateescape)")
