@@ -97,7 +97,7 @@ def test_before_init_everything_but_status_refuses(pm):
         result = pm.run(*args, agent=True)
         assert result.returncode == 3, args
         assert result.stderr.decode().strip() == NOT_INIT
-    result = pm.set("K", "v")
+    result = pm.set("K", "v-long-enough")
     assert result.returncode == 3 and NOT_INIT in result.stderr.decode()
 
 
@@ -113,12 +113,12 @@ def test_set_then_get_in_agent_context(ready):
 
 def test_set_warns_about_argv_and_checks_the_admin_password(pm):
     pm.init()
-    result = pm.set("db", "v1")
+    result = pm.set("db", "v1-long-enough")
     assert result.returncode == 0 and b"visible to other processes" in result.stderr
-    wrong = pm.set("db", "v2", password="not the admin pw")
+    wrong = pm.set("db", "v2-long-enough", password="not the admin pw")
     assert wrong.returncode == 5
     assert wrong.stderr.decode().splitlines()[-1] == "pass_mgr: wrong admin password"
-    assert pm.ok("get", "db", agent=True) == "v1\n"
+    assert pm.ok("get", "db", agent=True) == "v1-long-enough\n"
 
 
 @pytest.mark.parametrize("marker", AGENT_MARKERS)
@@ -154,8 +154,12 @@ def test_generate_hides_the_value_unless_asked(ready):
     again = ready.run("generate", "api", agent=True)
     assert again.returncode == 1 and b"--force" in again.stderr
     assert ready.ok("get", "api", agent=True).rstrip("\n") == value
+    # --print is for a human naming the store (AGENT_ID/AGENT_WORKSPACE only), never
+    # inside an agent session (PADDEDCELL_AGENT set): exit 5, nothing stored.
+    assert ready.run("generate", "api", "--force", "--print", agent=True).returncode == 5
+    human = {"AGENT_ID": "agent1", "AGENT_WORKSPACE": str(ready.workspace)}
     printed = ready.ok("generate", "api", "--force", "--print", "--length", "12", "--no-symbols",
-                       agent=True).rstrip("\n")
+                       env=human).rstrip("\n")
     assert re.fullmatch(r"[A-Za-z0-9]{12}", printed)
     assert ready.ok("get", "api", agent=True).rstrip("\n") == printed
     assert ready.ok("get", "api", "--version", "1", agent=True).rstrip("\n") == value
@@ -204,7 +208,7 @@ def test_leak_locks_and_init_recovers_without_losing_a_secret(ready):
     for args in (["get", "api"], ["generate", "z"], ["list"], ["rotate"]):
         result = ready.run(*args, agent=True)
         assert result.returncode == 3 and b"locked" in result.stderr
-    assert ready.set("k", "v").returncode == 3
+    assert ready.set("k", "v-long-enough").returncode == 3
     log_lines = [json.loads(line) for line in (ready.home / "security.log").read_text().splitlines()]
     critical = [entry for entry in log_lines if entry["level"] == "CRITICAL"]
     assert len(critical) == 1 and critical[0]["source"] == "message:outbound" and critical[0]["time"]
@@ -213,8 +217,8 @@ def test_leak_locks_and_init_recovers_without_losing_a_secret(ready):
     assert ready.ok("admin", "status") == "ready\n"
     assert ready.ok("get", "api", agent=True) == api
     assert ready.ok("get", "db", agent=True) == "s3cret value!\n"
-    assert ready.set("db", "v2").returncode == 5  # the leaked password is dead
-    assert ready.set("db", "v2", password="a brand new admin pw").returncode == 0
+    assert ready.set("db", "v2-long-enough").returncode == 5  # the leaked password is dead
+    assert ready.set("db", "v2-long-enough", password="a brand new admin pw").returncode == 0
 
 
 def test_changing_a_ready_password_needs_the_current_one(ready):
@@ -222,7 +226,7 @@ def test_changing_a_ready_password_needs_the_current_one(ready):
     assert result.returncode == 5
     assert ready.run("admin", "init", "--password-stdin", input="next admin pw\n").returncode == 2
     ready.ok("admin", "init", "--password-stdin", input=f"next admin pw\n{PW}\n")
-    assert ready.set("db", "v3", password="next admin pw").returncode == 0
+    assert ready.set("db", "v3-long-enough", password="next admin pw").returncode == 0
     short = PassMgr(Path(ready.exe), ready.home.parent / "short")
     assert short.run("admin", "init", "--password-stdin", input="short\n").returncode == 1
 
@@ -242,7 +246,7 @@ def test_tampering_is_exit_6(ready):
     assert ready.ok("get", "db", agent=True) == "s3cret value!\n"
     admin_file = ready.home / "vault" / "admin.json"
     _flip(admin_file, admin_file.stat().st_size // 2)
-    assert ready.set("db", "x").returncode == 6
+    assert ready.set("db", "x-long-enough").returncode == 6
     assert ready.run("admin", "check-leak", input="x").returncode == 6
     _flip(admin_file, admin_file.stat().st_size // 2)
     _flip(ready.home / "keys" / "host.key", 5)
@@ -348,8 +352,8 @@ def test_real_rfc9106_parameters(exe, tmp_path):
     kdf = json.loads((pm.home / "vault" / "admin.json").read_text())["kdf"]
     assert (kdf["alg"], kdf["iterations"], kdf["lanes"], kdf["memory_kib"]) == \
         ("argon2id", 3, 4, 65536)
-    assert pm.set("db", "v").returncode == 0
-    assert pm.set("db", "v", password="wrong admin pw").returncode == 5
+    assert pm.set("db", "v-long-enough").returncode == 0
+    assert pm.set("db", "v-long-enough", password="wrong admin pw").returncode == 5
 
 
 def test_recover_after_the_host_key_is_lost(ready):
@@ -360,4 +364,4 @@ def test_recover_after_the_host_key_is_lost(ready):
     assert wrong.returncode == 5
     ready.ok("admin", "recover", "--password-stdin", input=PW + "\n")
     assert ready.ok("get", "db", agent=True) == "s3cret value!\n"
-    assert ready.set("db", "after", password=PW).returncode == 0
+    assert ready.set("db", "after-long-enough", password=PW).returncode == 0

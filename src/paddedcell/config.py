@@ -43,6 +43,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # Only where OpenSSL lacks Argon2 (< 3.2): scrypt N (r=8, p=1; 128 MiB).
         "scrypt_n": 2**17,
         "admin_password_min_length": 8,
+        # `pass_mgr set` refuses shorter secrets unless --allow-short: a short value's
+        # encoded forms are not masked (redactor.variant_min_length), and the mask
+        # itself tells a guesser which of 10**4 PINs it is.
+        "min_length": 8,
+        # Values removed by unset or rotated out of the history stay masked this long.
+        "retired_mask_days": 30,
         # A writer waits this long for another pass_mgr's lock before giving up.
         "lock_timeout_seconds": 30.0,
         # check-leak texts longer than this run in a worker thread in the daemon.

@@ -102,9 +102,10 @@ def _parse_get(args: list[str]) -> tuple[str, int | None] | None:
     key, version, rest = None, None, list(args)
     while rest:
         arg = rest.pop(0)
-        if arg == "--version" and rest and _decimal(rest[0]):
+        # Version 0 and below go to click, whose usage error (exit 2) is the answer.
+        if arg == "--version" and rest and _decimal(rest[0]) and int(rest[0]) >= 1:
             version = int(rest.pop(0))
-        elif arg.startswith("--version=") and _decimal(arg[10:]):
+        elif arg.startswith("--version=") and _decimal(arg[10:]) and int(arg[10:]) >= 1:
             version = int(arg[10:])
         elif arg.startswith("-") or key is not None:
             return None

@@ -9,6 +9,7 @@ from typing import Callable
 
 import click
 
+from .. import AGENT_CONTEXT_VARIABLES as AGENT_MARKERS
 from .. import __version__
 from .pass_mgr import (EXIT_LEAK, PROG, agent_env, fail, load_settings, os_error_line,
                        refuse_in_agent_context, require_ready, run_get)
@@ -100,6 +101,19 @@ def get(key: str, version: int | None) -> None:
     raise SystemExit(run_get(key, version))
 
 
+def _refuse_print_to_agents() -> None:
+    """``generate --print`` shows plaintext: not inside an agent session (DESIGN §1).
+    AGENT_ID and AGENT_WORKSPACE alone are how a human names the store."""
+    marker = next((name for name in AGENT_MARKERS if name in os.environ
+                   and name not in ("AGENT_ID", "AGENT_WORKSPACE")), None)
+    from ..agent_session import inside_agent_session
+
+    if marker or inside_agent_session():
+        why = f"{marker} is set" if marker else "this is an agent session"
+        fail(f"pass_mgr generate --print shows the value, which agents never see ({why}); "
+             "generate without --print, and use $(pass_mgr get KEY) in commands", 5)
+
+
 def _agent_command() -> tuple[object, str, str]:
     settings = load_settings()
     require_ready(settings)
@@ -113,11 +127,19 @@ def _agent_command() -> tuple[object, str, str]:
               help="Characters (default: vault.generate_length, 32).")
 @click.option("--no-symbols", is_flag=True, help="Letters and digits only.")
 @click.option("--force", is_flag=True, help="Replace an existing value (it stays in history).")
-@click.option("--print", "show", is_flag=True, help="Also print the value (it is not by default).")
+@click.option("--print", "show", is_flag=True,
+              help="Also print the value (humans only: refused inside an agent session).")
 def generate(key: str, length: int | None, no_symbols: bool, force: bool, show: bool) -> None:
-    """Store a fresh random value under KEY without printing it."""
+    """Store a fresh random value under KEY without printing it.
+
+    Values are letters, digits and - _ . : @ % + = (with --no-symbols: letters and
+    digits), starting with a letter or digit: nothing a shell or printf %q quotes,
+    and never the mask character #.
+    """
     from ..vault.api import generate_secret
 
+    if show:
+        _refuse_print_to_agents()
     settings, agent_id, workspace = _agent_command()
     change = _vault_call(generate_secret, agent_id, workspace, key, length=length,
                          symbols=not no_symbols, force=force, settings=settings)
@@ -182,8 +204,14 @@ def history(key: str) -> None:
 @click.argument("key")
 @click.argument("passwd")
 @click.argument("admin_passwd")
-def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passwd: str) -> None:
-    """Human only: set KEY for an agent. Give - for a password to type it at the terminal."""
+@click.option("--allow-short", is_flag=True,
+              help="Store a value under vault.min_length (8) characters anyway.")
+def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passwd: str,
+         allow_short: bool) -> None:
+    """Human only: set KEY for an agent. Give - for a password to type it at the terminal.
+
+    Values under vault.min_length (8) characters are refused unless --allow-short.
+    """
     from ..vault.api import set_secret
 
     refuse_in_agent_context("pass_mgr set")
@@ -197,8 +225,24 @@ def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passw
         admin_passwd = _vault_call(read_tty, "Admin password: ")
     workspace = os.path.abspath(os.path.expanduser(agent_workspace))
     change = _vault_call(set_secret, agent_id, workspace, key, passwd, admin_passwd,
-                         settings=settings)
+                         settings=settings, allow_short=allow_short)
     _say(f"set {key} for {agent_id} (version {change.version})")
+    for line in _short_secret_notes(len(passwd), settings):
+        _say(line)
+
+
+def _short_secret_notes(length: int, settings) -> list[str]:
+    """What a human should know about a short value (said at set, never to the agent)."""
+    variants, fragments = int(settings["redactor.variant_min_length"]), 16
+    notes = []
+    if length < variants:
+        notes.append(f"warning: the value is {length} characters: output masks it as itself "
+                     f"only; its base64, hex, URL and JSON forms are masked from {variants} "
+                     "characters, and which lines get masked can confirm a guessed value")
+    elif length < fragments:
+        notes.append(f"note: the value is {length} characters: it and its encoded forms are "
+                     f"masked; partial runs of it only from {fragments} characters")
+    return notes
 
 
 @cli.group()

@@ -31,10 +31,12 @@ CommandRefused = commands.CommandRefused
 
 
 def redactor_options(settings) -> dict:
-    """The ``redactor.*`` settings as keyword arguments of ``StreamRedactor``/``redact``."""
+    """The ``redactor.*`` settings as keyword arguments of ``StreamRedactor``/``redact``.
+    No ShortSecretWarning (warn_below_length 0): it would reach the agent's stderr at
+    every run; the human hears about short values at ``pass_mgr set`` instead."""
     return {"mask": settings["redactor.mask"], "variants": settings["redactor.variants"],
             "variant_min_length": int(settings["redactor.variant_min_length"]),
-            "warn_below_length": int(settings["redactor.warn_below_length"]),
+            "warn_below_length": 0,
             "fragment_min": int(settings["redactor.fragment_min"])}
 
 

@@ -22,9 +22,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-#: Punctuation that is safe unquoted in a shell word: no quotes, $, `, \, globs,
-#: braces, redirections or spaces, so `$(pass_mgr get KEY)` never re-splits.
-SYMBOLS = "-_.,:;!@#%^+=~"
+#: Punctuation of generated values: only what ``printf %q`` leaves as is anywhere in a
+#: word (no quotes, $, `, \, globs, braces, redirections, spaces, and not , ; ! ^ ~),
+#: and never the mask character #. A value starts with a letter or digit, so it never
+#: looks like an option (-x) to the command it is passed to.
+SYMBOLS = "-_.:@%+="
 
 
 def _load_settings(settings: Any) -> Any:
@@ -192,8 +194,9 @@ def random_value(length: int, symbols: bool = True) -> str:
 
     if not 1 <= length <= 4096:
         raise VaultError(f"length must be between 1 and 4096, not {length}")
-    alphabet = string.ascii_letters + string.digits + (SYMBOLS if symbols else "")
-    return "".join(secrets.choice(alphabet) for _ in range(length))
+    alnum = string.ascii_letters + string.digits
+    alphabet = alnum + (SYMBOLS if symbols else "")
+    return secrets.choice(alnum) + "".join(secrets.choice(alphabet) for _ in range(length - 1))
 
 
 def generate_secret(agent_id: str, workspace: str, key: str, *, length: int | None = None,
@@ -258,12 +261,18 @@ def unset_secret(agent_id: str, workspace: str, key: str, *, settings: Any = Non
 
 
 def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_password: str,
-               settings: Any = None) -> Change:
-    """A human sets ``key`` to ``value``; the admin password must be right (else Forbidden)."""
+               settings: Any = None, *, allow_short: bool = False) -> Change:
+    """A human sets ``key`` to ``value``; the admin password must be right (else Forbidden).
+    A value under ``vault.min_length`` characters is refused unless ``allow_short``."""
     settings = _load_settings(settings)
-    check_key_name(key)
+    check_key_name(key, show=False)  # swapped arguments would put the value here
     if not isinstance(value, str) or not value:
         raise VaultError("the secret value is empty; give a value")
+    minimum = int(settings["vault.min_length"])
+    if len(value) < minimum and not allow_short:
+        raise VaultError(f"the secret is {len(value)} characters, under vault.min_length "
+                         f"({minimum}): its encoded forms would not be masked and the mask "
+                         "would confirm a guess; use a longer one, or give --allow-short")
     if "\n" in value or "\r" in value or "\0" in value:
         raise VaultError("the secret value contains a newline or NUL; give one line")
     if not _is_utf8(value):

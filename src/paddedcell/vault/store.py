@@ -53,10 +53,13 @@ def check_agent_id(agent_id: str) -> str:
     return agent_id
 
 
-def check_key_name(key: str) -> str:
+def check_key_name(key: str, *, show: bool = True) -> str:
+    """``key`` when it is a valid key name; ``show=False`` keeps it out of the error
+    (``set`` with its arguments swapped would print the secret value)."""
     if not isinstance(key, str) or not _name_ok(key, _KEY_NAME_FIRST, _KEY_NAME_REST) \
             or ".." in key.split("/"):
-        raise VaultError(f"invalid key name {key!r}: use letters, digits and . _ : / @ + - "
+        named = f" {key!r}" if show else " (not shown: check the argument order)"
+        raise VaultError(f"invalid key name{named}: use letters, digits and . _ : / @ + - "
                          "(at most 128 characters)")
     return key
 
