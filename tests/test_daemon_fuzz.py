@@ -542,6 +542,7 @@ ROUTE_BODIES = {
         "requesterAgentId": AGENT, "requesterSessionKey": maybe(st.just("fz:s"))},
         optional={"reason": JUNK}),
     "/notifications/ack": st.fixed_dictionaries({"ids": maybe(st.lists(st.integers(0, 50)))}),
+    "/exec/events/ack": st.fixed_dictionaries({"ids": maybe(st.lists(st.integers(0, 50)))}),
     "/vault/check-leak": st.fixed_dictionaries({"text": maybe(TEXT), "source": maybe(TEXT)}),
 }
 
@@ -589,8 +590,11 @@ def test_fuzzed_bodies_per_route(daemon, route):
 @given(query=st.dictionaries(st.sampled_from(["wait", "agentId", "x"]),
                              st.one_of(st.sampled_from(["nan", "inf", "-1", "1e999", "0.01",
                                                         "%ED%A0%80", "%FF", ""]),
-                                       st.text(max_size=10)), max_size=3),
-       path=st.sampled_from(["/notifications", "/agents", "/healthz", "/nope", "/exec"]))
+                                       # no digits: a fuzzed wait=59 would really wait
+                                       st.text(st.characters(blacklist_categories=["Nd"]),
+                                               max_size=10)), max_size=3),
+       path=st.sampled_from(["/notifications", "/agents", "/healthz", "/nope", "/exec",
+                             "/exec/events"]))
 def test_fuzzed_queries(daemon, query, path):
     from urllib.parse import quote
 
