@@ -312,3 +312,45 @@ def test_a_later_server_process_reaches_an_earlier_background_run(stack):
         assert "late ######" in logged["content"][0]["text"]
     finally:
         second.close()
+
+
+def test_stray_stdout_cannot_reach_the_wire(server):
+    # fd 1 points at stderr while serving: a library's print cannot corrupt the protocol.
+    pid = server.proc.pid
+    assert os.readlink(f"/proc/{pid}/fd/1") == os.readlink(f"/proc/{pid}/fd/2")
+    assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
+
+
+def test_a_client_that_leaves_ends_its_foreground_command(stack):
+    beat = stack.root / "leave-beat"
+    proc = McpProcess(stack.server_command(), stack.server_env())
+    proc.initialize()
+    proc.send({"id": 77, "method": "tools/call", "params": {"name": "pcexec", "arguments": {
+        "command": f"(while :; do echo x >> {beat}; sleep 0.05; done) & sleep 30"}}})
+    deadline = time.monotonic() + 10
+    while not (beat.exists() and beat.stat().st_size > 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert beat.exists(), "the command did not start"
+    assert proc.close() == 0  # stdin closed: the client is gone
+    deadline = time.monotonic() + 10
+    size = -1
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if beat.stat().st_size == size:
+            break
+        size = beat.stat().st_size
+    time.sleep(0.5)
+    assert beat.stat().st_size == size, "the command outlived the client that started it"
+
+
+@pytest.mark.parametrize("strings, spans, expected", [
+    (["ab PW cd", "x", "PW"], [[3, 5], [11, 13]], ["ab ###### cd", "x", "######"]),
+    (["😀PW", "PW"], [[2, 4]], ["😀######", "PW"]),            # UTF-16 offsets past an astral char
+    (["aPW", "Wb"], [[1, 5]], ["a######", "######b"]),          # a run across two strings
+    (["a", "", "b"], "nonsense", ["######", "", "######"]),     # spans that make no sense: mask all
+    (["abc"], [[1, 99]], ["######"]),                             # out of range: mask all
+])
+def test_mask_joined(strings, spans, expected):
+    from paddedcell.mcp.server import _mask_joined
+
+    assert _mask_joined(strings, spans) == expected
