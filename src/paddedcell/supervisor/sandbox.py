@@ -67,6 +67,7 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
 SYS_MOUNT_SETATTR = 442  # x86_64 and aarch64 (generic syscall table)
@@ -77,6 +78,11 @@ MOUNT_SOURCE = "paddedcell-sandbox"
 _SHIELDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP,
              signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1, signal.SIGUSR2, signal.SIGPIPE,
              signal.SIGALRM, signal.SIGCONT, signal.SIGWINCH)
+
+
+#: Reset to the default in the command (``posix_spawn`` ``setsigdef``).
+_DEFAULTED = tuple(sorted(set(_SHIELDED) | {getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ")
+                                            if hasattr(signal, n)}))
 
 
 class SandboxSetupError(Exception):
@@ -96,6 +102,9 @@ class Plan:
     workdir: str | None = None
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
+    #: The command: init starts it with ``posix_spawn`` (no third fork of the supervisor).
+    argv: tuple[str, ...] = ()
+    env: dict = field(default_factory=dict)
 
 
 def _libc():
@@ -267,7 +276,10 @@ def enter(plan: Plan) -> None:
         report_r, report_w = os.pipe()
     except Exception as exc:  # noqa: BLE001 - nothing may return to exec half set up
         _fail(str(exc))
-    _shield()  # leader and init; the command restores the defaults
+    _shield()  # leader and init; the command gets the defaults (posix_spawn setsigdef)
+    # Leader and init are copies of the supervisor's memory: not dumpable, so no
+    # process of the command (same uid) may read /proc/1/mem, maps or environ.
+    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     init_pid = _fork()
     if init_pid:
         # The leader: wait for the command's status (init reports it), die like it.
@@ -288,31 +300,27 @@ def enter(plan: Plan) -> None:
     # init (pid 1 in the new namespace)
     try:
         os.close(report_r)
-        os.chdir("/")  # /proc/1/cwd must not lead into a hidden directory
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    except Exception as exc:  # noqa: BLE001
-        _fail(str(exc))
-    command_pid = _fork()
-    if command_pid:
-        _close_all_but(report_w)
-        _init(command_pid, report_w)
-    # the command
-    try:
-        os.close(report_w)
+        # No capability from here on: one more user namespace mapping root back to us.
         _check(_libc().unshare(CLONE_NEWUSER), "unshare (drop privileges)")
         _map_ids(plan.uid, 0, plan.gid, 0)
-        _unshield()
-        if plan.workdir:
-            # Again, by path: a working directory inherited from before the mounts
-            # would still lead into a hidden directory.
-            try:
-                os.chdir(plan.workdir)
-            except OSError:
-                raise SandboxSetupError(f"the work directory {plan.workdir} is hidden by the "
-                                        "sandbox (inside PADDEDCELL_HOME or an agent store); "
-                                        "run the command somewhere else") from None
+        try:
+            # By path, after the mounts: an inherited working directory could lead into
+            # a hidden one (and /proc/1/cwd with it).
+            os.chdir(plan.workdir or "/")
+        except OSError:
+            raise SandboxSetupError(f"the work directory {plan.workdir} is hidden by the "
+                                    "sandbox (inside PADDEDCELL_HOME or an agent store); "
+                                    "run the command somewhere else") from None
+        os.closerange(3, report_w)  # nothing of the supervisor's reaches the command
+        os.closerange(report_w + 1, 1 << 20)
+        spawn = os.posix_spawn if os.path.isabs(plan.argv[0]) else os.posix_spawnp
+        command_pid = spawn(plan.argv[0], list(plan.argv), plan.env,
+                            setsigdef=_DEFAULTED, setsigmask=())
     except Exception as exc:  # noqa: BLE001
         _fail(str(exc))
+    _close_all_but(report_w)
+    _init(command_pid, report_w)
 
 
 def hidden_directories(home: str) -> tuple[str, ...]:

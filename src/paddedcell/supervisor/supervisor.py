@@ -134,12 +134,12 @@ class Supervisor:
                                  spec.agent_workspace)
         channel.open()
         env[CHANNEL_VARIABLE] = channel.path
+        argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
         try:
-            enter_sandbox = self._sandbox_entry(sandbox, cwd, channel.path)
+            enter_sandbox = self._sandbox_entry(sandbox, cwd, channel.path, argv, env)
         except BaseException:
             channel.close()
             raise
-        argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
         display, redactor = spec.command, spec.redactor
         if redactor is None and spec.secrets:
             from ..redactor import StreamRedactor
@@ -204,7 +204,8 @@ class Supervisor:
         self._wake.set()
         return session
 
-    def _sandbox_entry(self, sandbox: Sandbox, cwd: str, channel_path: str):
+    def _sandbox_entry(self, sandbox: Sandbox, cwd: str, channel_path: str, argv: list[str],
+                       env: Mapping[str, str]):
         """The namespace sandbox's pre-exec step for one command, or None (DESIGN §1)."""
         from . import sandbox as ns
 
@@ -215,7 +216,7 @@ class Supervisor:
         home = self.settings.home_text
         plan = ns.Plan(home=home, hidden=ns.hidden_directories(home), channel=channel_path,
                        network=sandbox.network, read_only=sandbox.read_only,
-                       workdir=os.path.abspath(cwd))
+                       workdir=os.path.abspath(cwd), argv=tuple(argv), env=dict(env))
         return lambda: ns.enter(plan)
 
     async def _serve_channel(self, session: Session, channel: SessionChannel) -> None:
