@@ -516,10 +516,13 @@ ROUTE_BODIES = {
         "elevated": JUNK, "awaitResults": JUNK, "stream": JUNK, "sessionKey": JUNK,
         "agentWorkspace": maybe(st.sampled_from(["/tmp", "relative", "/etc/passwd"])),
         "cwd": JUNK}),
-    "/process": st.fixed_dictionaries({"agentId": AGENT}, optional={
+    "/process": st.fixed_dictionaries({
+        "agentId": AGENT,
         "action": maybe(st.sampled_from(["list", "poll", "log", "write", "send-keys", "submit",
                                          "paste", "kill", "clear", "remove"])),
-        "sessionId": maybe(st.sampled_from(["nope", "x"])), "data": JUNK, "keys": JUNK,
+        "sessionId": maybe(st.sampled_from(["nope", "x"]))}, optional={
+        "data": maybe(st.text(max_size=20)),
+        "keys": maybe(st.lists(st.sampled_from(["Enter", "C-c", "Up", "M-x", "F13", "q", ""]))),
         "hex": JUNK, "literal": JUNK, "text": JUNK, "bracketed": JUNK, "eof": JUNK,
         "offset": JUNK, "limit": JUNK, "timeout": maybe(st.integers(0, 50))}),
     "/lifecycle/message-start": st.fixed_dictionaries({
@@ -569,7 +572,7 @@ def test_fuzzed_bodies_per_route(daemon, route):
 
     @FUZZ
     @given(body=maybe(with_strangers(ROUTE_BODIES[route])),
-           wrap=st.sampled_from(["plain", "deep", "array"]))
+           wrap=st.sampled_from(["plain"] * 4 + ["deep", "array"]))
     def run(body, wrap):
         data = encode(body)
         if wrap == "deep":
@@ -583,6 +586,48 @@ def test_fuzzed_bodies_per_route(daemon, route):
         run()
     finally:
         conn.close()
+    assert_unharmed(daemon)
+
+
+PROCESS_ON_LIVE = st.fixed_dictionaries({
+    "action": st.sampled_from(["poll", "log", "write", "send-keys", "submit", "paste", "clear",
+                               "list"]),
+    "session": st.sampled_from(["pty", "pipe"])}, optional={
+    "data": maybe(st.text(max_size=40)), "eof": JUNK, "keys": maybe(st.lists(
+        st.sampled_from(["Enter", "C-c", "C-d", "Up", "M-x", "F13", "q", "", "S-Tab"]))),
+    "hex": maybe(st.lists(st.sampled_from(["0d", "zz", "1b5b41", "", "0"]))),
+    "literal": maybe(st.text(max_size=10)), "text": maybe(st.text(max_size=40)),
+    "bracketed": JUNK, "offset": maybe(st.integers(-5, 50)), "limit": maybe(st.integers(-5, 50)),
+    "timeout": maybe(st.integers(0, 30))})
+
+
+def test_fuzzed_actions_on_live_sessions(daemon):
+    # Input and output actions on real sessions (a pty and a pipe running cat).
+    live = {}
+    for name, pty in (("pty", True), ("pipe", False)):
+        started = daemon.call("POST", "/exec", {"command": "cat", "agentId": "fz-live",
+                                                "pty": pty, "background": True})
+        live[name] = started["details"]["sessionId"]
+    conn = Conn(daemon)
+    statuses = []
+
+    @FUZZ
+    @given(fields=PROCESS_ON_LIVE)
+    def run(fields):
+        body = {**fields, "agentId": "fz-live", "sessionId": live[fields["session"]]}
+        del body["session"]
+        status, answer = conn.send("POST", "/process", encode(body))
+        _check_answer("/process", status, answer)
+        statuses.append(status)
+
+    try:
+        run()
+    finally:
+        conn.close()
+    assert statuses.count(200) >= len(statuses) // 4, statuses  # the actions did reach them
+    for session_id in live.values():
+        daemon.call("POST", "/process", {"action": "kill", "agentId": "fz-live",
+                                         "sessionId": session_id})
     assert_unharmed(daemon)
 
 
