@@ -225,3 +225,28 @@ def test_process_kill_ends_what_left_the_session_inside_the_sandbox(world, tmp_p
             break
         time.sleep(0.05)
     assert not alive(pid)
+
+
+def test_daemon_routes_a_session_may_use_go_through_its_channel(world, tmp_path):
+    # safe-restart run by an agent's command: the daemon's socket is hidden, the
+    # channel forwards the allow-listed routes with the session's agent.
+    code = ("from paddedcell.daemon.client import DaemonClient, DaemonError\n"
+            "c = DaemonClient()\n"
+            "print('AGENTS', 'agents' in c.call('GET', '/agents'))\n"
+            "for body in ({'requesterAgentId': 'victim', 'requesterSessionKey': 'k'},):\n"
+            "    try:\n"
+            "        c.call('POST', '/restart-cancel', body)\n"
+            "        print('CANCEL-ANSWERED')\n"
+            "    except DaemonError as e:\n"
+            "        print('CANCEL-REFUSED', e.status)\n"
+            "try:\n"
+            "    c.call('POST', '/workflow/open', {'agentId': 'victim', 'workflow': 'w'})\n"
+            "    print('WORKFLOW-ANSWERED')\n"
+            "except DaemonError as e:\n"
+            "    print('WORKFLOW-REFUSED', e.status)\n")
+    script = tmp_path / "routes.py"
+    script.write_text(code)
+    out = text(run(world, f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"))
+    assert "AGENTS True" in out, out
+    assert "CANCEL-REFUSED 403" in out, out
+    assert "WORKFLOW-ANSWERED" not in out, out

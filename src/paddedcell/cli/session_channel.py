@@ -20,6 +20,11 @@ import socket
 
 CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
 EXIT_FORBIDDEN = 5
+#: Other daemon routes a session may use through its channel (``safe-restart`` run by
+#: an agent's command): method, path, and the body field that names the agent.
+DAEMON_ROUTES = {("GET", "/healthz"): None, ("GET", "/agents"): None,
+                 ("POST", "/query-restart"): "requesterAgentId",
+                 ("POST", "/restart-cancel"): "requesterAgentId"}
 
 
 class ChannelError(Exception):

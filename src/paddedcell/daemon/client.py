@@ -71,6 +71,8 @@ class DaemonClient:
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None,
              timeout: float | None = None) -> dict[str, Any]:
+        if os.environ.get("PADDEDCELL_CHANNEL") and self._channel_route(method, path):
+            return self._call_via_channel(method, path, body, timeout)
         payload = b"" if body is None else json.dumps(body).encode("utf-8")
         headers = {"content-type": "application/json"} if body is not None else {}
         # Every call sets its own timeout: a kept-alive socket must not keep
@@ -119,6 +121,26 @@ class DaemonClient:
             message = answer.get("error") if isinstance(answer, dict) else None
             raise DaemonError(message or f"HTTP {response.status}", response.status)
         return answer
+
+    @staticmethod
+    def _channel_route(method: str, path: str) -> bool:
+        from ..cli.session_channel import DAEMON_ROUTES
+
+        return (method, path) in DAEMON_ROUTES
+
+    def _call_via_channel(self, method: str, path: str, body: dict[str, Any] | None,
+                          timeout: float | None) -> dict[str, Any]:
+        """Inside an agent session: through the session's channel (the daemon's socket is
+        hidden by the sandbox; the session's agent is the only one), DESIGN §1."""
+        from ..cli.session_channel import ChannelError, request
+
+        try:
+            answer = request("daemon", timeout=timeout or self.timeout, method=method, path=path,
+                             body=body)
+        except ChannelError as exc:
+            status = 403 if exc.exit_code == 5 else (400 if exc.exit_code == 2 else None)
+            raise DaemonError(exc.message, status) from None
+        return answer["result"]
 
     def healthy(self) -> bool:
         try:

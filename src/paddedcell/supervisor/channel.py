@@ -22,9 +22,12 @@ Protocol, one request per connection (``pass_mgr`` lives milliseconds)::
     <- {"ok": false, "exit": 4, "error": "one line"}\\n
 
 Ops: ``get``, ``generate``, ``rotate``, ``unset``, ``list``, ``history``
-(vault, for the session's agent), ``whoami``, and ``exec`` / ``process``
-(a daemon request whose ``agentId`` is the session's; another agent's is
-refused with exit 5), forwarded to the daemon.
+(vault, for the session's agent), ``whoami``, ``exec`` / ``process`` (a
+daemon request whose ``agentId`` is the session's; another agent's is
+refused with exit 5), forwarded to the daemon, and ``daemon`` (one of
+``DAEMON_ROUTES``, e.g. ``safe-restart``'s ``/query-restart``, its
+``requesterAgentId`` bound the same way). Inside the sandbox the daemon's
+own socket is hidden: this channel is the only way out.
 """
 
 from __future__ import annotations
@@ -237,9 +240,49 @@ class SessionChannel:
                 return {"ok": True, **answer}
             if op in ("exec", "process"):
                 return await self._forward(op, request.get("body"))
+            if op == "daemon":
+                return await self._forward_route(request)
         except ChannelRefusal as exc:
             return _refusal(exc.message, exc.exit_code)
         return _refusal(f"unknown channel op {op!r}", 2)
+
+    async def _forward_route(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One allow-listed daemon route, its agent field bound to the session's agent."""
+        session = self.session
+        method, path, body = request.get("method"), request.get("path"), request.get("body")
+        if (method, path) not in DAEMON_ROUTES:
+            raise ChannelRefusal(f"{method} {path} is not available inside an agent session",
+                                 EXIT_FORBIDDEN)
+        field_name = DAEMON_ROUTES[(method, path)]
+        if field_name is not None:
+            if not isinstance(body, dict):
+                raise ChannelRefusal(f"{path} needs a JSON object", 2)
+            claimed = body.get(field_name)
+            if claimed is not None and claimed != session.agent_id:
+                raise ChannelRefusal(
+                    f"inside agent {session.agent_id or '(none)'}'s session you act as that "
+                    f"agent only, not {claimed}", EXIT_FORBIDDEN)
+            body = dict(body, **{field_name: session.agent_id})
+            if session.session_key and not body.get("requesterSessionKey"):
+                body["requesterSessionKey"] = session.session_key
+        settings = self.settings
+
+        def call() -> dict[str, Any]:
+            from ..daemon.client import DaemonError, ensure_daemon
+
+            try:
+                client = ensure_daemon(settings)  # started on demand outside the sandbox
+            except DaemonError as exc:
+                return {"ok": False, "exit": 1, "error": exc.message}
+            try:
+                return {"ok": True, "result": client.call(method, path, body, timeout=60.0)}
+            except DaemonError as exc:
+                return {"ok": False, "exit": EXIT_FORBIDDEN if exc.status == 403 else 1,
+                        "error": exc.message, "status": exc.status}
+            finally:
+                client.close()
+
+        return await trio.to_thread.run_sync(call)
 
     async def _forward(self, op: str, body: Any) -> dict[str, Any]:
         session = self.session
@@ -270,7 +313,14 @@ class SessionChannel:
 
 
 def _refusal(message: str, exit_code: int) -> dict[str, Any]:
-    return {"ok": False, "exit": exit_code, "error": message}
+    status = {EXIT_FORBIDDEN: 403, 2: 400}.get(exit_code)
+    answer = {"ok": False, "exit": exit_code, "error": message}
+    if status:
+        answer["status"] = status
+    return answer
+
+
+from ..cli.session_channel import DAEMON_ROUTES  # noqa: E402 (import-light, no cycle)
 
 
 async def forward_to_daemon(op: str, body: dict[str, Any], settings) -> dict[str, Any]:
