@@ -300,8 +300,10 @@ def test_elevated_and_sandbox_refusals_are_openclaws_words(settings) -> None:
         "Fix-it keys:\n- tools.elevated.enabled\n- tools.elevated.allowFrom.<provider>\n"
         "- agents.entries.*.tools.elevated.enabled\n"
         "- agents.entries.*.tools.elevated.allowFrom.<provider>")
+    no_sandbox = config.load(environ={"PADDEDCELL_HOME": str(settings.home),
+                                      "PADDEDCELL_SUPERVISOR_SANDBOX": "none"})
     with pytest.raises(RequestError) as info:
-        parse_exec_request({"command": "x", "host": "sandbox"}, settings)
+        parse_exec_request({"command": "x", "host": "sandbox"}, no_sandbox)
     assert str(info.value) == (
         "exec host=sandbox requires a sandbox runtime for this session.\n"
         'Enable sandbox mode (`agents.defaults.sandbox.mode="non-main"` or `"all"`) or use '

@@ -214,6 +214,12 @@ IDENTITY_FIELDS = ("agentId", "sessionKey", "agentWorkspace")
 EXEC_FIELDS = OPENCLAW_EXEC_FIELDS + IDENTITY_FIELDS + ("stream",)
 
 EXEC_HOST_VALUES = ("auto", "sandbox", "gateway", "node")
+#: OpenClaw's refusal of ``host=sandbox`` without a sandbox runtime, word for word.
+HOST_SANDBOX_UNAVAILABLE = (
+    "exec host=sandbox requires a sandbox runtime for this session.\n"
+    'Enable sandbox mode (`agents.defaults.sandbox.mode="non-main"` or `"all"`) '
+    "or use host=auto/gateway/node."
+)
 TITLE_MAX_CHARS = 120
 
 
@@ -430,12 +436,7 @@ def parse_exec_request(body: Mapping[str, Any], settings: Any = None) -> ExecReq
             )
         if normalized == "sandbox":
             if str(_setting(settings, "supervisor.sandbox", "none")) == "none":
-                raise RequestError(  # OpenClaw's words
-                    "exec host=sandbox requires a sandbox runtime for this session.\n"
-                    'Enable sandbox mode (`agents.defaults.sandbox.mode="non-main"` or `"all"`) '
-                    "or use host=auto/gateway/node.",
-                    multiline=True,
-                )
+                raise RequestError(HOST_SANDBOX_UNAVAILABLE, multiline=True)
             host = "sandbox"
 
     if _opt_str(body, "node") is not None:

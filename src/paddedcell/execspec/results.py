@@ -18,7 +18,9 @@ package; the original TypeScript file of each piece is named beside it):
   ``tail`` (2,000 chars) and ``trimWithCap``;
 - ``infra/format-time/format-duration.ts`` — ``formatDurationCompact``.
 
-Where PaddedCell differs on purpose (each is also in the module's tests):
+Where PaddedCell differs on purpose (each is also in the module's tests; the
+complete list, beyond these result shapes, is in the README's "Deliberate
+differences from native exec/process"):
 
 - the follow-up texts name ``pcprocess``/``pcexec`` instead of
   ``process``/``exec`` (they are the tools the agent has to call), and the

@@ -20,7 +20,7 @@ import trio
 
 from ..execspec import results
 from ..execspec.process import ProcessStep, in_scope, process_step
-from ..execspec.request import ExecRequest, ProcessAction
+from ..execspec.request import HOST_SANDBOX_UNAVAILABLE, ExecRequest, ProcessAction, RequestError
 from ..execspec.results import ToolResult
 from . import secretflow
 from .session import OutputCallback, Session
@@ -30,6 +30,8 @@ from .supervisor import LaunchSpec, LimitReached, Supervisor
 UpdateCallback = Callable[[ToolResult], Awaitable[None]]
 #: Seconds between two checks of a ``poll`` that waits (``sleepPollInterval``).
 POLL_WAIT_STEP = 0.25
+#: How long a waiting ``poll`` that saw output gives the command to exit as well.
+EXIT_SETTLE = 0.05
 #: Finished sessions' exit events kept for the OpenClaw plugin, at most.
 MAX_EXIT_EVENTS = 200
 
@@ -42,6 +44,18 @@ class ExecRefused(Exception):
         super().__init__(message)
         self.message = message
         self.status = status
+
+
+def sandbox_runs(settings) -> bool:
+    """Whether commands really run sandboxed (``host=sandbox`` is honoured only then):
+    ``supervisor.sandbox`` is set, and with ``auto`` this host can build the sandbox."""
+    profile = str(settings["supervisor.sandbox"]).strip().lower()
+    if profile == "none":
+        return False
+    if profile == "auto":
+        from .sandbox import available
+        return available()[0]
+    return True
 
 
 def resolve_workdir(requested: str | None, default: str | None) -> tuple[str | None, str]:
@@ -100,6 +114,8 @@ class ExecService:
                      stdin_fd: int | None = None, cwd: str | None = None,
                      ) -> tuple[ToolResult | None, Session | None]:
         """Resolve, admit and start. Raises ExecRefused; a result means "answer now"."""
+        if request.sandboxed and not sandbox_runs(self.settings):
+            raise RequestError(HOST_SANDBOX_UNAVAILABLE, multiline=True)
         workdir, shown = resolve_workdir(request.workdir, cwd or request.agent_workspace)
         if workdir is None:
             return results.exec_workdir_unavailable(shown), None
@@ -280,7 +296,7 @@ class ExecService:
             exit_signal=outcome.exit_signal if outcome else None,
             tail=session.tail() if full else "",
             aggregated=aggregated, truncated=truncated,
-            name=session.name if session.name != session.command else None,
+            name=None,  # OpenClaw names a session after its command, whatever its title
             exit_reason=outcome.exit_reason if outcome else None,
             stdin_writable=session.stdin_writable,
             idle_ms=max(0, int((now - (session.last_output_at or session.started_at)) * 1000)),
@@ -307,11 +323,22 @@ class ExecService:
                 and session.running and session.backgrounded):
             # OpenClaw checks every 250 ms until the command exits or has output.
             deadline = trio.current_time() + action.timeout_ms / 1000
-            while session.running and not session.has_new_output():
+            while session.running and not session.exited and not session.has_new_output():
                 left = deadline - trio.current_time()
                 if left <= 0:
                     break
                 await trio.sleep(min(POLL_WAIT_STEP, left))
+            # Output that is a command's last words comes a moment before its exit,
+            # which OpenClaw's exit event reports at once and our reaping a little
+            # later (the sandbox's init in between): allow that moment.
+            settle = trio.current_time() + EXIT_SETTLE
+            while session.running and not session.exited and trio.current_time() < settle:
+                await trio.sleep(0.01)
+        if session is not None and action.action == "poll" and session.exited and session.running:
+            # The command has exited (OpenClaw's "exited"); only its output drain and
+            # our bookkeeping lag: answer with the end, as OpenClaw does.
+            with trio.move_on_after(float(self.settings["supervisor.drain_seconds"]) + 1):
+                await session.done.wait()
         if session is None:
             return process_step(action, None).result
         view, cursor = self.view(session, time.time(), full=action.action in ("poll", "log"),

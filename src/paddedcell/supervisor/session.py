@@ -56,6 +56,8 @@ REDACTED_READ_SIZE = 256 * 1024
 #: sessions; 16 KiB slices doubled the routes' p99 under that load
 #: (benchmarks/supervisor.py --only-latency) for ~20 % more throughput.
 WORK_SLICE = 4 * 1024
+#: Sanitized bytes gathered into one redactor feed (~0.1 ms on its worst input).
+REDACT_BATCH = 32 * 1024
 #: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
@@ -240,6 +242,11 @@ class Session:
     def has_new_output(self) -> bool:
         return self.poll_cursor < self.buffer.end
 
+    @property
+    def exited(self) -> bool:
+        """The command's leader has exited (its output may still be draining)."""
+        return self._status is not None
+
     def log_text(self) -> tuple[str, int]:
         """Every held line of output and how many earlier lines were evicted."""
         data = self.buffer.held()
@@ -329,12 +336,21 @@ class Session:
                     # slice, then let every other task run. Nothing is read
                     # meanwhile, so a child that outruns us fills its pipe and
                     # blocks (back-pressure) instead of the loop stalling routes.
+                    # The redactor gets larger feeds than the sanitizer (its cost is
+                    # mostly per call: 4 KiB feeds run at a quarter of 64 KiB ones on
+                    # its worst input), all before the next read: no output waits.
+                    sanitized, pending = [], 0
                     for i in range(0, len(data), WORK_SLICE):
                         if i:
                             await trio.lowlevel.checkpoint()
                         piece = self._sanitizers[stream].feed(data[i:i + WORK_SLICE])
-                        redactor = self._redactors.get(stream, redactor)  # add_secrets may swap it
-                        self._emit(stream, redactor.feed(piece))
+                        sanitized.append(piece)
+                        pending += len(piece)
+                        if pending >= REDACT_BATCH or i + WORK_SLICE >= len(data):
+                            piece = sanitized[0] if len(sanitized) == 1 else b"".join(sanitized)
+                            sanitized, pending = [], 0
+                            redactor = self._redactors.get(stream, redactor)  # add_secrets may swap it
+                            self._emit(stream, redactor.feed(piece))
                     reads += 1
                     await trio.lowlevel.checkpoint()
                 if eof:
