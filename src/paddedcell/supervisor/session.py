@@ -247,17 +247,6 @@ class Session:
         """The command's leader has exited (its output may still be draining)."""
         return self._status is not None
 
-    def log_text(self) -> tuple[str, int]:
-        """Every held line of output and how many earlier lines were evicted."""
-        data = self.buffer.held()
-        text, _ = decode_tail(data, len(data) + 1, complete=self.buffer.start == 0)
-        return text, self.buffer.dropped_lines
-
-    async def wait_changed(self, timeout: float) -> None:
-        """Return on new output, exit, or after ``timeout`` seconds."""
-        with trio.move_on_after(timeout):
-            await self._changed.wait()
-
     def _pulse(self) -> None:
         if self._changed.statistics().tasks_waiting:  # nobody waiting: nothing to wake
             self._changed.set()
