@@ -55,6 +55,20 @@ VAULT_OPS = ("get", "generate", "rotate", "unset", "list", "history")
 
 Forward = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
+#: Worker threads for requests forwarded to the daemon (a forwarded exec waits for its
+#: command). Their own limiter: they must never take the threads the daemon itself needs
+#: to answer them (trio's default limiter: secret resolution, the vault).
+_FORWARD_LIMITER: trio.lowlevel.RunVar = trio.lowlevel.RunVar("paddedcell_forward_limiter")
+
+
+def forward_limiter() -> trio.CapacityLimiter:
+    try:
+        return _FORWARD_LIMITER.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(32)
+        _FORWARD_LIMITER.set(limiter)
+        return limiter
+
 
 class ChannelRefusal(Exception):
     def __init__(self, message: str, exit_code: int):
@@ -282,7 +296,7 @@ class SessionChannel:
             finally:
                 client.close()
 
-        return await trio.to_thread.run_sync(call)
+        return await trio.to_thread.run_sync(call, limiter=forward_limiter())
 
     async def _forward(self, op: str, body: Any) -> dict[str, Any]:
         session = self.session
@@ -347,4 +361,4 @@ async def forward_to_daemon(op: str, body: dict[str, Any], settings) -> dict[str
                                                              else 1)
             return {"ok": False, "exit": code, "error": exc.message, "status": exc.status}
 
-    return await trio.to_thread.run_sync(call)
+    return await trio.to_thread.run_sync(call, limiter=forward_limiter())
