@@ -63,20 +63,13 @@ def identify(supervisor, pid: int | None) -> Caller:
     me = os.getpid()
     if pid == me:
         return OUTSIDE
+    chain, reached_me = procs.ancestry(pid, me)  # one walk for every session
     for session in list(supervisor.sessions.values()):
-        if session.running and procs.in_tree(session.tree, pid, me):
+        if session.running and procs.chain_in_tree(session.tree, chain, reached_me):
             return Caller(True, session)
     # Not one of our running sessions: does its ancestry say "a session" all the same?
-    current = pid
-    for _ in range(4096):
-        if current <= 1 or current == me:
-            return OUTSIDE
-        if _marked(current):
-            return Caller(True)
-        info = procs.read_stat(current)
-        if info is None or info.ppid == current:
-            return OUTSIDE
-        current = info.ppid
+    if any(info.pid > 1 and _marked(info.pid) for info in chain):
+        return Caller(True)
     return OUTSIDE
 
 

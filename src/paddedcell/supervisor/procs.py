@@ -343,6 +343,34 @@ def signal_name(signum: int) -> str:
 # --- which session does a peer belong to -------------------------------------
 
 
+def ancestry(pid: int, me: int, proc: str = "/proc",
+             max_depth: int = 4096) -> tuple[list[ProcInfo], bool]:
+    """``pid`` and its ancestors up to (not including) ``me`` or init; and whether the
+    chain reached ``me``. One walk, shared by every tree it is checked against."""
+    chain: list[ProcInfo] = []
+    for _ in range(max_depth):
+        if pid <= 0 or pid == me:
+            return chain, pid == me
+        info = read_stat(pid, proc)
+        if info is None:
+            return chain, False
+        chain.append(info)
+        if info.ppid == pid:
+            return chain, False
+        pid = info.ppid
+    return chain, False
+
+
+def chain_in_tree(tree: ProcessTree, chain: list[ProcInfo], reached_me: bool,
+                  proc: str = "/proc") -> bool:
+    """:func:`in_tree` on an :func:`ancestry` already walked."""
+    for info in chain:
+        if tree.members.get(info.pid) == info.starttime or (
+                info.pid == tree.leader and not tree.leader_reaped):
+            return True
+    return bool(reached_me and chain and has_marker(chain[-1].pid, tree.marker, proc))
+
+
 def in_tree(tree: ProcessTree, pid: int, me: int | None = None, proc: str = "/proc",
             max_depth: int = 4096) -> bool:
     """Does ``pid`` belong to ``tree``: itself or an ancestor a known member?
