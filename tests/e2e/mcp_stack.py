@@ -86,7 +86,7 @@ class McpProcess:
         return json.loads(line)
 
     def request(self, method: str, params: dict[str, Any] | None = None,
-                timeout: float = 60.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                timeout: float = 120.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Send a request; return its response and the notifications that came before it."""
         self._next_id += 1
         ident = self._next_id

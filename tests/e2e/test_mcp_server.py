@@ -154,9 +154,11 @@ def test_unknown_fields_are_ignored_like_openclaws_exec(server):
 def test_progress_carries_redacted_tails(server):
     answer, notes = server.request("tools/call", {
         "name": "pcexec", "_meta": {"progressToken": "tok-1"},
-        "arguments": {"command": "for i in 1 2 3; do echo $(pass_mgr get db) $i; sleep 0.4; done"}})
+        "arguments": {"command": "for i in 1 2 3 4 5 6; do echo $(pass_mgr get db) $i; sleep 0.3; done"}})
     progress = [n["params"] for n in notes if n.get("method") == "notifications/progress"]
-    assert progress, "no progress notification for a 1.2 s command"
+    # The redactor may hold back the last bytes of a live stream (a secret could be
+    # starting there), so the tail lags a little: the first line shows in a later update.
+    assert progress, "no progress notification for a 1.8 s command"
     assert all(p["progressToken"] == "tok-1" for p in progress)
     assert any("###### 1" in p["message"] for p in progress)
     assert SECRET not in json.dumps(notes) + visible(answer)
