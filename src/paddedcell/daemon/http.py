@@ -60,9 +60,9 @@ MAX_PIPELINED_BYTES = 1024 * 1024
 HANGUP_POLL_SECONDS = 0.25
 LISTEN_BACKLOG = 1024
 
-#: One worker thread at a time for big CPU work (parsing a big body, encoding
-#: its answer, a leak scan): each CPU-bound thread makes the event loop wait
-#: for the GIL after every system call, so N of them stall every connection N-fold.
+#: One worker thread at a time parses a big body, encodes its answer or scans a
+#: big text for leaks (routes_vault): each CPU-bound thread makes the event loop
+#: wait for the GIL after every system call, so N of them stall everything N-fold.
 cpu_limiter = trio.CapacityLimiter(1)
 
 
