@@ -375,3 +375,25 @@ def test_matchers_are_cached_by_secret_set():
     assert StreamRedactor([b"cache-secret-1", b"cache-secret-2"], variants=False)._engine is not a._engine
     key_bytes = b"".join(stream_module._cache)
     assert b"cache-secret" not in key_bytes  # keys are digests, not secrets
+
+
+def test_add_secrets_mid_stream_searches_a_small_matcher_beside_the_built_one():
+    """A value learnt mid-run is not a rebuild of the whole set (that ran on the
+    daemon's loop): the new secrets get a matcher of their own, searched beside
+    the old one, until MAX_PARTS; then the whole set is rebuilt once."""
+    from paddedcell.redactor import stream as stream_module
+
+    old = [f"old-secret-value-{i:04d}-x9Kq".encode() for i in range(30)]
+    r = StreamRedactor(old)
+    built = r._engine
+    assert r.feed(b"tail: ") == b"tail: "
+    new = b"new-secret-Zq8xv2NmP4tR"
+    r.add_secrets([new])
+    assert isinstance(r._engine, matcher.Union) and r._engine.parts[0] is built
+    out = r.feed(new + b" " + new.hex().encode() + b" " + new[2:16] + b" " + old[3]) + r.flush()
+    assert out == M + b" " + M + b" " + M + b" " + M, out
+    for i in range(stream_module.MAX_PARTS - 1):  # parts: 2, 3, 4, then one rebuild
+        r.add_secrets([f"more-secret-{i}-Kq2mZp9LwR4t".encode()])
+    assert not isinstance(r._engine, matcher.Union)  # rebuilt whole
+    assert r.secret_count == 30 + stream_module.MAX_PARTS
+    assert r.feed(b"x more-secret-0-Kq2mZp9LwR4t y") + r.flush() == b"x " + M + b" y"

@@ -393,6 +393,27 @@ class Matcher(_Engine):
         return found
 
 
+class Union(_Engine):
+    """Two matchers searched together: a redactor's secrets and those added to
+    it mid-stream. Spans are both sets; the held tail is the longer of the
+    two (the longest suffix that is a prefix of a pattern of either)."""
+
+    def __init__(self, first: _Engine, second: _Engine):
+        self.parts = (first, second)
+        self.name = second.name
+        self.maxlen = max(first.maxlen, second.maxlen)
+
+    @property
+    def patterns(self) -> list[bytes]:
+        return sorted(set(self.parts[0].patterns) | set(self.parts[1].patterns))
+
+    def spans(self, buf: bytes) -> list[tuple[int, int]]:
+        return self.parts[0].spans(buf) + self.parts[1].spans(buf)
+
+    def hold(self, buf: bytes) -> int:
+        return max(self.parts[0].hold(buf), self.parts[1].hold(buf))
+
+
 def _choose_engine() -> type[_Engine]:
     if os.environ.get("PADDEDCELL_REDACTOR_ENGINE", "").lower() in ("portable", "pyahocorasick"):
         log.info("redactor engine: pyahocorasick (forced by PADDEDCELL_REDACTOR_ENGINE)")

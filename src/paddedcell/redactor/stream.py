@@ -117,8 +117,9 @@ class StreamRedactor:
             raise ValueError("fragment_min must be at least 8: shorter runs of a secret are ordinary text")
         self.fragment_min = fragment_min
         self._engine_class = engine
+        self._parts = 1  # matchers searched together (see add_secrets)
         self._secrets: frozenset[bytes] = frozenset()
-        self._patterns: frozenset[bytes] = frozenset()
+        self._patterns: tuple[bytes, ...] = ()
         self._engine = _matcher.build((), engine)
         self._buf = b""
         self._base = 0  # stream offset of self._buf[0]
@@ -147,13 +148,24 @@ class StreamRedactor:
                     ),
                     stacklevel=_stacklevel,
                 )
-        if new:
-            self._secrets = self._secrets | new
-            self._patterns, self._engine = _compiled(
-                self._secrets,
-                (self.variants, self.variant_min_length, self.fragment_min, self.mask),
-                self._engine_class,
-            )
+        if not new:
+            return
+        options = (self.variants, self.variant_min_length, self.fragment_min, self.mask)
+        everything = self._secrets | new
+        whole = _cached(everything, options, self._engine_class)
+        if whole is None and self._secrets and self._parts < MAX_PARTS:
+            # Mid-stream (a session learns a value while its command runs, on
+            # the daemon's event loop): build a matcher for the new secrets
+            # alone, milliseconds, and search with both; rebuilding the whole
+            # set would stall the loop for as long as a cold start.
+            patterns, engine = _compiled(frozenset(new), options, self._engine_class)
+            self._engine = _matcher.Union(self._engine, engine)
+            self._patterns = self._patterns + patterns
+            self._parts += 1
+        else:
+            self._patterns, self._engine = whole or _compiled(everything, options, self._engine_class)
+            self._parts = 1
+        self._secrets = everything
 
     def fresh(self) -> "StreamRedactor":
         """A new, empty stream with the same secrets and the same built matcher.
@@ -253,6 +265,30 @@ _cache: OrderedDict[bytes, tuple[frozenset[bytes], object]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
+#: A redactor searches with at most this many matchers after ``add_secrets``
+#: mid-stream; one more add rebuilds the whole set.
+MAX_PARTS = 4
+
+
+def _key(secrets: frozenset[bytes], options: tuple, engine) -> bytes:
+    h = hashlib.sha256()
+    h.update(repr((options, engine.name)).encode())
+    for s in sorted(secrets):
+        h.update(len(s).to_bytes(8, "big"))
+        h.update(s)
+    return h.digest()
+
+
+def _cached(secrets: frozenset[bytes], options: tuple, engine):
+    """The cached (patterns, matcher) of this set, or None."""
+    key = _key(secrets, options, engine or _matcher.ENGINE)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+        return hit
+
+
 def _compiled(secrets: frozenset[bytes], options: tuple, engine):
     """The pattern set and built matcher of a secret set, from an LRU keyed by digest.
 
@@ -261,12 +297,7 @@ def _compiled(secrets: frozenset[bytes], options: tuple, engine):
     matchers it holds are what every redactor of that set would build anyway.
     """
     engine = engine or _matcher.ENGINE
-    h = hashlib.sha256()
-    h.update(repr((options, engine.name)).encode())
-    for s in sorted(secrets):
-        h.update(len(s).to_bytes(8, "big"))
-        h.update(s)
-    key = h.digest()
+    key = _key(secrets, options, engine)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -275,7 +306,7 @@ def _compiled(secrets: frozenset[bytes], options: tuple, engine):
     variants, variant_min_length, fragment_min, mask = options
     literals, windows = plan(secrets, variants, variant_min_length, fragment_min, mask)
     built_matcher = _matcher.build(literals, engine, windows, fragment_min)
-    built = (built_matcher.patterns, built_matcher)  # the sorted list, not a copy
+    built = (tuple(built_matcher.patterns), built_matcher)
     with _cache_lock:
         _cache[key] = built
         _cache.move_to_end(key)
