@@ -351,6 +351,9 @@ def test_a_client_that_leaves_ends_its_foreground_command(stack):
     (["aPW", "Wb"], [[1, 5]], ["a######", "######b"]),          # a run across two strings
     (["a", "", "b"], "nonsense", ["######", "", "######"]),     # spans that make no sense: mask all
     (["abc"], [[1, 99]], ["######"]),                             # out of range: mask all
+    (["abcdefgh"], [[1, 5], [3, 7]], ["######"]),                 # overlapping: mask all
+    (["abcdefgh"], [[5, 7], [1, 3]], ["######"]),                 # unsorted: mask all
+    (["😀x"], [[1, 3]], ["######"]),                              # inside a surrogate pair: mask all
 ])
 def test_mask_joined(strings, spans, expected):
     from paddedcell.mcp.server import _mask_joined

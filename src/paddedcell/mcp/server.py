@@ -108,7 +108,8 @@ def _replace_strings(value: Any, replacements: Any) -> Any:
 def _mask_joined(strings: list[str], spans: Any) -> list[str]:
     """Mask, in each string, the parts of ``spans`` (UTF-16 ``[start, end)`` runs into the
     strings joined by newlines, as ``/vault/check-leak`` answers). Spans that do not make
-    sense mask every non-empty string whole."""
+    sense (unsorted, overlapping, off a character boundary) mask every non-empty string
+    whole, as the OpenClaw plugin does."""
     joined = "\n".join(strings)
     # UTF-16 offset -> code-point offset, for every boundary of the joined text.
     to_cp = {}
@@ -117,11 +118,12 @@ def _mask_joined(strings: list[str], spans: Any) -> list[str]:
         to_cp[units] = index
         units += 2 if ord(char) > 0xFFFF else 1
     to_cp[units] = len(joined)
-    runs = []
+    runs: list[tuple[int, int]] = []
     valid = isinstance(spans, list) and bool(spans)
     for span in spans if valid else []:
+        # Sorted, disjoint, non-empty runs on character boundaries, as the route promises.
         if not (isinstance(span, list) and len(span) == 2 and span[0] in to_cp and span[1] in to_cp
-                and span[0] < span[1]):
+                and span[0] < span[1] and (not runs or to_cp[span[0]] >= runs[-1][1])):
             valid = False
             break
         runs.append((to_cp[span[0]], to_cp[span[1]]))
@@ -131,9 +133,9 @@ def _mask_joined(strings: list[str], spans: Any) -> list[str]:
     for string in strings:
         start, end = offset, offset + len(string)
         pieces, cursor = [], start
-        for run_start, run_end in sorted(runs):
+        for run_start, run_end in runs:
             lo, hi = max(run_start, start), min(run_end, end)
-            if lo >= hi or lo < cursor:
+            if lo >= hi:
                 continue
             pieces.append(joined[cursor:lo] + MASK)
             cursor = hi
