@@ -21,7 +21,8 @@ from paddedcell.vault.files import FileLock
 from paddedcell.vault.leak import LeakDetector
 
 PW = "library test admin pw"
-FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1}
+FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1,
+            "vault.min_length": 1}  # short values: these tests are not about length
 
 
 @pytest.fixture
@@ -78,7 +79,8 @@ def test_roundtrip_history_and_values(ready, ws):
     assert get_secret("a1", ws, "api", version=2, settings=s) == values[1]
     with pytest.raises(NoSuchKey):
         get_secret("a1", ws, "api", version=1, settings=s)
-    assert sorted(agent_secret_values("a1", ws, settings=s)) == sorted(values[1:] + ["db-value"])
+    # The version rotated out of the history stays masked (vault.retired_mask_days).
+    assert sorted(agent_secret_values("a1", ws, settings=s)) == sorted(values + ["db-value"])
     assert list_keys("a1", ws, settings=s) == ["api", "db"]
     unset_secret("a1", ws, "api", settings=s)
     assert list_keys("a1", ws, settings=s) == ["db"]
@@ -94,7 +96,7 @@ def test_history_depth_setting(s, ws):
     for value in ("v1", "v2", "v3"):
         set_secret("a1", ws, "k", value, PW, s)
     assert [v for v, _ in key_history("a1", ws, "k", settings=s)] == [3, 2]
-    assert agent_secret_values("a1", ws, settings=s) == ["v3", "v2"]
+    assert agent_secret_values("a1", ws, settings=s) == ["v3", "v2", "v1"]  # v1 retired
 
 
 def test_rotate_store_changes_every_ciphertext_not_the_values(ready, ws):
@@ -395,7 +397,7 @@ def test_scrypt_when_openssl_lacks_argon2(s, ws, monkeypatch):
     from paddedcell.vault import admin_crypto
 
     monkeypatch.setattr(admin_crypto, "argon2_available", lambda: False)
-    s = config.load({"PADDEDCELL_HOME": str(s.home)}, {"vault.scrypt_n": 1024})
+    s = config.load({"PADDEDCELL_HOME": str(s.home)}, {"vault.scrypt_n": 1024, "vault.min_length": 1})
     init_admin(PW, s)
     kdf = json.loads((s.home / "vault" / "admin.json").read_text())["kdf"]
     assert (kdf["alg"], kdf["n"], kdf["r"], kdf["p"]) == ("scrypt", 1024, 8, 1)

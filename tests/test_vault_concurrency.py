@@ -25,7 +25,8 @@ from paddedcell.vault import agent_secret_values, get_secret, init_admin, key_hi
 
 PW = "concurrency admin pw"
 FAST_ENV = {"PADDEDCELL_VAULT_KDF_ITERATIONS": "1", "PADDEDCELL_VAULT_KDF_MEMORY_KIB": "64",
-            "PADDEDCELL_VAULT_KDF_LANES": "1", "PADDEDCELL_VAULT_LOCK_TIMEOUT_SECONDS": "120"}
+            "PADDEDCELL_VAULT_KDF_LANES": "1", "PADDEDCELL_VAULT_LOCK_TIMEOUT_SECONDS": "120",
+            "PADDEDCELL_VAULT_MIN_LENGTH": "1"}
 KEYS = ["k0", "k1", "k2", "k3"]
 
 MIXED_WORKER = r"""

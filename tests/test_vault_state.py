@@ -125,3 +125,63 @@ def test_new_folders_are_fsynced_into_their_parents(tmp_path, monkeypatch):
     files.ensure_private_dir(str(target))
     assert synced == [str(tmp_path), str(tmp_path / "a"), str(tmp_path / "a" / "b")]
     assert all((target.parent if i else target).stat().st_mode & 0o777 == 0o700 for i in range(1))
+
+
+# -- retired values stay masked -------------------------------------------------------
+
+
+def test_unset_and_rotated_away_values_stay_masked_for_the_retired_period(tmp_path, ws):
+    from paddedcell.vault import agent_secret_values, generate_secret, rotate_secret, rotate_store
+
+    s = config.load({"PADDEDCELL_HOME": str(tmp_path / "h")},
+                    {**FAST_KDF, "vault.history_depth": 1})
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "first-db-value", PW, s)
+    set_secret("a1", ws, "db", "second-db-value", PW, s)  # pushes the first out of history
+    first = generate_secret("a1", ws, "tok", settings=s).value
+    second = rotate_secret("a1", ws, "tok", settings=s).value
+    unset_secret("a1", ws, "db", settings=s)
+    rotate_store("a1", ws, settings=s)  # re-sealed under the new data key
+    values = set(agent_secret_values("a1", ws, settings=s))
+    assert {"first-db-value", "second-db-value", first, second} <= values
+    raw = store_file(ws).read_text()
+    assert "first-db-value" not in raw and "second-db-value" not in raw and first not in raw
+    with pytest.raises(Exception):
+        get_secret("a1", ws, "db", settings=s)  # gone for get, masked for output
+
+
+def test_retired_values_expire(tmp_path, ws, monkeypatch):
+    import time as time_module
+
+    from paddedcell.vault import agent_secret_values
+
+    s = config.load({"PADDEDCELL_HOME": str(tmp_path / "h")},
+                    {**FAST_KDF, "vault.retired_mask_days": 1})
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "old-db-value", PW, s)
+    set_secret("a1", ws, "keep", "kept-value-1", PW, s)
+    unset_secret("a1", ws, "db", settings=s)
+    assert "old-db-value" in agent_secret_values("a1", ws, settings=s)
+    real = time_module.time
+    monkeypatch.setattr(time_module, "time", lambda: real() + 2 * 86400)
+    assert "old-db-value" not in agent_secret_values("a1", ws, settings=s)
+    set_secret("a1", ws, "keep", "kept-value-2", PW, s)  # a write drops expired ones
+    monkeypatch.setattr(time_module, "time", real)
+    assert "old-db-value" not in agent_secret_values("a1", ws, settings=s)
+    assert "retired" not in json.loads(store_file(ws).read_text())
+
+
+def test_a_retired_entry_moved_elsewhere_fails_authentication(s, ws):
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "old-db-value", PW, s)
+    unset_secret("a1", ws, "db", settings=s)
+    from paddedcell.vault import admin
+    from paddedcell.vault.store import OpenStore
+
+    assert json.loads(store_file(ws).read_text())["retired"][0]["k"] == "db"
+    host = admin.read_host_key(admin.AdminPaths(s.home))
+    store = OpenStore.load(store_file(ws).read_bytes(), "a1", "store",
+                           host_wrap_key=admin.subkey(host, "wrap"))
+    store.retired[0]["k"] = "other"  # sealed under ("retired", key, version): fails to open
+    with pytest.raises(IntegrityError):
+        store.all_values()

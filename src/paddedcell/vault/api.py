@@ -125,7 +125,8 @@ def get_secret(agent_id: str, workspace: str, key: str, *, version: int | None =
 
 
 def agent_secret_values(agent_id: str, workspace: str, *, settings: Any = None) -> list[str]:
-    """Every current and historical value in the agent's store, for redaction."""
+    """Every current and historical value in the agent's store, for redaction, and the
+    retired ones (unset, rotated out) for ``vault.retired_mask_days`` after they left."""
     store = _read_store(_load_settings(settings), agent_id, workspace)
     return [] if store is None else store.all_values()
 
@@ -187,6 +188,14 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
     return Change(result.key, result.version, store.generation, result.value)
 
 
+def _retire_until(settings: Any) -> int | None:
+    """Until when values leaving the store stay masked (None: not at all)."""
+    import time
+
+    days = float(settings["vault.retired_mask_days"])
+    return int(time.time() + days * 86400) if days > 0 else None
+
+
 def random_value(length: int, symbols: bool = True) -> str:
     """``length`` characters from the OS CSPRNG (letters, digits, shell-safe symbols)."""
     import secrets  # imported here: it pulls in hashlib, which `get` does not need
@@ -212,7 +221,8 @@ def generate_secret(agent_id: str, workspace: str, key: str, *, length: int | No
             raise VaultError(f"{key!r} already exists; use --force to replace it "
                              "(the old value stays in its history)")
         version = store.put(key, value, depth=settings["vault.history_depth"],
-                            created=admin.now_iso(), meta={"length": length, "symbols": symbols})
+                            created=admin.now_iso(), meta={"length": length, "symbols": symbols},
+                            retire_until=_retire_until(settings))
         return Change(key, version, 0, value)
 
     return _mutate(settings, agent_id, workspace, change, create=True)
@@ -231,7 +241,8 @@ def rotate_secret(agent_id: str, workspace: str, key: str, *, settings: Any = No
         symbols = bool(entry.get("symbols", True))
         value = random_value(length, symbols)
         version = store.put(key, value, depth=settings["vault.history_depth"],
-                            created=admin.now_iso(), meta={"length": length, "symbols": symbols})
+                            created=admin.now_iso(), meta={"length": length, "symbols": symbols},
+                            retire_until=_retire_until(settings))
         return Change(key, version, 0, value)
 
     return _mutate(settings, agent_id, workspace, change, create=False, missing_key=key)
@@ -254,7 +265,7 @@ def unset_secret(agent_id: str, workspace: str, key: str, *, settings: Any = Non
     check_key_name(key)
 
     def change(store: OpenStore) -> Change:
-        store.remove(key)
+        store.remove(key, retire_until=_retire_until(settings))
         return Change(key, None, 0)
 
     return _mutate(settings, agent_id, workspace, change, create=False, missing_key=key)
@@ -268,23 +279,23 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
     check_key_name(key, show=False)  # swapped arguments would put the value here
     if not isinstance(value, str) or not value:
         raise VaultError("the secret value is empty; give a value")
-    minimum = int(settings["vault.min_length"])
-    if len(value) < minimum and not allow_short:
-        raise VaultError(f"the secret is {len(value)} characters, under vault.min_length "
-                         f"({minimum}): its encoded forms would not be masked and the mask "
-                         "would confirm a guess; use a longer one, or give --allow-short")
     if "\n" in value or "\r" in value or "\0" in value:
         raise VaultError("the secret value contains a newline or NUL; give one line")
     if not _is_utf8(value):
         raise VaultError("the secret value is not valid UTF-8; give it as UTF-8 text")
     paths = _paths(settings)
     admin.require_ready(paths)
+    minimum = int(settings["vault.min_length"])
+    if len(value) < minimum and not allow_short:
+        raise VaultError(f"the secret is {len(value)} characters, under vault.min_length "
+                         f"({minimum}): its encoded forms would not be masked and the mask "
+                         "would confirm a guess; use a longer one, or give --allow-short")
     admin.unlock_admin_private(admin.load_admin(paths, admin.read_host_key(paths)),
                                admin_password)
 
     def change(store: OpenStore) -> Change:
         version = store.put(key, value, depth=settings["vault.history_depth"],
-                            created=admin.now_iso())
+                            created=admin.now_iso(), retire_until=_retire_until(settings))
         return Change(key, version, 0)
 
     return _mutate(settings, agent_id, workspace, change, create=True)

@@ -7,7 +7,13 @@ File ``<store dir>/store.json`` (canonical JSON, 0600)::
      "wrap_admin": box of the data key to the admin X25519 public key,
      "entries": {KEY: {"next": N, "length"?, "symbols"?,
                        "versions": [{"v", "created", "nonce", "ct"}, ...newest first]}},
+     "retired"?: [{"k": KEY, "v", "until": unix time, "nonce", "ct"}, ...],
      "mac": GMAC over the rest under the data key's MAC half}
+
+``retired`` holds values that left the store (``unset``, or rotated out of the
+history) until ``until`` (``vault.retired_mask_days`` later): they are probably
+still valid upstream and in files the agent wrote, so output keeps masking them.
+Sealed like entries, under their own associated data ("retired", key, version).
 
 The data key is 64 random bytes: 32 for AES-256-GCM entries, 32 for the MAC.
 Each entry's associated data binds format, agent id, store id, key name and
@@ -97,13 +103,14 @@ class OpenStore:
     """A decrypted-on-demand view of a store; values are opened one at a time."""
 
     def __init__(self, agent_id: str, store_id: str, generation: int, data_key: bytes,
-                 entries: dict[str, Any], wrap_admin: Any):
+                 entries: dict[str, Any], wrap_admin: Any, retired: list[Any] | None = None):
         self.agent_id = agent_id
         self.store_id = store_id
         self.generation = generation
         self._data_key = data_key
         self.entries = entries
         self.wrap_admin = wrap_admin  # kept as is while the data key is unchanged
+        self.retired = retired if retired is not None else []
 
     # -- reading ---------------------------------------------------------------
 
@@ -135,9 +142,12 @@ class OpenStore:
             raise IntegrityError(f"{what} has a bad data key; it is corrupt")
         crypto.verify_document(data_key[32:], doc, crypto.aad("store", agent_id, store_id), what)
         generation, entries = doc.get("generation"), doc.get("entries")
-        if not isinstance(generation, int) or not isinstance(entries, dict):
+        retired = doc.get("retired", [])
+        if not isinstance(generation, int) or not isinstance(entries, dict) \
+                or not isinstance(retired, list) or not all(isinstance(r, dict) for r in retired):
             raise IntegrityError(f"{what} is malformed; it is corrupt")
-        return cls(agent_id, store_id, generation, data_key, entries, doc.get("wrap_admin"))
+        return cls(agent_id, store_id, generation, data_key, entries, doc.get("wrap_admin"),
+                   retired)
 
     def _entry(self, key: str) -> dict[str, Any]:
         entry = self.entries.get(key)
@@ -165,9 +175,37 @@ class OpenStore:
         raise NoSuchKey(f"{key!r} has no version {version}; kept versions: {kept} "
                         "(pass_mgr history shows them)")
 
-    def all_values(self) -> list[str]:
-        return [self._open(key, item) for key in sorted(self.entries)
-                for item in self._entry(key)["versions"]]
+    def all_values(self, now: float | None = None) -> list[str]:
+        """Every kept value, and every retired one still within its masking period."""
+        current = [self._open(key, item) for key in sorted(self.entries)
+                   for item in self._entry(key)["versions"]]
+        return current + [self._open_retired(item) for item in self._live_retired(now)]
+
+    def _live_retired(self, now: float | None = None) -> list[dict[str, Any]]:
+        import time
+
+        moment = time.time() if now is None else now
+        return [item for item in self.retired
+                if isinstance(item.get("until"), int) and item["until"] > moment]
+
+    def _open_retired(self, item: dict[str, Any]) -> str:
+        associated = crypto.aad("retired", self.agent_id, self.store_id, item.get("k"),
+                                item.get("v"))
+        return crypto.unseal(self._data_key[:32], item, associated,
+                             "a retired secret").decode("utf-8")
+
+    def _seal_retired(self, key: str, version: Any, value: str, until: int) -> dict[str, Any]:
+        associated = crypto.aad("retired", self.agent_id, self.store_id, key, version)
+        return {"k": key, "v": version, "until": int(until),
+                **crypto.seal(self._data_key[:32], value.encode("utf-8"), associated)}
+
+    def retire(self, key: str, versions: list[dict[str, Any]], until: int | None) -> None:
+        """Keep ``versions`` of ``key`` (leaving the store) masked until ``until``."""
+        if until is None:
+            return
+        for item in versions:
+            self.retired.append(self._seal_retired(key, item.get("v"), self._open(key, item),
+                                                   until))
 
     def history(self, key: str) -> list[tuple[int, str]]:
         """(version, created) newest first, without values."""
@@ -179,8 +217,9 @@ class OpenStore:
     # -- changing ----------------------------------------------------------------
 
     def put(self, key: str, value: str, *, depth: int, created: str,
-            meta: dict[str, Any] | None = None) -> int:
-        """Add ``value`` as the key's newest version, keeping ``depth`` versions; returns it."""
+            meta: dict[str, Any] | None = None, retire_until: int | None = None) -> int:
+        """Add ``value`` as the key's newest version, keeping ``depth`` versions (those
+        pushed out stay masked until ``retire_until``); returns the new version."""
         entry = self.entries.get(key) or {"next": 1, "versions": []}
         version = int(entry["next"])
         box = crypto.seal(self._data_key[:32], value.encode("utf-8"),
@@ -190,11 +229,13 @@ class OpenStore:
         new_entry.update(meta or {})
         new_entry["next"] = version + 1
         new_entry["versions"] = versions[:max(1, depth)]
+        self.retire(key, versions[max(1, depth):], retire_until)
         self.entries[key] = new_entry
         return version
 
-    def remove(self, key: str) -> None:
-        self._entry(key)
+    def remove(self, key: str, *, retire_until: int | None = None) -> None:
+        """Delete ``key``; its values stay masked until ``retire_until``."""
+        self.retire(key, self._entry(key)["versions"], retire_until)
         del self.entries[key]
 
     def rekey(self) -> None:
@@ -202,7 +243,10 @@ class OpenStore:
         old_key = self._data_key
         plain = {key: [(item, self._open(key, item)) for item in self._entry(key)["versions"]]
                  for key in self.entries}
+        retired = [(item, self._open_retired(item)) for item in self._live_retired()]
         self._data_key = os.urandom(DATA_KEY_BYTES)
+        self.retired = [self._seal_retired(item["k"], item["v"], value, item["until"])
+                        for item, value in retired]
         self.wrap_admin = None
         for key, items in plain.items():
             self.entries[key]["versions"] = [
@@ -232,5 +276,8 @@ class OpenStore:
             "wrap_admin": self.wrap_admin,
             "entries": self.entries,
         }
+        self.retired = self._live_retired()  # expired ones are dropped at the next write
+        if self.retired:
+            body["retired"] = self.retired
         return crypto.sign_document(self._data_key[32:], body,
                                     crypto.aad("store", self.agent_id, self.store_id))
