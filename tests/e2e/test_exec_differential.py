@@ -220,6 +220,31 @@ PROCESS_CASES: list[Step] = [
 ]
 
 
+PTY_CASES: list[Step] = [
+    ("exec", {"command": "printf '\\033[31mred\\033[0m\\n'", "pty": True}),
+    ("exec", {"command": "stty -echo; printf 'name? '; read x; echo got=$x", "pty": True,
+              "background": True}),
+    ("process", {"action": "poll", "sessionId": "$1", "timeout": 5000}),
+    ("process", {"action": "send-keys", "sessionId": "$1", "keys": ["Up"]}),
+    ("process", {"action": "write", "sessionId": "$1", "data": "bob\n"}),
+    ("process", {"action": "poll", "sessionId": "$1", "timeout": 5000}),
+    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
+    ("process", {"action": "send-keys", "sessionId": "$2", "literal": "hi", "keys": ["Enter"]}),
+    ("process", {"action": "poll", "sessionId": "$2", "timeout": 5000}),
+    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
+    ("process", {"action": "paste", "sessionId": "$3", "text": "pasted", "bracketed": False}),
+    ("process", {"action": "submit", "sessionId": "$3"}),
+    ("process", {"action": "poll", "sessionId": "$3", "timeout": 5000}),
+    ("process", {"action": "paste", "sessionId": "$3", "text": ""}),
+]
+
+
+def test_pty_sessions_are_the_same(stack):
+    seen = play(stack, "pty", PTY_CASES)
+    assert_same(seen, "model")
+    assert_same(seen, "transcript")
+
+
 def test_exec_results_are_the_same(stack):
     seen = play(stack, "exec", exec_cases(stack.workspace))
     assert_same(seen, "model")
