@@ -7,6 +7,8 @@ Layout (directories 0700, files 0600)::
     vault/admin.json     KDF parameters and verifier, the admin X25519 public key,
                          its private key sealed under the password-derived key,
                          the leak detector sealed under the host key; GMAC'd
+    vault/admin.next.json
+                         the journal of an admin init in progress (see api.init_admin)
     vault/locked.json    present while the vault is locked after a leak
     vault/stores/<id>    one file per store ever created, holding its path, so
                          ``admin init`` can re-wrap every store it knows
@@ -60,6 +62,7 @@ class AdminPaths:
     host_key = property(lambda self: self._under("keys", "host.key"))
     vault_dir = property(lambda self: self._under("vault"))
     admin_file = property(lambda self: self._under("vault", "admin.json"))
+    admin_next_file = property(lambda self: self._under("vault", "admin.next.json"))
     locked_file = property(lambda self: self._under("vault", "locked.json"))
     registry_dir = property(lambda self: self._under("vault", "stores"))
     generations_dir = property(lambda self: self._under("vault", "generations"))

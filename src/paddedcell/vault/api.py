@@ -165,7 +165,11 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
         raise missing()
     ensure_private_dir(ref.directory)
     host = admin.read_host_key(paths)
-    with FileLock(ref.lock, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+    timeout = settings["vault.lock_timeout_seconds"]
+    # The admin lock shared: no store is written (or created) while an admin init or
+    # recover re-wraps stores, so none is left with a wrap to a replaced admin key.
+    with FileLock(paths.lock_file, exclusive=False, timeout=timeout), \
+            FileLock(ref.lock, exclusive=True, timeout=timeout):
         remove_stale_temps(ref.directory)
         try:
             raw = read_private(ref.file)
@@ -330,6 +334,21 @@ def init_admin(password: str, settings: Any = None, *,
 
     Uninitialized: first setup. Locked after a leak: the old password is burnt, so
     it is not asked for. Ready: a password change, which needs ``current_password``.
+
+    Journaled, so that a crash at any point leaves every store openable by the host
+    key and recoverable by a password the human knows:
+
+    1. the new admin.json is written as ``admin.next.json`` (the journal);
+    2. every known store gets ``wrap_admin_next``, its data key wrapped to the new
+       admin key, beside the old ``wrap_admin``;
+    3. ``admin.next.json`` replaces admin.json (one rename: the commit);
+    4. every store's ``wrap_admin_next`` becomes its ``wrap_admin``;
+    5. the leak lock is cleared.
+
+    Before 3 the old password still recovers every store, after it the new one does.
+    The next ``admin init`` or ``recover`` first finishes what a crash left: before
+    the commit it rolls back (drops the journal), after it rolls forward (step 4).
+    Writers of stores hold the admin lock shared, so no store appears mid-way.
     """
     settings = _load_settings(settings)
     _check_new_password(password, settings)
@@ -337,6 +356,7 @@ def init_admin(password: str, settings: Any = None, *,
     ensure_private_dir(paths.home)
     ensure_private_dir(paths.vault_dir)
     with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+        _finish_interrupted_init(settings, paths)
         previous = admin.status(paths)
         if previous == "ready":
             if current_password is None:
@@ -351,19 +371,72 @@ def init_admin(password: str, settings: Any = None, *,
                 host = admin.read_host_key(paths)
             except IntegrityError:
                 host = admin.create_host_key(paths)
+                crash_point("host key created")
         admin_bytes, public = admin.build_admin(settings, password, host)
-        atomic_write(paths.admin_file, admin_bytes)
-        rewrapped, failed = _rewrap_known_stores(settings, paths, host, public)
+        atomic_write(paths.admin_next_file, admin_bytes)
+        crash_point("journal written")
+        rewrapped, failed = _rewrap_known_stores(settings, paths, host, public,
+                                                 slot="wrap_admin_next")
+        _commit_admin(paths)
+        _rewrap_known_stores(settings, paths, host, public, slot="promote")
         admin.clear_locked(paths)
+        crash_point("lock cleared")
         _forget_detector()
         admin.log_security(paths, "INFO", "admin-init", previous=previous,
                            stores_rewrapped=rewrapped, stores_failed=len(failed))
     return InitReport(previous, rewrapped, tuple(failed))
 
 
+def crash_point(step: str) -> None:
+    """Fault injection for the crash tests: ``PADDEDCELL_TEST_CRASH_AT=N`` ends the
+    process (exit 86, no clean-up, like a kill) at the N-th step of this process."""
+    global _steps
+    _steps += 1
+    if os.environ.get("PADDEDCELL_TEST_CRASH_AT") == str(_steps):
+        os._exit(86)
+
+
+_steps = 0
+
+
+def _commit_admin(paths: AdminPaths) -> None:
+    """Step 3 of init_admin: the journal becomes admin.json (one atomic rename)."""
+    from .files import fsync_dir
+
+    os.replace(paths.admin_next_file, paths.admin_file)
+    fsync_dir(paths.vault_dir)
+    crash_point("admin.json committed")
+
+
+def _finish_interrupted_init(settings: Any, paths: AdminPaths) -> None:
+    """Roll back an init that crashed before its commit, or forward one that crashed after.
+    Call under the exclusive admin lock."""
+    if os.path.lexists(paths.admin_next_file):
+        os.unlink(paths.admin_next_file)  # before the commit: the old admin.json rules
+        from .files import fsync_dir
+
+        fsync_dir(paths.vault_dir)
+        return
+    if not os.path.lexists(paths.admin_file):
+        return
+    try:
+        host = admin.read_host_key(paths)
+        public = admin.admin_public_key(admin.load_admin(paths, host))
+    except VaultError:
+        return  # recover's business (a lost host key); it opens either wrap
+    _rewrap_known_stores(settings, paths, host, public, slot="promote")
+
+
 def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: bytes, *,
-                         admin_private: bytes | None = None) -> tuple[int, list[str]]:
-    """Re-wrap each registered store; with ``admin_private``, open it through the admin wrap."""
+                         admin_private: bytes | None = None,
+                         slot: str = "wrap_admin") -> tuple[int, list[str]]:
+    """Re-wrap each registered store; with ``admin_private``, open it through the admin wrap.
+
+    ``slot``: "wrap_admin" re-wraps to ``public``; "wrap_admin_next" adds the wrap of an
+    admin init in progress; "promote" makes that wrap the store's wrap_admin (a store
+    without one, e.g. re-keyed since, is wrapped to ``public``), skipping stores with
+    nothing to promote.
+    """
     done, failed = 0, []
     for directory in admin.known_stores(paths):
         ref = StoreRef(directory.name, str(directory))
@@ -382,9 +455,17 @@ def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: 
                     store = OpenStore.load(raw, agent_id, str(ref.file),
                                            admin_private=admin_private)
                 admin.check_generation(paths, store.store_id, store.generation, str(ref.file))
-                store.rewrap_admin(public)
+                if slot == "promote":
+                    if store.wrap_admin_next is None:
+                        continue
+                    store.wrap_admin, store.wrap_admin_next = store.wrap_admin_next, None
+                else:
+                    store.rewrap_admin(public, slot=slot)
+                    if slot == "wrap_admin":
+                        store.wrap_admin_next = None
                 atomic_write(ref.file, store.serialize(wrap_key))
                 admin.record_generation(paths, store.store_id, store.generation)
+            crash_point(f"store {slot}")
             done += 1
         except FileNotFoundError:
             continue  # the workspace was removed; nothing to re-wrap
@@ -407,6 +488,8 @@ def recover(password: str, settings: Any = None) -> InitReport:
     settings = _load_settings(settings)
     paths = _paths(settings)
     with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+        if os.path.lexists(paths.admin_next_file):  # an init crashed before its commit
+            os.unlink(paths.admin_next_file)
         previous = admin.status(paths)
         if previous == "uninitialized":
             raise admin.NotInitialized()
@@ -423,9 +506,13 @@ def recover(password: str, settings: Any = None) -> InitReport:
         from .admin_crypto import public_of
 
         public = public_of(private)
+        # Every step can be repeated: a crash anywhere is finished by running recover again
+        # (stores not yet re-wrapped still open through their admin wrap).
         host = admin.create_host_key(paths)
+        crash_point("new host key")
         admin_bytes, _ = admin.build_admin(settings, password, host, keypair=(private, public))
         atomic_write(paths.admin_file, admin_bytes)
+        crash_point("admin.json rewritten")
         rewrapped, failed = _rewrap_known_stores(settings, paths, host, public,
                                                  admin_private=private)
         _forget_detector()

@@ -5,6 +5,8 @@ File ``<store dir>/store.json`` (canonical JSON, 0600)::
     {"format": 1, "agent_id", "store_id", "generation",
      "wrap_host":  box of the data key under a host-key subkey,
      "wrap_admin": box of the data key to the admin X25519 public key,
+     "wrap_admin_next"?: the same to the key of an ``admin init`` in progress (see
+                       api.init_admin: it becomes wrap_admin once admin.json is replaced),
      "entries": {KEY: {"next": N, "length"?, "symbols"?,
                        "versions": [{"v", "created", "nonce", "ct"}, ...newest first]}},
      "retired"?: [{"k": KEY, "v", "until": unix time, "nonce", "ct"}, ...],
@@ -110,6 +112,7 @@ class OpenStore:
         self._data_key = data_key
         self.entries = entries
         self.wrap_admin = wrap_admin  # kept as is while the data key is unchanged
+        self.wrap_admin_next: Any = None
         self.retired = retired if retired is not None else []
 
     # -- reading ---------------------------------------------------------------
@@ -133,8 +136,17 @@ class OpenStore:
         if admin_private is not None:
             from .admin_crypto import unwrap_as_admin
 
-            data_key = unwrap_as_admin(admin_private, doc.get("wrap_admin"),
-                                       crypto.aad("wrap-admin", agent_id, store_id), what)
+            # Either wrap may be to this key while an interrupted admin init is pending.
+            boxes = [box for box in (doc.get("wrap_admin_next"), doc.get("wrap_admin"))
+                     if box is not None] or [None]
+            for index, box in enumerate(boxes):
+                try:
+                    data_key = unwrap_as_admin(admin_private, box,
+                                               crypto.aad("wrap-admin", agent_id, store_id), what)
+                    break
+                except IntegrityError:
+                    if index == len(boxes) - 1:
+                        raise
         else:
             data_key = crypto.unseal(host_wrap_key, doc.get("wrap_host"),
                                      crypto.aad("wrap-host", agent_id, store_id), what)
@@ -146,8 +158,10 @@ class OpenStore:
         if not isinstance(generation, int) or not isinstance(entries, dict) \
                 or not isinstance(retired, list) or not all(isinstance(r, dict) for r in retired):
             raise IntegrityError(f"{what} is malformed; it is corrupt")
-        return cls(agent_id, store_id, generation, data_key, entries, doc.get("wrap_admin"),
-                   retired)
+        store = cls(agent_id, store_id, generation, data_key, entries, doc.get("wrap_admin"),
+                    retired)
+        store.wrap_admin_next = doc.get("wrap_admin_next")
+        return store
 
     def _entry(self, key: str) -> dict[str, Any]:
         entry = self.entries.get(key)
@@ -247,7 +261,7 @@ class OpenStore:
         self._data_key = os.urandom(DATA_KEY_BYTES)
         self.retired = [self._seal_retired(item["k"], item["v"], value, item["until"])
                         for item, value in retired]
-        self.wrap_admin = None
+        self.wrap_admin = self.wrap_admin_next = None
         for key, items in plain.items():
             self.entries[key]["versions"] = [
                 {"v": item["v"], "created": item.get("created"),
@@ -256,11 +270,14 @@ class OpenStore:
                 for item, value in items]
         del old_key
 
-    def rewrap_admin(self, admin_public: bytes) -> None:
+    def rewrap_admin(self, admin_public: bytes, *, slot: str = "wrap_admin") -> None:
+        """Wrap the data key to ``admin_public`` in ``slot`` (wrap_admin or wrap_admin_next)."""
         from .admin_crypto import wrap_to_admin
 
-        self.wrap_admin = wrap_to_admin(admin_public, self._data_key,
-                                        crypto.aad("wrap-admin", self.agent_id, self.store_id))
+        if slot not in ("wrap_admin", "wrap_admin_next"):
+            raise ValueError(slot)
+        setattr(self, slot, wrap_to_admin(admin_public, self._data_key,
+                                          crypto.aad("wrap-admin", self.agent_id, self.store_id)))
 
     def serialize(self, host_wrap_key: bytes) -> bytes:
         if self.wrap_admin is None:
@@ -276,6 +293,8 @@ class OpenStore:
             "wrap_admin": self.wrap_admin,
             "entries": self.entries,
         }
+        if self.wrap_admin_next is not None:
+            body["wrap_admin_next"] = self.wrap_admin_next
         self.retired = self._live_retired()  # expired ones are dropped at the next write
         if self.retired:
             body["retired"] = self.retired
