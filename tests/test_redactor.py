@@ -397,3 +397,15 @@ def test_add_secrets_mid_stream_searches_a_small_matcher_beside_the_built_one():
     assert not isinstance(r._engine, matcher.Union)  # rebuilt whole
     assert r.secret_count == 30 + stream_module.MAX_PARTS
     assert r.feed(b"x more-secret-0-Kq2mZp9LwR4t y") + r.flush() == b"x " + M + b" y"
+
+
+def test_the_cache_is_bounded_by_patterns_and_keeps_the_newest(monkeypatch):
+    from paddedcell.redactor import stream as stream_module
+
+    stream_module._cache.clear()
+    monkeypatch.setattr(stream_module, "CACHE_PATTERNS", 1)
+    a = StreamRedactor([b"bounded-cache-secret-1"])
+    assert len(stream_module._cache) == 1
+    StreamRedactor([b"bounded-cache-secret-2"])
+    assert len(stream_module._cache) == 1  # the older set was evicted, the newest kept
+    assert StreamRedactor([b"bounded-cache-secret-1"])._engine is not a._engine  # rebuilt
