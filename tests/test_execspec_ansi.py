@@ -12,7 +12,13 @@ import json
 
 import pytest
 
-from paddedcell.execspec.ansi import AnsiStripper, OutputSanitizer, sanitize_stripped, sanitize_text
+from paddedcell.execspec.ansi import (
+    AnsiStripper,
+    OutputSanitizer,
+    sanitize_stripped,
+    sanitize_text,
+    show_controls,
+)
 
 CASES = json.loads(r'''[{"chunks":["\u001b[31mred\u001b[0m plain"],"out":"red plain"},{"chunks":["a\u001b]0;title\u0007b"],"out":"ab"},{"chunks":["a\u001b]8;;http://x\u001b\\link\u001b]8;;\u001b\\b"],"out":"alinkb"},{"chunks":["1mX"],"out":"X"},{"chunks":["x\u001b[","31my"],"out":"xy"},{"chunks":["bell\u0007 nul\u0000 del"],"out":"bell\\x07 nul\\x00 del\\x7f"},{"chunks":["zw​j﻿k­"],"out":"zwjk"},{"chunks":["\u001b(Bok"],"out":"ok"},{"chunks":["\u001b7save\u001b8"],"out":"ave"},{"chunks":["\u001b[?25l\u001b[2J\u001b[Hhome"],"out":"home"},{"chunks":["tab\there\r\nline"],"out":"tab\there\r\nline"},{"chunks":["\u001b[1;31;42mmulti\u001b[m"],"out":"multi"},{"chunks":["csi with nl \u001b[3\n1m after"],"out":"csi with nl \n after"},{"chunks":["\u001b[12345678m long"],"out":" long"},{"chunks":["\u001b]unterminated"," still osc\u0007out"],"out":"out"},{"chunks":["\u001bc reset"],"out":" reset"},{"chunks":["\u001b#8x"],"out":"x"},{"chunks":["éü"],"out":"é\\x85ü"}]''')
 
@@ -29,7 +35,7 @@ def test_byte_sanitizer_matches_openclaw_at_every_split(case):
     for cut in range(len(data) + 1):
         s = OutputSanitizer()
         got = s.feed(data[:cut]) + s.feed(memoryview(data)[cut:]) + s.flush()
-        assert got.decode("utf-8") == case["out"], cut
+        assert show_controls(got.decode("utf-8")) == case["out"], cut
 
 
 def test_plain_ascii_passes_through_unchanged():
@@ -43,6 +49,13 @@ def test_csi_callback_sees_cursor_mode_and_position_queries():
     s = OutputSanitizer(seen.append)
     assert s.feed(b"\x1b[?1h") + s.feed(b"x\x1b[6") + s.feed(b"n\x1b[?1l") == b"x"
     assert seen == ["?1h", "6n", "?1l"]
+
+
+def test_controls_are_shown_when_read_not_in_the_stream():
+    s = OutputSanitizer()
+    assert s.feed(b"a\x07b\n") == b"a\x07b\n"  # plain ASCII: untouched, one C scan
+    assert show_controls("a\x07b\n\t\r") == "a\\x07b\n\t\r"
+    assert show_controls(show_controls("\x00")) == "\\x00"  # idempotent
 
 
 def test_invalid_utf8_becomes_replacement_characters():

@@ -13,11 +13,15 @@ stream, before it is aggregated, polled, logged or shown:
    (``\\p{Format}``) and surrogates, and writes every other control character
    except tab, newline and carriage return as the four characters ``\\xNN``.
 
-:class:`AnsiStripper` and :func:`sanitize_stripped` are line-for-line ports;
-:class:`OutputSanitizer` applies them to a byte stream (UTF-8 decoded with
-replacement, as Node decodes the child's output). PaddedCell runs it *before*
-the redactor, so escape sequences between the characters of a secret cannot
-hide it from the redactor and then vanish.
+:class:`AnsiStripper` and :func:`sanitize_stripped` are line-for-line ports.
+PaddedCell splits the work in two. What *removes* characters — escape
+sequences, format characters — runs on the byte stream *before* the redactor
+(:class:`OutputSanitizer`, UTF-8 decoded with replacement as Node decodes the
+child's output), so nothing inserted between the characters of a secret can
+hide it from the redactor and then vanish. What only *expands* — a control
+character shown as ``\\xNN`` — runs when the text is read (:func:`show_controls`),
+so a flood of plain ASCII costs two C scans (``isascii`` and a search for ESC),
+not a regular expression over every byte.
 
 Pure: no I/O.
 """
@@ -28,7 +32,8 @@ import codecs
 import re
 from typing import Callable
 
-__all__ = ["AnsiStripper", "OutputSanitizer", "sanitize_stripped", "sanitize_text"]
+__all__ = ["AnsiStripper", "OutputSanitizer", "sanitize_stripped", "sanitize_text",
+           "show_controls"]
 
 _INTRODUCER = re.compile("[\x1b\x9b\x9d]")
 _OSC_STOP = re.compile("[\x07\x9c\x1b]")
@@ -41,8 +46,6 @@ _FORMAT = re.compile(
 )
 # \p{Cc} except tab, newline and carriage return.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-# Bytes that may need any work: everything but printable ASCII, tab, LF, CR.
-_BYTES_TO_CHECK = re.compile(rb"[^\t\n\r\x20-\x7e]")
 
 
 def _compat_prefix(code: int) -> bool:
@@ -205,12 +208,14 @@ class AnsiStripper:
         return "".join(out)
 
 
+def show_controls(text: str) -> str:
+    """Every control character but tab, LF and CR as the four characters ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def sanitize_stripped(text: str) -> str:
     """``sanitizeStrippedBinaryOutput``: drop format characters, show controls as ``\\xNN``."""
-    scrubbed = _FORMAT.sub("", text)
-    if not scrubbed:
-        return scrubbed
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", scrubbed)
+    return show_controls(_FORMAT.sub("", text))
 
 
 def sanitize_text(text: str) -> str:
@@ -219,11 +224,11 @@ def sanitize_text(text: str) -> str:
 
 
 class OutputSanitizer:
-    """A byte stream in, the sanitized UTF-8 text OpenClaw would keep out.
+    """A byte stream in, OpenClaw's sanitized text out as UTF-8, but for the
+    control characters, which :func:`show_controls` shows when it is read.
 
-    Printable ASCII (with tab, LF, CR) passes through without decoding while
-    no sequence or multi-byte character is pending, so floods of plain text
-    cost one scan.
+    ASCII without ESC passes through undecoded while no sequence or multi-byte
+    character is pending.
     """
 
     def __init__(self, on_csi: Callable[[str], None] | None = None):
@@ -231,12 +236,12 @@ class OutputSanitizer:
         self._ansi = AnsiStripper(on_csi)
 
     def feed(self, data: bytes | memoryview) -> bytes:
-        if (self._ansi.state == "text" and not self._decoder.getstate()[0]
-                and _BYTES_TO_CHECK.search(data) is None):
-            return bytes(data)
-        text = self._decoder.decode(bytes(data))
-        return sanitize_stripped(self._ansi.write(text)).encode("utf-8")
+        data = bytes(data)
+        if (self._ansi.state == "text" and data.isascii() and b"\x1b" not in data
+                and not self._decoder.getstate()[0]):
+            return data
+        return _FORMAT.sub("", self._ansi.write(self._decoder.decode(data))).encode("utf-8")
 
     def flush(self) -> bytes:
         text = self._decoder.decode(b"", final=True)
-        return sanitize_stripped(self._ansi.write(text)).encode("utf-8") if text else b""
+        return _FORMAT.sub("", self._ansi.write(text)).encode("utf-8") if text else b""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from .. import orphans
-from ..execspec.ansi import OutputSanitizer
+from ..execspec.ansi import OutputSanitizer, show_controls
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
@@ -206,18 +206,22 @@ class Session:
     def status(self) -> str:
         return "running" if self.outcome is None else self.outcome.status
 
+    # Output is read as text with its control characters shown as ``\xNN``
+    # (OpenClaw's sanitizer; the ring holds them raw, see execspec.ansi).
+
     def text(self) -> tuple[str, bool]:
         """``(aggregated, truncated)``: the last max_aggregated_chars of the output."""
         limit = int(self.settings["supervisor.max_aggregated_chars"])
         held = self.buffer.tail(limit * 4)
         complete = self.buffer.start == 0 and len(held) == len(self.buffer)
-        return decode_tail(held, limit, complete=complete)
+        text, truncated = decode_tail(held, limit, complete=complete)
+        return show_controls(text), truncated
 
     def tail(self) -> str:
         limit = int(self.settings["supervisor.tail_chars"])
         data = self.buffer.tail(limit * 4)
         complete = self.buffer.start == 0 and len(data) == len(self.buffer)
-        return decode_tail(data, limit, complete=complete)[0]
+        return show_controls(decode_tail(data, limit, complete=complete)[0])
 
     def peek_new_output(self) -> tuple[str, bool, int]:
         """Output since the last poll, whether part of it was dropped, and the
@@ -233,6 +237,7 @@ class Session:
         cursor = max(self.poll_cursor, self.buffer.start) + len(data)
         limit = int(self.settings["supervisor.pending_max_chars"])
         text, dropped = decode_tail(data, limit, complete=not cut)
+        text = show_controls(text)
         return text, dropped, cursor
 
     def take_output(self, cursor: int) -> None:
