@@ -185,3 +185,25 @@ def test_a_retired_entry_moved_elsewhere_fails_authentication(s, ws):
     store.retired[0]["k"] = "other"  # sealed under ("retired", key, version): fails to open
     with pytest.raises(IntegrityError):
         store.all_values()
+
+
+# -- the leak lock is authenticated -------------------------------------------------
+
+
+def test_a_planted_lock_file_locks_but_does_not_skip_the_current_password(s, ws):
+    from paddedcell.vault import Forbidden, check_leak, vault_status
+
+    init_admin(PW, s)
+    locked = Path(s.home) / "vault" / "locked.json"
+    locked.write_text('{"source":"planted","time":"2026-01-01T00:00:00Z"}')
+    os.chmod(locked, 0o600)
+    assert vault_status(s) == "locked"  # fail closed: it still locks
+    with pytest.raises(Forbidden):
+        init_admin("a brand new admin pw", s)  # not authentic: the old password is not burnt
+    init_admin("a brand new admin pw", s, current_password=PW)
+    assert vault_status(s) == "ready"
+    # A real leak writes an authentic lock: then init needs no current password.
+    assert check_leak("x a brand new admin pw y", "test", settings=s)
+    assert "mac" in json.loads(locked.read_text())
+    init_admin("a third admin password", s)
+    assert vault_status(s) == "ready"

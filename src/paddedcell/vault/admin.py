@@ -213,8 +213,29 @@ def build_admin(settings: Any, password: str, host_key: bytes,
 
 
 def write_locked(paths: AdminPaths, source: str) -> None:
+    """The leak lock, MACed under the host key (without a readable host key: unsigned,
+    which still locks, but lets nobody skip the current password at ``admin init``)."""
     ensure_private_dir(paths.vault_dir)
-    atomic_write(paths.locked_file, crypto.canonical({"time": now_iso(), "source": source}))
+    body = {"time": now_iso(), "source": source}
+    try:
+        data = crypto.sign_document(subkey(read_host_key(paths), "admin-mac"), body,
+                                    b"locked.json")
+    except VaultError:
+        data = crypto.canonical(body)
+    atomic_write(paths.locked_file, data)
+
+
+def lock_is_authentic(paths: AdminPaths, host_key: bytes) -> bool:
+    """True when locked.json was written by the vault (its MAC verifies): only then does
+    ``admin init`` treat the old password as burnt and not ask for it. Any locked.json
+    locks, authentic or not (fail closed)."""
+    try:
+        raw = read_private(paths.locked_file)
+        doc = crypto.parse_canonical(raw, "locked.json")
+        crypto.verify_document(subkey(host_key, "admin-mac"), doc, b"locked.json", "locked.json")
+    except (OSError, VaultError):
+        return False
+    return True
 
 
 def clear_locked(paths: AdminPaths) -> None:
