@@ -409,3 +409,21 @@ def test_the_cache_is_bounded_by_patterns_and_keeps_the_newest(monkeypatch):
     StreamRedactor([b"bounded-cache-secret-2"])
     assert len(stream_module._cache) == 1  # the older set was evicted, the newest kept
     assert StreamRedactor([b"bounded-cache-secret-1"])._engine is not a._engine  # rebuilt
+
+
+def test_a_secret_too_long_for_hyperscan_keeps_the_rest_on_it(engine):
+    """Hyperscan refuses expressions of 16 000 characters; such forms are found
+    with bytes.find, and the set does not fall back to the portable engine."""
+    import os
+
+    big = base64.b64encode(os.urandom(9000))  # 12 000 bytes: its hex and URL forms are too long
+    small = b"small-secret-value-42"
+    text = b"a " + big + b" b " + big.hex().encode() + b" c " + small + b" d " + big[100:120]
+    expected = naive_redact(text, patterns_for([big, small]))
+    assert expected == b"a " + M + b" b " + M + b" c " + M + b" d " + M
+    r = StreamRedactor([big, small])
+    if engine is matcher.HyperscanMatcher:
+        assert isinstance(r._engine.literal, matcher.HyperscanMatcher)
+        assert r._engine.literal._long is not None
+    out = b"".join(r.feed(text[i : i + 4096]) for i in range(0, len(text), 4096)) + r.flush()
+    assert out == expected

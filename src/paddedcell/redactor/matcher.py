@@ -236,12 +236,23 @@ class HyperscanMatcher(_Engine):
         self.maxlen = max(map(len, self.patterns), default=0)
         self._local = threading.local()
         self._db = None
-        if not self.patterns:
+        # Hyperscan refuses an expression of 16 000 characters or more (a
+        # 4 KiB key's hex form, escaped): those few go to bytes.find instead
+        # of sending the whole set to the slow portable engine.
+        expressions, long = [], []
+        for p in self.patterns:
+            regex = _as_regex(p)
+            if len(regex) > self.EXPRESSION_LIMIT:
+                long.append(p)
+            else:
+                expressions.append(regex)
+        self._long = FindMatcher(long) if long else None
+        if not expressions:
             return
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        count = len(self.patterns)
+        count = len(expressions)
         db.compile(
-            expressions=[_as_regex(p) for p in self.patterns],
+            expressions=expressions,
             ids=list(range(count)),
             elements=count,
             flags=hyperscan.HS_FLAG_SOM_LEFTMOST,
@@ -249,15 +260,22 @@ class HyperscanMatcher(_Engine):
         self._db = db
         self._new_scratch = hyperscan.Scratch
 
+    #: Longest expression given to Hyperscan (its limit is just under 16 000).
+    EXPRESSION_LIMIT = 15_000
+
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
-        if self._db is None or not buf:
+        if not buf:
             return []
+        if self._db is None:
+            return self._long.spans(buf) if self._long is not None else []
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = self._new_scratch(self._db)
         found: list[tuple[int, int]] = []
         add = found.append
         self._db.scan(buf, match_event_handler=lambda _id, start, end, _f, _c: add((start, end)), scratch=scratch)
+        if self._long is not None:
+            found += self._long.spans(buf)
         return found
 
 
