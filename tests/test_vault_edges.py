@@ -115,3 +115,16 @@ def test_library_min_length(tmp_path):
         set_secret("a1", str(ws), "k", "1234567", PW, s)
     set_secret("a1", str(ws), "k", "12345678", PW, s)
     set_secret("a1", str(ws), "k2", "1234", PW, s, allow_short=True)
+
+
+def test_no_import_circle_and_one_table_of_exit_codes():
+    code = ("import sys, paddedcell.cli.pass_mgr_click, paddedcell.cli.pass_mgr_get;"
+            "print('paddedcell.cli.pass_mgr' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    from paddedcell import exits
+    from paddedcell.vault import errors
+
+    assert (errors.IntegrityError.exit_code, errors.Forbidden.exit_code, errors.Locked.exit_code,
+            errors.NoSuchKey.exit_code) == (exits.INTEGRITY, exits.FORBIDDEN, exits.NOT_READY,
+                                            exits.NO_SUCH_KEY)

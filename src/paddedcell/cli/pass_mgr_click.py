@@ -11,7 +11,8 @@ import click
 
 from .. import AGENT_CONTEXT_VARIABLES as AGENT_MARKERS
 from .. import __version__
-from .pass_mgr import (EXIT_LEAK, PROG, agent_env, fail, load_settings, os_error_line,
+from .. import exits
+from .pass_mgr_get import (PROG, agent_env, fail, load_settings, os_error_line,
                        refuse_in_agent_context, require_ready, run_get)
 
 ARGV_WARNING = ("warning: a password given on the command line is visible to other processes "
@@ -72,9 +73,9 @@ def _vault_call(fn: Callable, *args, **kwargs):
     except VaultError as exc:
         fail(str(exc), exc.exit_code)
     except TerminalError as exc:
-        fail(str(exc), 1)
+        fail(str(exc), exits.ERROR)
     except OSError as exc:
-        fail(os_error_line(exc), 1)
+        fail(os_error_line(exc), exits.ERROR)
 
 
 def _say(message: str) -> None:
@@ -111,7 +112,7 @@ def _refuse_print_to_agents() -> None:
     if marker or inside_agent_session():
         why = f"{marker} is set" if marker else "this is an agent session"
         fail(f"pass_mgr generate --print shows the value, which agents never see ({why}); "
-             "generate without --print, and use $(pass_mgr get KEY) in commands", 5)
+             "generate without --print, and use $(pass_mgr get KEY) in commands", exits.FORBIDDEN)
 
 
 def _agent_command() -> tuple[object, str, str]:
@@ -253,7 +254,7 @@ def admin() -> None:
 def _stdin_lines(count: int) -> list[str]:
     lines = sys.stdin.read().splitlines()
     if len(lines) < count or not all(lines[:count]):
-        fail(f"--password-stdin expects {count} non-empty line(s) on stdin", 2)
+        fail(f"--password-stdin expects {count} non-empty line(s) on stdin", exits.USAGE)
     return lines[:count]
 
 
@@ -306,7 +307,7 @@ def admin_check_leak(source: str) -> None:
     text = sys.stdin.buffer.read()
     if _vault_call(check_leak, text, source, settings=settings):
         fail("the admin password was found in the text; the vault is now locked "
-              "(a human must run: pass_mgr admin init)", EXIT_LEAK)
+              "(a human must run: pass_mgr admin init)", exits.LEAK)
 
 
 @admin.command("recover")

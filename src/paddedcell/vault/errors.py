@@ -1,10 +1,11 @@
 """Vault errors: each carries the ``pass_mgr`` exit code and a one-line message.
 
-Exit codes (DESIGN §4.3): 0 ok, 1 other error, 2 usage, 3 not initialized or
-locked, 4 no such key, 5 forbidden, 6 integrity failure, 10 leak found.
+Exit codes: :mod:`paddedcell.exits` (DESIGN §4.3).
 """
 
 from __future__ import annotations
+
+from .. import exits
 
 NOT_INITIALIZED_MESSAGE = "pass_mgr is not initialized; a human must run: pass_mgr admin init"
 LOCKED_MESSAGE = ("pass_mgr is locked because the admin password leaked; "
@@ -14,7 +15,7 @@ LOCKED_MESSAGE = ("pass_mgr is locked because the admin password leaked; "
 class VaultError(Exception):
     """Base class; ``str()`` is one line that says what to do."""
 
-    exit_code = 1
+    exit_code = exits.ERROR
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -25,40 +26,40 @@ class VaultError(Exception):
 
 
 class NotInitialized(VaultError):
-    exit_code = 3
+    exit_code = exits.NOT_READY
 
     def __init__(self, message: str = NOT_INITIALIZED_MESSAGE):
         super().__init__(message)
 
 
 class Locked(VaultError):
-    exit_code = 3
+    exit_code = exits.NOT_READY
 
     def __init__(self, message: str = LOCKED_MESSAGE):
         super().__init__(message)
 
 
 class NoSuchKey(VaultError):
-    exit_code = 4
+    exit_code = exits.NO_SUCH_KEY
 
 
 class Forbidden(VaultError):
-    exit_code = 5
+    exit_code = exits.FORBIDDEN
 
 
 class IntegrityError(VaultError):
     """A file was tampered with or is corrupt; never says which check failed how."""
 
-    exit_code = 6
+    exit_code = exits.INTEGRITY
 
 
 class UnsafePermissions(VaultError):
     """A vault file or directory is reachable by other users; the message has the chmod."""
 
-    exit_code = 1
+    exit_code = exits.ERROR
 
 
 class Busy(VaultError):
     """Another pass_mgr held the store's lock for longer than vault.lock_timeout_seconds."""
 
-    exit_code = 1
+    exit_code = exits.ERROR
