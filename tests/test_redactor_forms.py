@@ -305,3 +305,19 @@ def test_multi_line_secret_printed_with_any_whitespace_shows_no_line():
     for line in lines[1:3]:
         assert line not in out
     assert out.count(M) >= 2 and out == naive_redact(b"> " + shown + b" <", patterns_for([secret]))
+
+
+def test_forms_switch_off_from_settings():
+    from paddedcell import config
+    from paddedcell.supervisor.secretflow import redactor_options
+
+    v = Variants.from_settings(True, "fragments, url")
+    assert not v.fragments and not v.url and v.hex and v.shell
+    assert Variants.from_settings(False, "") == Variants.none()
+    with pytest.raises(ValueError, match="unknown form nope"):
+        Variants.from_settings(True, "hex,nope")
+    settings = config.load(environ={"PADDEDCELL_HOME": "/nonexistent", "PADDEDCELL_REDACTOR_FORMS_OFF": "hex"})
+    options = redactor_options(settings)
+    secret = b"Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua"
+    assert redact(b"<" + secret.hex().encode() + b">", [secret], **options) == b"<" + secret.hex().encode() + b">"
+    assert redact(b"<" + secret[1:] + b">", [secret], **options) == b"<" + M + b">"  # fragments still on

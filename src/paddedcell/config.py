@@ -30,6 +30,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # Any run of this many bytes of a secret of 16+ bytes is masked too
         # (distinctive runs only: see redactor/variants.py). At least 8.
         "fragment_min": 12,
+        # Forms to leave unmasked, comma-separated names of redactor.Variants
+        # fields (crlf, base64, url, json, hex, shell, escapes, entities,
+        # doubling, fragments, wrapped); "" = every form.
+        "forms_off": "",
     },
     "vault": {
         "path_template": "{AGENT_WORKSPACE}/.paddedcell/secrets/{AGENT_ID}",

@@ -54,7 +54,7 @@ def redact(secrets_files: tuple[str, ...], secrets: tuple[str, ...], mask: str |
     """
     # Imported here: Hyperscan and pyahocorasick would slow every other
     # `paddedcell` subcommand's start-up.
-    from ..redactor import ShortSecretWarning, StreamRedactor
+    from ..redactor import ShortSecretWarning, StreamRedactor, Variants
 
     settings = config.load()
     values: list[bytes] = [os.fsencode(s) for s in secrets]
@@ -66,7 +66,8 @@ def redact(secrets_files: tuple[str, ...], secrets: tuple[str, ...], mask: str |
             redactor = StreamRedactor(
                 values,
                 mask=settings["redactor.mask"] if mask is None else mask,
-                variants=False if no_variants else settings["redactor.variants"],
+                variants=False if no_variants else Variants.from_settings(
+                    settings["redactor.variants"], settings["redactor.forms_off"]),
                 variant_min_length=settings["redactor.variant_min_length"],
                 warn_below_length=settings["redactor.warn_below_length"],
                 fragment_min=settings["redactor.fragment_min"],

@@ -62,7 +62,7 @@ import html
 import json
 import re
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Iterable
 from urllib.parse import quote, quote_plus
 
@@ -100,6 +100,19 @@ class Variants:
     @classmethod
     def none(cls) -> "Variants":
         return cls(**{f.name: False for f in fields(cls)})
+
+    @classmethod
+    def from_settings(cls, enabled: bool, off: str = "") -> "Variants":
+        """``redactor.variants`` (all on or all off) less the comma-separated
+        names in ``redactor.forms_off`` (e.g. ``"fragments,url"``)."""
+        variants = cls.coerce(bool(enabled))
+        names = [n.strip() for n in str(off or "").split(",") if n.strip()]
+        known = {f.name for f in fields(cls)}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"redactor.forms_off: unknown form {', '.join(unknown)!s}; "
+                             f"known: {', '.join(sorted(known))}")
+        return replace(variants, **{n: False for n in names})
 
     @classmethod
     def coerce(cls, value: "bool | Variants") -> "Variants":

@@ -34,7 +34,10 @@ def redactor_options(settings) -> dict:
     """The ``redactor.*`` settings as keyword arguments of ``StreamRedactor``/``redact``.
     No ShortSecretWarning (warn_below_length 0): it would reach the agent's stderr at
     every run; the human hears about short values at ``pass_mgr set`` instead."""
-    return {"mask": settings["redactor.mask"], "variants": settings["redactor.variants"],
+    from ..redactor.variants import Variants  # no Hyperscan import: variants.py is plain Python
+
+    variants = Variants.from_settings(settings["redactor.variants"], settings["redactor.forms_off"])
+    return {"mask": settings["redactor.mask"], "variants": variants,
             "variant_min_length": int(settings["redactor.variant_min_length"]),
             "warn_below_length": 0,
             "fragment_min": int(settings["redactor.fragment_min"])}
