@@ -380,3 +380,26 @@ def test_output_reaches_the_model_sanitized_and_in_order(daemon):
     result = exec_(daemon, "printf '\\033[31mred\\033[0m\\n'; echo out; echo err >&2; printf 'a\\007b\\n'")
     assert result["details"]["aggregated"] == "red\nout\nerr\na\\x07b"
 
+
+
+def test_exit_events_are_openclaws_notify_on_exit(daemon):
+    def events(wait=0):
+        return daemon.client.call("GET", f"/exec/events?wait={wait}", timeout=30)["events"]
+
+    for event in events():
+        daemon.client.call("POST", "/exec/events/ack", {"ids": [event["id"]]}, timeout=30)
+    built = exec_(daemon, "sleep 0.2; echo built", background=True,
+                  sessionKey="agent:a1:n")["details"]["sessionId"]
+    killed = exec_(daemon, "sleep 30", background=True, sessionKey="agent:a1:n")["details"]["sessionId"]
+    quiet = exec_(daemon, "sleep 0.2", background=True, sessionKey="agent:a1:n")["details"]["sessionId"]
+    polled = exec_(daemon, "sleep 0.2; echo seen", background=True,
+                   sessionKey="agent:a1:n")["details"]["sessionId"]
+    process(daemon, "kill", sessionId=killed)
+    assert "exited" in process(daemon, "poll", sessionId=polled, timeout=10000)["content"][0]["text"]
+    time.sleep(1.5)
+    got = [e for e in events(5) if e["sessionId"] in (built, killed, quiet, polled)]
+    # A kill, a silent success and an end the model already polled announce nothing.
+    assert [(e["sessionId"], e["text"], e["sessionKey"], e["contextKey"]) for e in got] == [
+        (built, f"Exec completed ({built[:8]}, code 0) :: built", "agent:a1:n", f"exec:{built}")]
+    daemon.client.call("POST", "/exec/events/ack", {"ids": [got[0]["id"]]}, timeout=30)
+    assert all(e["sessionId"] != built for e in events())
