@@ -30,7 +30,9 @@ test("streaming exec relays redacted tails, then the final result", async () => 
   assert.equal(result.details.status, "completed");
   assert.match(result.content[0].text, /db=######/);
   assert.ok(!JSON.stringify(lines).includes(SECRET));
-  assert.ok(lines.some((l) => l.update && typeof l.update.tail === "string"), "at least one tail update");
+  // Each update is OpenClaw's exec partial result (content + details with the tail).
+  assert.ok(lines.some((l) => l.update && typeof l.update.details?.tail === "string"
+    && Array.isArray(l.update.content)), "at least one tail update");
 });
 
 test("starts the daemon when absent, once, with the configured command", async () => {
