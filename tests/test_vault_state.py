@@ -207,3 +207,51 @@ def test_a_planted_lock_file_locks_but_does_not_skip_the_current_password(s, ws)
     assert "mac" in json.loads(locked.read_text())
     init_admin("a third admin password", s)
     assert vault_status(s) == "ready"
+
+
+# -- the crypto module: one error, known answers -----------------------------------
+
+
+def test_every_integrity_failure_has_the_same_words(s, ws):
+    """Flip, truncate, reorder, move: the message names the file, never the check."""
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "value-1234", PW, s)
+    good = store_file(ws).read_bytes()
+    doc = json.loads(good)
+    variants = {
+        "flipped mac": good.replace(doc["mac"][:4].encode(), b"AAAA", 1),
+        "not json": good[:-1],
+        "not canonical": json.dumps(doc, indent=1).encode(),
+        "other agent": good.replace(b'"agent_id":"a1"', b'"agent_id":"a2"'),
+        "bad nonce": good.replace(doc["wrap_host"]["nonce"].encode(), b"AAAA", 1),
+        "format": good.replace(b'"format":1', b'"format":9'),
+    }
+    messages = set()
+    for name, raw in variants.items():
+        assert raw != good, name
+        store_file(ws).write_bytes(raw)
+        with pytest.raises(IntegrityError) as caught:
+            get_secret("a1", ws, "db", settings=s)
+        messages.add(str(caught.value))
+    assert len(messages) == 1, messages
+    assert "failed its integrity check" in messages.pop()
+
+
+def test_known_answers_through_the_nonce_seam(monkeypatch):
+    """AES-256-GCM test cases 13 and 14 of McGrew & Viega's GCM specification
+    (zero key, zero IV), through seal/unseal/tag/verify_tag."""
+    import base64
+
+    from paddedcell.vault import crypto
+
+    monkeypatch.setattr(crypto, "_nonce", lambda: bytes(12))
+    key = bytes(32)
+    box = crypto.seal(key, bytes(16), b"")
+    assert base64.b64decode(box["ct"]).hex() == ("cea7403d4d606b6e074ec5d3baf39d18"
+                                                 "d0d1c8a799996bf0265b98b5d48ab919")
+    assert crypto.unseal(key, box, b"", "t") == bytes(16)
+    tag = crypto.tag(key, b"")
+    assert base64.b64decode(tag).hex() == "00" * 12 + "530f8afbc74536b9a963b4f1c4cb738b"
+    crypto.verify_tag(key, b"", tag, "t")
+    with pytest.raises(IntegrityError):
+        crypto.verify_tag(key, b"x", tag, "t")

@@ -124,7 +124,7 @@ def load_admin(paths: AdminPaths, host_key: bytes) -> dict[str, Any]:
     crypto.verify_document(subkey(host_key, "admin-mac"), doc, b"admin.json",
                            str(paths.admin_file))
     if doc.get("format") != crypto.FORMAT:
-        raise IntegrityError(f"{paths.admin_file} has an unknown format; upgrade pass_mgr")
+        raise crypto.damaged(str(paths.admin_file))
     return doc
 
 
@@ -142,9 +142,9 @@ def parse_admin_unverified(paths: AdminPaths) -> dict[str, Any]:
 
 
 def admin_public_key(doc: dict[str, Any]) -> bytes:
-    public = crypto.b64d(doc.get("admin_public"))
+    public = crypto.b64d(doc.get("admin_public"), "admin.json")
     if len(public) != 32:
-        raise IntegrityError("the admin public key in admin.json is corrupt")
+        raise crypto.damaged("admin.json")
     return public
 
 

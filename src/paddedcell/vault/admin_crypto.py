@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from .crypto import b64d, b64e, seal, unseal
+from .crypto import b64d, b64e, damaged, seal, unseal
 from .errors import IntegrityError
 
 SALT_BYTES = 16
@@ -134,13 +134,13 @@ def wrap_to_admin(public: bytes, data_key: bytes, associated: bytes) -> dict[str
 
 def unwrap_as_admin(private: bytes, box: Any, associated: bytes, what: str) -> bytes:
     if not isinstance(box, dict):
-        raise IntegrityError(f"{what} is missing; the file is corrupt or was tampered with")
-    epk = b64d(box.get("epk"))
+        raise damaged(what)
+    epk = b64d(box.get("epk"), what)
     key = X25519PrivateKey.from_private_bytes(private)
     try:
         shared = key.exchange(X25519PublicKey.from_public_bytes(epk))
     except ValueError:
-        raise IntegrityError(f"{what} has a bad ephemeral key; the file is corrupt") from None
+        raise damaged(what) from None
     public = key.public_key().public_bytes_raw()
     return unseal(_wrap_key(shared, associated, epk, public), box, associated, what)
 

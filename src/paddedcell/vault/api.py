@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from . import admin
+from . import admin, crypto
 from .admin import AdminPaths
 from .errors import Forbidden, IntegrityError, NoSuchKey, VaultError
 from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
@@ -485,7 +485,7 @@ def _agent_id_of(raw: bytes) -> str:
 
     agent_id = parse_canonical(raw, "store").get("agent_id")
     if not isinstance(agent_id, str):
-        raise IntegrityError("a store has no agent id; it is corrupt")
+        raise crypto.damaged("a store")
     return agent_id
 
 

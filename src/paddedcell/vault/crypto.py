@@ -5,7 +5,9 @@ associated data that names what the box is for (format version, agent, store,
 key name, entry version), so a box copied to another place fails to open.
 Whole files are authenticated with GMAC (AES-GCM over empty plaintext, the file
 as associated data, a fresh random nonce per tag: NIST SP 800-38D). Any failure
-to open or verify is one :class:`IntegrityError` with no reason.
+to open or verify is one :class:`IntegrityError` with no reason: :func:`damaged`
+gives every such failure the same words, whichever check it was (as Fernet's one
+``InvalidToken``), so an error message is no oracle for a forger.
 
 This module is on the ``pass_mgr get`` path, and AES-GCM is all it needs: the
 password KDF and the X25519 admin wrap live in :mod:`.admin_crypto`. Why GMAC
@@ -43,21 +45,27 @@ KEY_BYTES = 32
 NONCE_BYTES = 12
 
 
+def damaged(what: str) -> IntegrityError:
+    """The one integrity error: names the file, never which check failed."""
+    return IntegrityError(f"{what} failed its integrity check: it is corrupt, was tampered "
+                          "with, or belongs to another key or agent; restore it from a backup")
+
+
 def b64e(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
-def b64d(text: Any) -> bytes:
+def b64d(text: Any, what: str = "a vault file") -> bytes:
     if not isinstance(text, str):
-        raise IntegrityError("a vault field is not base64 text; the file is corrupt")
+        raise damaged(what)
     try:
         data = binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
     except (binascii.Error, UnicodeEncodeError):
-        raise IntegrityError("a vault field is not valid base64; the file is corrupt") from None
+        raise damaged(what) from None
     # Strict mode still ignores the unused low bits of the last character, so two
     # texts decode alike; a flipped bit there in a MAC field would go unnoticed.
     if b64e(data) != text:
-        raise IntegrityError("a vault field is not canonical base64; the file was tampered with")
+        raise damaged(what)
     return data
 
 
@@ -96,13 +104,13 @@ def parse_canonical(raw: bytes, what: str) -> dict[str, Any]:
     try:
         obj = json.loads(raw, parse_constant=_not_json)
     except (ValueError, UnicodeDecodeError, RecursionError):  # nesting past the stack: malformed
-        raise IntegrityError(f"{what} is not valid JSON; it is corrupt or was tampered with") from None
+        raise damaged(what) from None
     try:
         same = isinstance(obj, dict) and canonical(obj) == raw
     except RecursionError:
         same = False
     if not same:
-        raise IntegrityError(f"{what} is not in canonical form; it is corrupt or was tampered with")
+        raise damaged(what)
     return obj
 
 
@@ -252,39 +260,43 @@ class _StrictReader:
         return int(text[pos:end])
 
 
+def _nonce() -> bytes:
+    """A fresh random 96-bit nonce. The one seam for known-answer tests: they replace
+    this function to make ``seal`` and ``tag`` deterministic."""
+    return os.urandom(NONCE_BYTES)
+
+
 def seal(key: bytes, plaintext: bytes, associated: bytes) -> dict[str, str]:
-    nonce = os.urandom(NONCE_BYTES)
+    nonce = _nonce()
     return {"nonce": b64e(nonce), "ct": b64e(AESGCM(key).encrypt(nonce, plaintext, associated))}
 
 
 def unseal(key: bytes, box: Any, associated: bytes, what: str) -> bytes:
     if not isinstance(box, dict):
-        raise IntegrityError(f"{what} is missing; the file is corrupt or was tampered with")
-    nonce = b64d(box.get("nonce"))
+        raise damaged(what)
+    nonce = b64d(box.get("nonce"), what)
     if len(nonce) != NONCE_BYTES:
-        raise IntegrityError(f"{what} has a bad nonce; the file is corrupt or was tampered with")
+        raise damaged(what)
     try:
-        return AESGCM(key).decrypt(nonce, b64d(box.get("ct")), associated)
+        return AESGCM(key).decrypt(nonce, b64d(box.get("ct"), what), associated)
     except Exception:  # InvalidTag, or a malformed input: either way the box is bad
-        raise IntegrityError(f"{what} failed authentication; the file is corrupt, was tampered "
-                             "with, or belongs to another key") from None
+        raise damaged(what) from None
 
 
 def tag(key: bytes, data: bytes) -> str:
     """GMAC of ``data``: base64 of nonce (12 bytes) + tag (16 bytes)."""
-    nonce = os.urandom(NONCE_BYTES)
+    nonce = _nonce()
     return b64e(nonce + AESGCM(key).encrypt(nonce, b"", data))
 
 
 def verify_tag(key: bytes, data: bytes, expected: Any, what: str) -> None:
-    raw = b64d(expected)
+    raw = b64d(expected, what)
     try:
         if len(raw) != NONCE_BYTES + 16:
             raise ValueError("bad tag length")
         AESGCM(key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], data)
     except Exception:
-        raise IntegrityError(f"{what} failed its integrity check; it is corrupt or was "
-                             "tampered with") from None
+        raise damaged(what) from None
 
 
 def sign_document(key: bytes, body: dict[str, Any], context: bytes) -> bytes:

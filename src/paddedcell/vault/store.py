@@ -127,12 +127,12 @@ class OpenStore:
         """Open through the host wrap, or through the admin wrap when recovering."""
         doc = crypto.parse_canonical(raw, what)
         if doc.get("format") != crypto.FORMAT:
-            raise IntegrityError(f"{what} has an unknown format; upgrade pass_mgr or restore it")
+            raise crypto.damaged(what)
         if doc.get("agent_id") != agent_id:
-            raise IntegrityError(f"{what} belongs to another agent; it was moved or tampered with")
+            raise crypto.damaged(what)
         store_id = doc.get("store_id")
         if not isinstance(store_id, str) or len(store_id) != 32 or not _HEX.issuperset(store_id):
-            raise IntegrityError(f"{what} has a bad store id; it is corrupt")
+            raise crypto.damaged(what)
         if admin_private is not None:
             from .admin_crypto import unwrap_as_admin
 
@@ -151,13 +151,13 @@ class OpenStore:
             data_key = crypto.unseal(host_wrap_key, doc.get("wrap_host"),
                                      crypto.aad("wrap-host", agent_id, store_id), what)
         if len(data_key) != DATA_KEY_BYTES:
-            raise IntegrityError(f"{what} has a bad data key; it is corrupt")
+            raise crypto.damaged(what)
         crypto.verify_document(data_key[32:], doc, crypto.aad("store", agent_id, store_id), what)
         generation, entries = doc.get("generation"), doc.get("entries")
         retired = doc.get("retired", [])
         if not isinstance(generation, int) or not isinstance(entries, dict) \
                 or not isinstance(retired, list) or not all(isinstance(r, dict) for r in retired):
-            raise IntegrityError(f"{what} is malformed; it is corrupt")
+            raise crypto.damaged(what)
         store = cls(agent_id, store_id, generation, data_key, entries, doc.get("wrap_admin"),
                     retired)
         store.wrap_admin_next = doc.get("wrap_admin_next")
@@ -170,7 +170,7 @@ class OpenStore:
                             "pass_mgr list shows the keys")
         if not isinstance(entry, dict) or not isinstance(entry.get("versions"), list) \
                 or not entry["versions"]:
-            raise IntegrityError(f"the entry {key!r} is malformed; the store is corrupt")
+            raise crypto.damaged(f"the entry {key!r}")
         return entry
 
     def _open(self, key: str, version: dict[str, Any]) -> str:
