@@ -210,7 +210,15 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, s
             "    c.call('POST', '/vault/check-leak', {'text': 'guess-1', 'source': 'x'})\n"
             "    print('GUESSED')\n"
             "except DaemonError as e:\n"
-            "    print('LEAK-CHECK-REFUSED', e.status)\n")
+            "    print('LEAK-CHECK-REFUSED', e.status)\n"
+            "for path, body in (('/workflow/open', {'agentId': 'victim', 'workflow': 'w'}),\n"
+            "                   ('/restart-cancel', {'requesterAgentId': 'victim',\n"
+            "                                        'requesterSessionKey': 'k'})):\n"
+            "    try:\n"
+            "        c.call('POST', path, body)\n"
+            "        print('ROUTE-ANSWERED', path)\n"
+            "    except DaemonError as e:\n"
+            "        print('ROUTE-REFUSED', e.status)\n")
     script = tmp_path / "forge.py"
     script.write_text(code)
     home = tmp_path / "home"
@@ -224,12 +232,14 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, s
         for _ in range(200):
             text = daemon.call("/process", {"action": "log", "sessionId": sid,
                                             "agentId": "a1"})["content"][0]["text"]
-            if "GUESSED" in text or "LEAK-CHECK-REFUSED" in text:
+            if text.count("ROUTE-") >= 2:
                 break
             time.sleep(0.05)
         assert "ANSWERED" not in text and "GUESSED" not in text
         status = "403" if sandbox == "none" else "None"
         assert f"REFUSED {status}" in text and f"LEAK-CHECK-REFUSED {status}" in text, text
+        # (sandboxed, /restart-cancel goes through the channel, which refuses it: 403)
+        assert "ROUTE-ANSWERED" not in text and text.count("ROUTE-REFUSED") == 2, text
     finally:
         daemon.stop()
 

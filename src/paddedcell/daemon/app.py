@@ -23,7 +23,7 @@ from typing import Any
 import trio
 
 from .. import __version__, config
-from . import hygiene
+from . import hygiene, routes_session
 from .client import socket_path
 from .http import Request, Router, serve_unix
 
@@ -100,6 +100,7 @@ async def run_daemon(settings: config.Settings, *, task_status=trio.TASK_STATUS_
             for name in ROUTE_MODULES:
                 importlib.import_module(name).register(router, ctx)
             hygiene.install(router, ctx)  # idle / home-gone exit (daemon/hygiene.py)
+            routes_session.install_guard(router, ctx)  # session callers: their agent only
             path = str(socket_path(settings))
             await nursery.start(partial(serve_unix, request_timeout=float(
                 settings["daemon.request_timeout_seconds"])), router, path)

@@ -22,6 +22,7 @@ before the lock would otherwise still take commands.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -122,3 +123,55 @@ async def refuse_input_when_locked(action: str, settings) -> None:
     if state == "locked":
         raise HTTPError(423, f"process {action} is stopped: the vault is locked after an admin "
                              "password leak; a human must run: pass_mgr admin init")
+
+
+#: What a caller inside an agent session may ask the daemon's socket (unsandboxed hosts;
+#: in the sandbox the socket is hidden and the channel forwards the same set), and the
+#: body field naming the agent. /exec and /process bind theirs in routes_exec.
+SESSION_ROUTES: dict[tuple[str, str], str | None] = {
+    ("POST", "/exec"): None, ("POST", "/process"): None, ("GET", "/healthz"): None,
+    ("HEAD", "/healthz"): None, ("GET", "/agents"): None,
+    ("POST", "/query-restart"): "requesterAgentId",
+    ("POST", "/restart-cancel"): "requesterAgentId",
+}
+_BOUND_ELSEWHERE = {("POST", "/exec"), ("POST", "/process"), ("GET", "/healthz"),
+                    ("HEAD", "/healthz")}
+
+
+def install_guard(router, ctx) -> None:
+    """Callers inside an agent session get the routes in ``SESSION_ROUTES`` only, with the
+    agent field bound to their session's agent (the lifecycle, workflow, notification and
+    restart-result routes are the plugin's and the restart job's, never an agent's)."""
+    for (method, path), handler in list(router.routes.items()):
+        if (method, path) in _BOUND_ELSEWHERE:
+            continue
+        router.routes[(method, path)] = _guarded(method, path, handler, ctx)
+
+
+def _guarded(method: str, path: str, handler, ctx):
+    async def guarded(request):
+        supervisor = ctx.services.get("supervisor")
+        if supervisor is None or request.peer_pid is None:
+            return await handler(request)
+        caller = identify(supervisor, request.peer_pid)
+        if not caller.in_session:
+            return await handler(request)
+        if (method, path) not in SESSION_ROUTES:
+            raise HTTPError(403, f"{method} {path} is not for commands inside an agent session")
+        field_name = SESSION_ROUTES[(method, path)]
+        if field_name is not None:
+            session = caller.session
+            if session is None:
+                raise HTTPError(403, "this request comes from inside an agent session the "
+                                     "daemon did not start; send it through the session")
+            body = request.body if isinstance(request.body, dict) else {}
+            claimed = body.get(field_name)
+            if claimed is not None and claimed != session.agent_id:
+                raise HTTPError(403, f"inside agent {session.agent_id or '(none)'}'s session "
+                                     f"you act as that agent only, not {claimed}")
+            request = dataclasses.replace(request, body=dict(body, **{
+                field_name: session.agent_id}))
+        return await handler(request)
+
+    guarded.__name__ = getattr(handler, "__name__", "guarded")
+    return guarded
