@@ -27,8 +27,9 @@ async def test_auto_without_namespaces_runs_unsandboxed_and_says_so_once(
     home = tmp_path / "home"
     settings = make_settings(home, supervisor__sandbox="auto")
     (home / "marker").write_text("visible-home")
-    sup = Supervisor(settings, nursery, base_env={"PATH": os.environ["PATH"]})
     caplog.set_level(logging.WARNING, logger="paddedcell.supervisor")
+    sup = Supervisor(settings, nursery, base_env={"PATH": os.environ["PATH"]})
+    assert any("sandbox: unavailable" in r.getMessage() for r in caplog.records)  # at start
     for _ in range(2):
         session = sup.start(LaunchSpec(command=f"cat {home}/marker", agent_id="a"))
         with trio.fail_after(20):

@@ -96,6 +96,12 @@ class Supervisor:
         self._wake = trio.Event()
         #: Where a session's channel sends its ``exec``/``process`` requests (DESIGN §1).
         self.forward = lambda op, body: forward_to_daemon(op, body, settings)
+        if str(settings["supervisor.sandbox"]).strip().lower() == "auto":
+            from . import sandbox as ns
+
+            ok, why = ns.available()  # probed once per process; one line when it is not
+            if not ok:
+                ns.say_unsandboxed(why)
 
     # --- admission and start ------------------------------------------------
 
