@@ -217,32 +217,25 @@ PROCESS_CASES: list[Step] = [
     ("process", {"action": "poll", "sessionId": "nosuchsession"}),
     ("process", {"action": "clear", "sessionId": "nosuchsession"}),
     ("process", {"action": "list"}),
-]
-
-
-PTY_CASES: list[Step] = [
+    # PTY sessions
     ("exec", {"command": "printf '\\033[31mred\\033[0m\\n'", "pty": True}),
     ("exec", {"command": "stty -echo; printf 'name? '; read x; echo got=$x", "pty": True,
               "background": True}),
-    ("process", {"action": "poll", "sessionId": "$1", "timeout": 5000}),
-    ("process", {"action": "send-keys", "sessionId": "$1", "keys": ["Up"]}),
-    ("process", {"action": "write", "sessionId": "$1", "data": "bob\n"}),
-    ("process", {"action": "poll", "sessionId": "$1", "timeout": 5000}),
-    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
-    ("process", {"action": "send-keys", "sessionId": "$2", "literal": "hi", "keys": ["Enter"]}),
-    ("process", {"action": "poll", "sessionId": "$2", "timeout": 5000}),
-    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
-    ("process", {"action": "paste", "sessionId": "$3", "text": "pasted", "bracketed": False}),
-    ("process", {"action": "submit", "sessionId": "$3"}),
     ("process", {"action": "poll", "sessionId": "$3", "timeout": 5000}),
-    ("process", {"action": "paste", "sessionId": "$3", "text": ""}),
+    ("process", {"action": "send-keys", "sessionId": "$3", "keys": ["Up"]}),
+    ("process", {"action": "write", "sessionId": "$3", "data": "bob\n"}),
+    ("process", {"action": "poll", "sessionId": "$3", "timeout": 5000}),
+    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
+    ("process", {"action": "send-keys", "sessionId": "$4", "literal": "hi", "keys": ["Enter"]}),
+    ("process", {"action": "poll", "sessionId": "$4", "timeout": 5000}),
+    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
+    ("process", {"action": "paste", "sessionId": "$5", "text": "pasted", "bracketed": False}),
+    ("process", {"action": "submit", "sessionId": "$5"}),
+    ("process", {"action": "poll", "sessionId": "$5", "timeout": 5000}),
+    ("process", {"action": "paste", "sessionId": "$5", "text": ""}),
 ]
 
 
-def test_pty_sessions_are_the_same(stack):
-    seen = play(stack, "pty", PTY_CASES)
-    assert_same(seen, "model")
-    assert_same(seen, "transcript")
 
 
 def test_exec_results_are_the_same(stack):
@@ -264,7 +257,7 @@ def test_another_conversation_does_not_see_the_sessions(stack):
     for name, exec_tool, process_tool in (NATIVE, OURS):
         side = Side(name, exec_tool, process_tool)
         owner = f"diff-scope-owner-{name}"
-        stack.model.model.script(owner, script(side, [("exec", {"command": "sleep 30",
+        stack.model.model.script(owner, script(side, [("exec", {"command": "sleep 15",
                                                                 "background": True})]))
         stack.gateway.agent(owner, f"[case:{owner}] start it")
         learn(side, tool_results_seen_by_model(stack, owner))
@@ -278,10 +271,6 @@ def test_another_conversation_does_not_see_the_sessions(stack):
         stack.gateway.agent(other, f"[case:{other}] look for it")
         sides[name] = {"model": normalise(tool_results_seen_by_model(stack, other), side),
                        "transcript": normalise(tool_results_in_transcript(stack, other), side)}
-        cleanup = f"diff-scope-cleanup-{name}"
-        stack.model.model.script(cleanup, [ToolCall(process_tool, {"action": "kill",
-                                                                   "sessionId": side.ids[0]})])
-        stack.gateway.agent(owner, f"[case:{cleanup}] stop it")
     assert_same(sides, "model")
     assert_same(sides, "transcript")
 
