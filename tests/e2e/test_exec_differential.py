@@ -194,6 +194,11 @@ def exec_cases(workspace) -> list[Step]:
         ("exec", {"command": "echo", "elevated": True}),
         ("exec", {"command": "echo", "timeout": 3}),
         ("exec", {"command": ""}),
+        ("exec", {"command": "echo $FOO", "env": {"FOO": "bar"}}),
+        ("exec", {"command": "echo titled", "title": "say it"}),
+        ("exec", {"command": "sleep 0.2; echo y", "yieldMs": 5000}),
+        ("exec", {"command": "seq 1 50000"}),  # past the 200,000-character cap
+        ("exec", {"command": "printf 'zw\\342\\200\\213j\\n'"}),  # U+200B is dropped
     ]
 
 
