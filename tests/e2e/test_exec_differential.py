@@ -208,8 +208,8 @@ PROCESS_CASES: list[Step] = [
     ("process", {"action": "log", "sessionId": "$1"}),
     ("process", {"action": "clear", "sessionId": "$1"}),
     ("process", {"action": "poll", "sessionId": "$1"}),
-    ("exec", {"command": "echo hi; sleep 30", "background": True}),
-    ("process", {"action": "poll", "sessionId": "$2", "timeout": 5000}),
+    ("exec", {"command": "sleep 30", "background": True}),
+    ("process", {"action": "poll", "sessionId": "$2"}),
     ("process", {"action": "poll", "sessionId": "$2"}),
     ("process", {"action": "log", "sessionId": "$2"}),
     ("process", {"action": "write", "sessionId": "$2", "data": "x\n"}),
@@ -224,20 +224,30 @@ PROCESS_CASES: list[Step] = [
     ("process", {"action": "list"}),
     # PTY sessions
     ("exec", {"command": "printf '\\033[31mred\\033[0m\\n'", "pty": True}),
+    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
+    ("process", {"action": "send-keys", "sessionId": "$3", "keys": ["Up"]}),
+    ("process", {"action": "send-keys", "sessionId": "$3", "literal": "hi", "keys": ["Enter"]}),
+    ("process", {"action": "poll", "sessionId": "$3", "timeout": 5000}),
+    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
+    ("process", {"action": "paste", "sessionId": "$4", "text": "pasted", "bracketed": False}),
+    ("process", {"action": "submit", "sessionId": "$4"}),
+    ("process", {"action": "poll", "sessionId": "$4", "timeout": 5000}),
+    ("process", {"action": "paste", "sessionId": "$4", "text": ""}),
+]
+
+#: Output shorter than the admin password, shown while the command runs.
+SHORT_OUTPUT_CASES: list[Step] = [
+    ("exec", {"command": "echo hi; sleep 30", "background": True}),
+    ("process", {"action": "poll", "sessionId": "$1", "timeout": 5000}),
+    ("process", {"action": "poll", "sessionId": "$1"}),
+    ("process", {"action": "log", "sessionId": "$1"}),
+    ("process", {"action": "kill", "sessionId": "$1"}),
+    ("process", {"action": "poll", "sessionId": "$1", "timeout": 10000}),
     ("exec", {"command": "stty -echo; printf 'name? '; read x; echo got=$x", "pty": True,
               "background": True}),
-    ("process", {"action": "poll", "sessionId": "$3", "timeout": 5000}),
-    ("process", {"action": "send-keys", "sessionId": "$3", "keys": ["Up"]}),
-    ("process", {"action": "write", "sessionId": "$3", "data": "bob\n"}),
-    ("process", {"action": "poll", "sessionId": "$3", "timeout": 5000}),
-    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
-    ("process", {"action": "send-keys", "sessionId": "$4", "literal": "hi", "keys": ["Enter"]}),
-    ("process", {"action": "poll", "sessionId": "$4", "timeout": 5000}),
-    ("exec", {"command": "stty -echo; read x; echo got=$x", "pty": True, "background": True}),
-    ("process", {"action": "paste", "sessionId": "$5", "text": "pasted", "bracketed": False}),
-    ("process", {"action": "submit", "sessionId": "$5"}),
-    ("process", {"action": "poll", "sessionId": "$5", "timeout": 5000}),
-    ("process", {"action": "paste", "sessionId": "$5", "text": ""}),
+    ("process", {"action": "poll", "sessionId": "$2", "timeout": 5000}),
+    ("process", {"action": "write", "sessionId": "$2", "data": "bob\n"}),
+    ("process", {"action": "poll", "sessionId": "$2", "timeout": 5000}),
 ]
 
 
@@ -251,6 +261,16 @@ def test_exec_results_are_the_same(stack):
 
 def test_process_actions_are_the_same(stack):
     seen = play(stack, "process", PROCESS_CASES)
+    assert_same(seen, "model")
+    assert_same(seen, "transcript")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 11: vault.leak.LeakStream (the admin-password scan after the redactor) holds back "
+    "the last longest-1 bytes of every stream, so 'hi' and 'name? ' stay invisible while the "
+    "command runs; OpenClaw shows them at once. Remove this marker with the fix."))
+def test_short_output_shows_while_the_command_runs(stack):
+    seen = play(stack, "short", SHORT_OUTPUT_CASES)
     assert_same(seen, "model")
     assert_same(seen, "transcript")
 
