@@ -23,24 +23,31 @@ child, before ``exec``, ``unshare(2)`` a user, mount and PID namespace
 (unprivileged user namespaces), mapping our uid to root *inside* only long
 enough to mount. A PID namespace's first process is its init, which the
 kernel protects from every signal it has no handler for, so the command
-must not be it. The child therefore forks twice:
+must not be it. The child therefore forks once, and init spawns the command:
 
-- the **leader** (pid the supervisor knows, outside the namespace) waits for
-  init and dies the way the command did (same exit code, or re-raises the
-  same signal): exit statuses stay exact;
-- **init** (pid 1 inside) mounts ``/proc``, forks the command, reports its
-  status to the leader the moment it exits, and reaps whatever the command
-  left running until nothing is (a daemonised server outlives its shell, as
-  outside; the session's kill scope still tracks it by pid);
-- the **command** enters one more user namespace that maps root back to our
-  uid, so after ``exec`` it holds no capability: it cannot unmount what
-  hides the keys, and mounts it inherits into any namespace it makes are
-  locked together by the kernel.
+- the **leader** (the pid the supervisor knows, outside the namespace) waits
+  for the command's wait status from init and dies the same way (same exit
+  code, or re-raises the same signal): exit statuses stay exact;
+- **init** (pid 1 inside) mounts ``/proc``, enters one more user namespace
+  that maps root back to our uid (so the command holds no capability after
+  ``exec``: it cannot unmount what hides the keys, and mounts it inherits
+  into any namespace it makes are locked together by the kernel), ``chdir``s
+  to the work directory *by path*, closes every fd of the supervisor's and
+  ``posix_spawn``s the command (vfork-like: no third copy of the supervisor;
+  default signal dispositions). It reports the command's status the moment
+  it exits and reaps whatever the command left running until nothing is (a
+  daemonised server outlives its shell, as outside; the session's kill scope
+  still tracks it by pid).
 
-All three are in the leader's session and process group: ``killpg``, the
-PTY's ``C-c`` and the kill scope reach the command as before; leader and
-init ignore the job-control and termination signals (the command's
-dispositions are reset to the defaults).
+Leader and init are copies of the supervisor's memory: they are made not
+dumpable, so the command (same uid) cannot read them through ``/proc``. All
+three are in the leader's session and process group: ``killpg``, the PTY's
+``C-c`` and the kill scope reach the command as before; leader and init
+ignore the job-control and termination signals.
+
+Cost: Popen can no longer ``vfork`` (this runs as its pre-exec step), and the
+leader forks init: two copies of the supervisor's page tables per command
+(benchmarks/supervisor.py, "sandbox start-up").
 """
 
 from __future__ import annotations
@@ -58,15 +65,12 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
-MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
-PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
@@ -220,18 +224,6 @@ def _shield() -> None:
             signal.signal(sig, signal.SIG_IGN)
         except (OSError, ValueError):
             pass
-
-
-def _unshield() -> None:
-    for sig in _SHIELDED:
-        try:
-            signal.signal(sig, signal.SIG_DFL)
-        except (OSError, ValueError):
-            pass
-    # Python ignores SIGPIPE and SIGXFSZ for itself; a shell expects the defaults.
-    for name in ("SIGPIPE", "SIGXFSZ"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 def _fail(message: str) -> None:
