@@ -211,14 +211,19 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, s
             "    print('GUESSED')\n"
             "except DaemonError as e:\n"
             "    print('LEAK-CHECK-REFUSED', e.status)\n"
+            "job = {'rollback': '/bin/true', 'log': %r, 'restartCmd': 'touch %s'}\n"
             "for path, body in (('/workflow/open', {'agentId': 'victim', 'workflow': 'w'}),\n"
             "                   ('/restart-cancel', {'requesterAgentId': 'victim',\n"
-            "                                        'requesterSessionKey': 'k'})):\n"
+            "                                        'requesterSessionKey': 'k'}),\n"
+            "                   ('/query-restart', {'requesterAgentId': 'a1',\n"
+            "                                       'requesterSessionKey': 'k', 'job': job})):\n"
             "    try:\n"
             "        c.call('POST', path, body)\n"
             "        print('ROUTE-ANSWERED', path)\n"
             "    except DaemonError as e:\n"
             "        print('ROUTE-REFUSED', e.status)\n")
+    marker = tmp_path / "operator-command-ran"
+    code = code % (str(tmp_path / "restart.log"), marker)
     script = tmp_path / "forge.py"
     script.write_text(code)
     home = tmp_path / "home"
@@ -232,7 +237,7 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, s
         for _ in range(200):
             text = daemon.call("/process", {"action": "log", "sessionId": sid,
                                             "agentId": "a1"})["content"][0]["text"]
-            if text.count("ROUTE-") >= 2:
+            if text.count("ROUTE-") >= 3:
                 break
             time.sleep(0.05)
         assert "ANSWERED" not in text and "GUESSED" not in text
@@ -241,7 +246,12 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, s
         status = "None" if sandbox == "auto" and available()[0] else "403"
         assert f"REFUSED {status}" in text and f"LEAK-CHECK-REFUSED {status}" in text, text
         # (sandboxed, /restart-cancel goes through the channel, which refuses it: 403)
-        assert "ROUTE-ANSWERED" not in text and text.count("ROUTE-REFUSED") == 2, text
+        assert "ROUTE-ANSWERED" not in text and text.count("ROUTE-REFUSED") == 3, text
+        # a restart job's restartCmd/statusCmd are the operator's, never a session's
+        routes = [line.strip() for line in text.splitlines() if line.startswith("ROUTE-")]
+        assert routes[2] == "ROUTE-REFUSED 403", routes
+        time.sleep(0.5)
+        assert not marker.exists()
     finally:
         daemon.stop()
 

@@ -25,6 +25,14 @@ EXIT_FORBIDDEN = 5
 DAEMON_ROUTES = {("GET", "/healthz"): None, ("GET", "/agents"): None,
                  ("POST", "/query-restart"): "requesterAgentId",
                  ("POST", "/restart-cancel"): "requesterAgentId"}
+#: Restart job fields only the operator sets (the plugin's config, the daemon's settings):
+#: commands the daemon runs outside any session and sandbox. An agent gives rollback and log.
+OPERATOR_JOB_FIELDS = ("restartCmd", "statusCmd")
+
+
+def operator_fields_in(body) -> list[str]:
+    job = body.get("job") if isinstance(body, dict) else None
+    return [k for k in OPERATOR_JOB_FIELDS if isinstance(job, dict) and k in job]
 
 
 class ChannelError(Exception):

@@ -159,6 +159,11 @@ def _guarded(method: str, path: str, handler, ctx):
         if (method, path) not in SESSION_ROUTES:
             raise HTTPError(403, f"{method} {path} is not for commands inside an agent session")
         field_name = SESSION_ROUTES[(method, path)]
+        from ..cli.session_channel import operator_fields_in
+
+        if operator_fields_in(request.body):
+            raise HTTPError(403, f"{', '.join(operator_fields_in(request.body))} in a restart "
+                                 "job is the operator's setting, not an agent's")
         if field_name is not None:
             session = caller.session
             if session is None:

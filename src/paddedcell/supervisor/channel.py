@@ -268,6 +268,9 @@ class SessionChannel:
             raise ChannelRefusal(f"{method} {path} is not available inside an agent session",
                                  EXIT_FORBIDDEN)
         field_name = DAEMON_ROUTES[(method, path)]
+        if operator_fields_in(body):
+            raise ChannelRefusal(f"{', '.join(operator_fields_in(body))} in a restart job is the "
+                                 "operator's setting, not an agent's", EXIT_FORBIDDEN)
         if field_name is not None:
             if not isinstance(body, dict):
                 raise ChannelRefusal(f"{path} needs a JSON object", 2)
@@ -334,7 +337,7 @@ def _refusal(message: str, exit_code: int) -> dict[str, Any]:
     return answer
 
 
-from ..cli.session_channel import DAEMON_ROUTES  # noqa: E402 (import-light, no cycle)
+from ..cli.session_channel import DAEMON_ROUTES, operator_fields_in  # noqa: E402
 
 
 async def forward_to_daemon(op: str, body: dict[str, Any], settings) -> dict[str, Any]:
