@@ -44,6 +44,11 @@ def ready(s, ws):
     return s
 
 
+def vault_doc(path: Path) -> dict:
+    """The JSON of a vault file (format 2: after its header line; format 1: all of it)."""
+    return json.loads(path.read_bytes().split(b"\n", 1)[-1])
+
+
 def store_file(ws: str, agent: str = "a1") -> Path:
     return Path(ws) / ".paddedcell" / "secrets" / agent / "store.json"
 
@@ -102,10 +107,10 @@ def test_history_depth_setting(s, ws):
 def test_rotate_store_changes_every_ciphertext_not_the_values(ready, ws):
     s = ready
     generate_secret("a1", ws, "api", settings=s)
-    before = json.loads(store_file(ws).read_text())
+    before = vault_doc(store_file(ws))
     values = agent_secret_values("a1", ws, settings=s)
     rotate_store("a1", ws, settings=s)
-    after = json.loads(store_file(ws).read_text())
+    after = vault_doc(store_file(ws))
     assert agent_secret_values("a1", ws, settings=s) == values
     assert after["store_id"] == before["store_id"]
     assert after["wrap_host"] != before["wrap_host"] and after["wrap_admin"] != before["wrap_admin"]
@@ -127,15 +132,18 @@ def _resign(ws: str, s, mutate) -> None:
     """Rewrite a store with a valid MAC after ``mutate`` (an attacker holding the data key)."""
     from paddedcell.vault import admin, crypto
 
+    from paddedcell.vault.store import STORE_CONTEXT
+
     path = store_file(ws)
-    doc = json.loads(path.read_text())
+    doc = vault_doc(path)
     host = admin.read_host_key(admin.AdminPaths(s.home))
     data_key = crypto.unseal(admin.subkey(host, "wrap"), doc["wrap_host"],
                              crypto.aad("wrap-host", doc["agent_id"], doc["store_id"]), "w")
     mutate(doc)
     body = {k: v for k, v in doc.items() if k != "mac"}
-    path.write_bytes(crypto.sign_document(data_key[32:], body,
-                                          crypto.aad("store", doc["agent_id"], doc["store_id"])))
+    inner = crypto.sign_document(data_key[32:], body,
+                                 crypto.aad("store", doc["agent_id"], doc["store_id"]))
+    path.write_bytes(crypto.seal_file(admin.subkey(host, "admin-mac"), inner, STORE_CONTEXT))
 
 
 def test_entries_are_bound_to_their_key_and_version(ready, ws):
@@ -336,17 +344,21 @@ def test_detector_survives_serialisation_and_keeps_no_plaintext():
 
 def test_non_canonical_base64_in_a_mac_is_caught(ready, ws):
     """Regression: the unused low bits of the MAC's last base64 character went unchecked."""
+    from paddedcell.vault import crypto
+
     path = store_file(ws)
-    doc = json.loads(path.read_text())
-    mac = doc["mac"]
+    good = path.read_bytes()
+    mac, body = crypto.split_file(good, "store")  # format 2: the header's tag
     alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
     last = mac.rstrip("=")[-1]
     twin = alphabet[alphabet.index(last) ^ 1]  # differs only in a discarded bit
-    doc["mac"] = mac.rstrip("=")[:-1] + twin + "=" * (len(mac) - len(mac.rstrip("=")))
-    assert base64.b64decode(doc["mac"]) == base64.b64decode(mac)
-    path.write_bytes(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+    twin_mac = mac.rstrip("=")[:-1] + twin + "=" * (len(mac) - len(mac.rstrip("=")))
+    assert base64.b64decode(twin_mac) == base64.b64decode(mac)
+    path.write_bytes(crypto.HEADER + twin_mac.encode() + b"\n" + body)
     with pytest.raises(IntegrityError):
         get_secret("a1", ws, "db", settings=ready)
+    path.write_bytes(good)
+    assert get_secret("a1", ws, "db", settings=ready) == "db-value"
 
 
 def test_detector_finds_the_password_across_chunk_boundaries():
@@ -399,7 +411,7 @@ def test_scrypt_when_openssl_lacks_argon2(s, ws, monkeypatch):
     monkeypatch.setattr(admin_crypto, "argon2_available", lambda: False)
     s = config.load({"PADDEDCELL_HOME": str(s.home)}, {"vault.scrypt_n": 1024, "vault.min_length": 1})
     init_admin(PW, s)
-    kdf = json.loads((s.home / "vault" / "admin.json").read_text())["kdf"]
+    kdf = vault_doc(s.home / "vault" / "admin.json")["kdf"]
     assert (kdf["alg"], kdf["n"], kdf["r"], kdf["p"]) == ("scrypt", 1024, 8, 1)
     set_secret("a1", ws, "db", "v", PW, s)
     with pytest.raises(Forbidden):
@@ -413,7 +425,7 @@ def test_non_json_constants_in_admin_json_are_an_integrity_error_on_recover(read
     """recover reads admin.json before any MAC: json's NaN/Infinity extensions must not pass
     (int(Infinity) in the KDF parameters used to crash with OverflowError)."""
     admin_file = ready.home / "vault" / "admin.json"
-    doc = json.loads(admin_file.read_bytes())
+    doc = vault_doc(admin_file)
     doc["kdf"]["iterations"] = float(constant.replace("Infinity", "inf"))
     admin_file.write_bytes(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
     assert constant.encode() in admin_file.read_bytes()

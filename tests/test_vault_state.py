@@ -33,6 +33,11 @@ def ws(tmp_path) -> str:
     return str(path)
 
 
+def vault_doc(path: Path) -> dict:
+    """The JSON of a vault file (format 2: after its header line; format 1: all of it)."""
+    return json.loads(path.read_bytes().split(b"\n", 1)[-1])
+
+
 def store_file(ws: str, agent: str = "a1") -> Path:
     return Path(ws) / ".paddedcell" / "secrets" / agent / "store.json"
 
@@ -60,7 +65,7 @@ def test_an_older_store_put_back_is_refused_with_the_fix(s, ws, tmp_path):
 def test_the_generation_is_recorded_under_the_home_not_the_workspace(s, ws):
     init_admin(PW, s)
     set_secret("a1", ws, "db", "value-1234", PW, s)
-    doc = json.loads(store_file(ws).read_text())
+    doc = vault_doc(store_file(ws))
     record = Path(s.home) / "vault" / "generations" / doc["store_id"]
     assert record.read_text() == str(doc["generation"])
 
@@ -81,7 +86,7 @@ def test_pass_mgr_get_refuses_a_rolled_back_store_with_exit_6(s, ws, tmp_path):
 
 def tamper_kdf(s, **changes):
     path = Path(s.home) / "vault" / "admin.json"
-    doc = json.loads(path.read_text())
+    doc = vault_doc(path)
     doc["kdf"].update(changes)
     path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")))
 
@@ -90,7 +95,7 @@ def tamper_kdf(s, **changes):
 def test_recover_does_no_kdf_work_for_tampered_parameters(s, ws, host_key):
     init_admin(PW, s)
     set_secret("a1", ws, "db", "value-1234", PW, s)
-    alg = json.loads((Path(s.home) / "vault" / "admin.json").read_text())["kdf"]["alg"]
+    alg = vault_doc(Path(s.home) / "vault" / "admin.json")["kdf"]["alg"]
     if alg == "argon2id":
         tamper_kdf(s, memory_kib=1024 * 1024, iterations=16)  # within the absolute bounds
     else:
@@ -168,7 +173,7 @@ def test_retired_values_expire(tmp_path, ws, monkeypatch):
     set_secret("a1", ws, "keep", "kept-value-2", PW, s)  # a write drops expired ones
     monkeypatch.setattr(time_module, "time", real)
     assert "old-db-value" not in agent_secret_values("a1", ws, settings=s)
-    assert "retired" not in json.loads(store_file(ws).read_text())
+    assert "retired" not in vault_doc(store_file(ws))
 
 
 def test_a_retired_entry_moved_elsewhere_fails_authentication(s, ws):
@@ -178,10 +183,11 @@ def test_a_retired_entry_moved_elsewhere_fails_authentication(s, ws):
     from paddedcell.vault import admin
     from paddedcell.vault.store import OpenStore
 
-    assert json.loads(store_file(ws).read_text())["retired"][0]["k"] == "db"
+    assert vault_doc(store_file(ws))["retired"][0]["k"] == "db"
     host = admin.read_host_key(admin.AdminPaths(s.home))
     store = OpenStore.load(store_file(ws).read_bytes(), "a1", "store",
-                           host_wrap_key=admin.subkey(host, "wrap"))
+                           host_wrap_key=admin.subkey(host, "wrap"),
+                           host_mac_key=admin.subkey(host, "admin-mac"))
     store.retired[0]["k"] = "other"  # sealed under ("retired", key, version): fails to open
     with pytest.raises(IntegrityError):
         store.all_values()
@@ -217,14 +223,17 @@ def test_every_integrity_failure_has_the_same_words(s, ws):
     init_admin(PW, s)
     set_secret("a1", ws, "db", "value-1234", PW, s)
     good = store_file(ws).read_bytes()
-    doc = json.loads(good)
+    doc = vault_doc(store_file(ws))
+    header_tag = good.split(b"\n", 1)[0].split(b" ")[1]
     variants = {
-        "flipped mac": good.replace(doc["mac"][:4].encode(), b"AAAA", 1),
+        "flipped header tag": good.replace(header_tag[:4], b"AAAA", 1),
+        "flipped inner mac": good.replace(doc["mac"][:4].encode(), b"AAAA", 1),
+        "no header": good.split(b"\n", 1)[1],
         "not json": good[:-1],
         "not canonical": json.dumps(doc, indent=1).encode(),
         "other agent": good.replace(b'"agent_id":"a1"', b'"agent_id":"a2"'),
         "bad nonce": good.replace(doc["wrap_host"]["nonce"].encode(), b"AAAA", 1),
-        "format": good.replace(b'"format":1', b'"format":9'),
+        "format": good.replace(b'"format":2', b'"format":9'),
     }
     messages = set()
     for name, raw in variants.items():
@@ -255,3 +264,48 @@ def test_known_answers_through_the_nonce_seam(monkeypatch):
     crypto.verify_tag(key, b"", tag, "t")
     with pytest.raises(IntegrityError):
         crypto.verify_tag(key, b"x", tag, "t")
+
+
+def test_format_1_files_are_read_and_become_format_2_at_the_next_write(s, ws):
+    """Stores and admin.json written before format 2 (the MAC a field inside the JSON)."""
+    from paddedcell.vault import admin, crypto
+
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "value-1234", PW, s)
+    host = admin.read_host_key(admin.AdminPaths(s.home))
+    # Write both files the way format 1 did.
+    admin_path = Path(s.home) / "vault" / "admin.json"
+    body = {k: v for k, v in vault_doc(admin_path).items()}
+    body["format"] = 1
+    admin_path.write_bytes(crypto.sign_document(admin.subkey(host, "admin-mac"), body, b"admin.json"))
+    doc = vault_doc(store_file(ws))
+    data_key = crypto.unseal(admin.subkey(host, "wrap"), doc["wrap_host"],
+                             crypto.aad("wrap-host", "a1", doc["store_id"]), "w")
+    body = {k: v for k, v in doc.items() if k != "mac"}
+    body["format"] = 1
+    store_file(ws).write_bytes(crypto.sign_document(data_key[32:], body,
+                                                    crypto.aad("store", "a1", doc["store_id"])))
+    assert not store_file(ws).read_bytes().startswith(crypto.HEADER)
+    assert get_secret("a1", ws, "db", settings=s) == "value-1234"
+    set_secret("a1", ws, "other", "other-value-1", PW, s)  # reads admin.json v1 too
+    assert store_file(ws).read_bytes().startswith(crypto.HEADER)
+    assert vault_doc(store_file(ws))["format"] == 2
+    assert get_secret("a1", ws, "db", settings=s) == "value-1234"
+    init_admin("the next admin pw", s, current_password=PW)
+    assert admin_path.read_bytes().startswith(crypto.HEADER)
+
+
+def test_format_2_checks_the_raw_bytes_before_parsing(s, ws, monkeypatch):
+    """A tampered format-2 store never reaches the JSON parser."""
+    from paddedcell.vault import crypto
+
+    init_admin(PW, s)
+    set_secret("a1", ws, "db", "value-1234", PW, s)
+    raw = store_file(ws).read_bytes()
+    store_file(ws).write_bytes(raw[:-2] + b' }')  # still JSON-ish, not canonical
+    parsed = []
+    real = crypto.parse_canonical
+    monkeypatch.setattr(crypto, "parse_canonical", lambda data, what: (parsed.append(what), real(data, what))[1])
+    with pytest.raises(IntegrityError):
+        get_secret("a1", ws, "db", settings=s)
+    assert not any("store.json" in what for what in parsed), parsed

@@ -120,12 +120,8 @@ def load_admin(paths: AdminPaths, host_key: bytes) -> dict[str, Any]:
         raw = read_private(paths.admin_file)
     except FileNotFoundError:
         raise NotInitialized() from None
-    doc = crypto.parse_canonical(raw, str(paths.admin_file))
-    crypto.verify_document(subkey(host_key, "admin-mac"), doc, b"admin.json",
-                           str(paths.admin_file))
-    if doc.get("format") != crypto.FORMAT:
-        raise crypto.damaged(str(paths.admin_file))
-    return doc
+    return crypto.open_file(raw, subkey(host_key, "admin-mac"), b"admin.json",
+                            str(paths.admin_file))
 
 
 def parse_admin_unverified(paths: AdminPaths) -> dict[str, Any]:
@@ -138,7 +134,8 @@ def parse_admin_unverified(paths: AdminPaths) -> dict[str, Any]:
         raw = read_private(paths.admin_file)
     except FileNotFoundError:
         raise NotInitialized() from None
-    return crypto.parse_canonical(raw, str(paths.admin_file))
+    return crypto.parse_canonical(crypto.split_file(raw, str(paths.admin_file))[1],
+                                  str(paths.admin_file))
 
 
 def admin_public_key(doc: dict[str, Any]) -> bytes:
@@ -209,7 +206,8 @@ def build_admin(settings: Any, password: str, host_key: bytes,
         "detector": crypto.seal(subkey(host_key, "detector"),
                                 crypto.canonical(detector.to_json()), crypto.aad("detector")),
     }
-    return crypto.sign_document(subkey(host_key, "admin-mac"), body, b"admin.json"), public
+    return crypto.seal_file(subkey(host_key, "admin-mac"), crypto.canonical(body),
+                            b"admin.json"), public
 
 
 def write_locked(paths: AdminPaths, source: str) -> None:

@@ -99,7 +99,8 @@ def _read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | Non
             raw = read_private(ref.file)
         except FileNotFoundError:
             return None
-    store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=admin.subkey(host, "wrap"))
+    store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=admin.subkey(host, "wrap"),
+                           host_mac_key=admin.subkey(host, "admin-mac"))
     seen = admin.check_generation(paths, store.store_id, store.generation, str(ref.file))
     if seen < store.generation:  # first sight (a store from before the records): remember it
         try:
@@ -179,7 +180,8 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
             store, is_new = OpenStore.new(agent_id), True
         else:
             store = OpenStore.load(raw, agent_id, str(ref.file),
-                                   host_wrap_key=admin.subkey(host, "wrap"))
+                                   host_wrap_key=admin.subkey(host, "wrap"),
+                                   host_mac_key=admin.subkey(host, "admin-mac"))
             admin.check_generation(paths, store.store_id, store.generation, str(ref.file))
             is_new = False
         result = change(store)
@@ -187,7 +189,8 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
             store.rewrap_admin(admin.admin_public_key(admin.load_admin(paths, host)))
         if is_new:
             admin.register_store(paths, ref.directory)
-        atomic_write(ref.file, store.serialize(admin.subkey(host, "wrap")))
+        atomic_write(ref.file, store.serialize(admin.subkey(host, "wrap"),
+                                               admin.subkey(host, "admin-mac")))
         admin.record_generation(paths, store.store_id, store.generation)
     return Change(result.key, result.version, store.generation, result.value)
 
@@ -452,9 +455,10 @@ def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: 
                 remove_stale_temps(ref.directory)
                 raw = read_private(ref.file)
                 agent_id = _agent_id_of(raw)
-                wrap_key = admin.subkey(host, "wrap")
+                wrap_key, mac_key = admin.subkey(host, "wrap"), admin.subkey(host, "admin-mac")
                 try:
-                    store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=wrap_key)
+                    store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=wrap_key,
+                                           host_mac_key=mac_key)
                 except IntegrityError:
                     if admin_private is None:
                         raise
@@ -469,7 +473,7 @@ def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: 
                     store.rewrap_admin(public, slot=slot)
                     if slot == "wrap_admin":
                         store.wrap_admin_next = None
-                atomic_write(ref.file, store.serialize(wrap_key))
+                atomic_write(ref.file, store.serialize(wrap_key, mac_key))
                 admin.record_generation(paths, store.store_id, store.generation)
             crash_point(f"store {slot}")
             done += 1
@@ -481,9 +485,7 @@ def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: 
 
 
 def _agent_id_of(raw: bytes) -> str:
-    from .crypto import parse_canonical
-
-    agent_id = parse_canonical(raw, "store").get("agent_id")
+    agent_id = crypto.parse_canonical(crypto.split_file(raw, "store")[1], "store").get("agent_id")
     if not isinstance(agent_id, str):
         raise crypto.damaged("a store")
     return agent_id

@@ -39,7 +39,12 @@ try:
 except (ImportError, AttributeError):  # another cryptography layout: the public path
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-FORMAT = 1
+#: What we write. Format 2 files are ``HEADER + tag + "\n" + canonical JSON``: the tag
+#: (GMAC under a host subkey) is verified over the raw JSON bytes before they are
+#: parsed. Format 1 files (the JSON alone, its MAC a field inside) are still read and
+#: become format 2 at their next write.
+FORMAT = 2
+HEADER = b"paddedcell-vault/2 "
 LABEL = "paddedcell-vault/1"
 KEY_BYTES = 32
 NONCE_BYTES = 12
@@ -297,6 +302,42 @@ def verify_tag(key: bytes, data: bytes, expected: Any, what: str) -> None:
         AESGCM(key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], data)
     except Exception:
         raise damaged(what) from None
+
+
+def seal_file(key: bytes, body: bytes, context: bytes) -> bytes:
+    """A format-2 file: the header line with the tag of ``context + body``, then ``body``."""
+    return HEADER + tag(key, context + body).encode("ascii") + b"\n" + body
+
+
+def split_file(raw: bytes, what: str) -> tuple[str | None, bytes]:
+    """(tag text, body) of a format-2 file; (None, raw) for a format-1 file. Bytes only:
+    nothing is parsed here."""
+    if not raw.startswith(HEADER):
+        return None, raw
+    end = raw.find(b"\n", len(HEADER))
+    if end < 0:
+        raise damaged(what)
+    try:
+        return raw[len(HEADER):end].decode("ascii"), raw[end + 1:]
+    except UnicodeDecodeError:
+        raise damaged(what) from None
+
+
+def open_file(raw: bytes, key: bytes, context: bytes, what: str) -> dict[str, Any]:
+    """A verified document: format 2 checks its tag over the raw body *before* parsing;
+    format 1 (older files) is parsed and its ``mac`` field checked."""
+    tag_text, body = split_file(raw, what)
+    if tag_text is None:
+        doc = parse_canonical(body, what)
+        if doc.get("format") != 1:
+            raise damaged(what)
+        verify_document(key, doc, context, what)
+        return doc
+    verify_tag(key, context + body, tag_text, what)
+    doc = parse_canonical(body, what)
+    if doc.get("format") != FORMAT:
+        raise damaged(what)
+    return doc
 
 
 def sign_document(key: bytes, body: dict[str, Any], context: bytes) -> bytes:

@@ -1,8 +1,10 @@
 """One agent's store: a single JSON file of sealed entries with per-key history.
 
-File ``<store dir>/store.json`` (canonical JSON, 0600)::
+File ``<store dir>/store.json`` (0600): a header line ``paddedcell-vault/2 <tag>``
+(GMAC under the host key's "admin-mac" subkey over the raw bytes that follow, checked
+before they are parsed), then canonical JSON::
 
-    {"format": 1, "agent_id", "store_id", "generation",
+    {"format": 2, "agent_id", "store_id", "generation",
      "wrap_host":  box of the data key under a host-key subkey,
      "wrap_admin": box of the data key to the admin X25519 public key,
      "wrap_admin_next"?: the same to the key of an ``admin init`` in progress (see
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 STORE_FILE = "store.json"
+#: What the format-2 header's tag covers besides the body (it is under a host subkey
+#: that admin.json's tag uses too, with b"admin.json").
+STORE_CONTEXT = b"store.json|"
 LOCK_FILE = ".lock"
 DATA_KEY_BYTES = 64
 
@@ -123,10 +128,18 @@ class OpenStore:
 
     @classmethod
     def load(cls, raw: bytes, agent_id: str, what: str, *, host_wrap_key: bytes | None = None,
+             host_mac_key: bytes | None = None,
              admin_private: bytes | None = None) -> "OpenStore":
-        """Open through the host wrap, or through the admin wrap when recovering."""
-        doc = crypto.parse_canonical(raw, what)
-        if doc.get("format") != crypto.FORMAT:
+        """Open through the host wrap, or through the admin wrap when recovering.
+
+        Format 2: with ``host_mac_key`` the header's tag is checked over the raw bytes
+        before anything is parsed; then, as in format 1, the data key's MAC inside (the
+        only check left when recovering without the host key)."""
+        tag_text, body = crypto.split_file(raw, what)
+        if tag_text is not None and host_mac_key is not None:
+            crypto.verify_tag(host_mac_key, STORE_CONTEXT + body, tag_text, what)
+        doc = crypto.parse_canonical(body, what)
+        if doc.get("format") != (1 if tag_text is None else crypto.FORMAT):
             raise crypto.damaged(what)
         if doc.get("agent_id") != agent_id:
             raise crypto.damaged(what)
@@ -279,7 +292,7 @@ class OpenStore:
         setattr(self, slot, wrap_to_admin(admin_public, self._data_key,
                                           crypto.aad("wrap-admin", self.agent_id, self.store_id)))
 
-    def serialize(self, host_wrap_key: bytes) -> bytes:
+    def serialize(self, host_wrap_key: bytes, host_mac_key: bytes) -> bytes:
         if self.wrap_admin is None:
             raise VaultError("internal: the admin wrap is missing; call rewrap_admin first")
         self.generation += 1
@@ -298,5 +311,6 @@ class OpenStore:
         self.retired = self._live_retired()  # expired ones are dropped at the next write
         if self.retired:
             body["retired"] = self.retired
-        return crypto.sign_document(self._data_key[32:], body,
-                                    crypto.aad("store", self.agent_id, self.store_id))
+        inner = crypto.sign_document(self._data_key[32:], body,
+                                     crypto.aad("store", self.agent_id, self.store_id))
+        return crypto.seal_file(host_mac_key, inner, STORE_CONTEXT)
