@@ -100,3 +100,24 @@ def test_no_vault_no_guard(tmp_path):
     done = run(home, "pcexec", f"echo {PW}")
     assert done.stdout.strip() == PW  # no admin password exists: nothing to find
     assert not os.path.exists(home / "vault" / "locked.json")
+
+
+def test_a_hit_while_the_admin_lock_is_held_locks_at_once(tmp_path):
+    """The guard runs in the daemon's event loop: it must not wait lock_timeout_seconds."""
+    import time
+
+    from paddedcell import config
+    from paddedcell.vault import init_admin, output_guard, vault_status
+    from paddedcell.vault.files import FileLock
+
+    s = config.load({"PADDEDCELL_HOME": str(tmp_path / "h")},
+                    {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1})
+    init_admin(PW, s)
+    guard = output_guard(None, "test", settings=s).fresh()
+    with FileLock(str(tmp_path / "h" / "vault" / ".lock"), exclusive=True, timeout=1):
+        started = time.monotonic()
+        out = guard.feed(f"x {PW} y\n".encode()) + guard.flush()
+        took = time.monotonic() - started
+    assert out == b"x ###### y\n"
+    assert took < 2, took
+    assert vault_status(s) == "locked"

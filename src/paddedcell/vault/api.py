@@ -13,7 +13,7 @@ import os
 
 from . import admin, crypto
 from .admin import AdminPaths
-from .errors import Forbidden, IntegrityError, NoSuchKey, VaultError
+from .errors import Busy, Forbidden, IntegrityError, NoSuchKey, VaultError
 from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
                     remove_stale_temps)
 from .store import OpenStore, StoreRef, check_key_name, locate
@@ -573,14 +573,21 @@ def find_leaks(text: str | bytes, source: str, *, settings: Any = None) -> list[
     return spans
 
 
-def _lock_after_leak(settings: Any, paths: AdminPaths, detector: Any, source: str) -> None:
-    """Lock the vault and write one CRITICAL line naming ``source`` (never the password)."""
+def _lock_after_leak(settings: Any, paths: AdminPaths, detector: Any, source: str, *,
+                     wait: float | None = None) -> None:
+    """Lock the vault and write one CRITICAL line naming ``source`` (never the password).
+    ``wait`` bounds the wait for the admin lock; past it the lock file is written anyway
+    (a leak must lock even while an admin command holds the lock)."""
     label = " ".join(str(source).split())[:200] or "unknown"
     # Check the source as given too: the fold and cut above can split the password,
     # and its first part would then be logged.
     if detector.contains(str(source)) or detector.contains(label):
         label = "(withheld: the source label contained the password)"
-    with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+    timeout = settings["vault.lock_timeout_seconds"] if wait is None else wait
+    try:
+        with FileLock(paths.lock_file, exclusive=True, timeout=timeout):
+            admin.write_locked(paths, label)
+    except Busy:
         admin.write_locked(paths, label)
     admin.log_security(paths, "CRITICAL", "admin-password-leak", source=label,
                        message="the admin password appeared in this source; pass_mgr is locked "
@@ -606,8 +613,10 @@ def output_guard(redactor: Any, source: str, *, settings: Any = None,
     from .leak import LeakStream
 
     def on_hit() -> None:
+        # Runs where the output is pumped (the daemon's event loop): wait for the admin
+        # lock briefly, not vault.lock_timeout_seconds.
         try:
-            _lock_after_leak(settings, paths, detector, source)
+            _lock_after_leak(settings, paths, detector, source, wait=0.2)
         except (OSError, VaultError):
             pass  # the output is masked either way; the lock is best effort here
 
