@@ -250,3 +250,36 @@ def test_daemon_routes_a_session_may_use_go_through_its_channel(world, tmp_path)
     assert "AGENTS True" in out, out
     assert "CANCEL-REFUSED 403" in out, out
     assert "WORKFLOW-ANSWERED" not in out, out
+
+
+def test_a_restart_rollback_runs_in_the_sandbox(tmp_path):
+    # The rollback script is the agent's; the daemon runs it when a restart fails.
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    init_vault(home, ADMIN)
+    key_file = home / "keys" / "host.key"
+    assert key_file.exists()
+    out = ws / "stolen"
+    rollback = ws / "rollback.sh"
+    rollback.write_text(f"cat {shlex.quote(str(key_file))} > {shlex.quote(str(out))}; "
+                        f"ls -A {shlex.quote(str(home))} >> {shlex.quote(str(out))}; "
+                        f"touch {shlex.quote(str(ws / 'rolled-back'))}\n")
+    daemon = Daemon(home)
+    try:
+        answer = daemon.call("/query-restart", {
+            "requesterAgentId": "a1", "requesterSessionKey": "k",
+            "job": {"rollback": str(rollback), "log": str(ws / "restart.log"),
+                    "delaySeconds": 0, "recoverTimeoutSeconds": 1,
+                    "restartCmd": "true", "statusCmd": "false"}})
+        assert answer["result"] == "OK", answer
+        for _ in range(300):
+            if (ws / "rolled-back").exists():
+                break
+            time.sleep(0.05)
+        assert (ws / "rolled-back").exists()
+        stolen = out.read_bytes()
+        assert key_file.read_bytes() not in stolen or not key_file.read_bytes()
+        assert b"keys" not in stolen and b"vault" not in stolen, stolen
+    finally:
+        daemon.stop()

@@ -127,7 +127,8 @@ def _kill_group(pid: int, sig: int) -> None:
 
 async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, label: str,
                       env: dict[str, str] | None = None,
-                      on_spawn: Callable[[int], None] | None = None) -> CommandResult:
+                      on_spawn: Callable[[int], None] | None = None,
+                      preexec_fn: Callable[[], None] | None = None) -> CommandResult:
     """Run one step in its own process group, copy its output to the log line by line.
 
     The step ends when the command exits (its output read for at most
@@ -137,7 +138,7 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
     shell = isinstance(argv, str)
     proc = await trio.lowlevel.open_process(
         argv, shell=shell, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        stderr=subprocess.STDOUT, start_new_session=True, env=env, preexec_fn=preexec_fn)
     orphans.claim(proc.pid)
     if on_spawn is not None:
         on_spawn(proc.pid)
@@ -208,6 +209,30 @@ def _rollback_argv(path: str) -> list[str]:
     return [path] if os.access(path, os.X_OK) else ["/bin/sh", path]
 
 
+def _rollback_sandbox(argv: list[str], env: dict[str, str] | None):
+    """The rollback script is the agent's: it runs in the namespace sandbox, as the
+    agent's commands do (PADDEDCELL_HOME and the stores hidden, DESIGN §1), or None
+    where the sandbox is off or unavailable. Restart and status commands are the
+    operator's and run as they are."""
+    from .. import config
+    from ..supervisor import sandbox as ns
+    from ..supervisor.spawn import Sandbox
+
+    from ..supervisor.spawn import SpawnError
+
+    settings = config.load()
+    try:
+        if not Sandbox.from_settings(settings).namespaces:
+            return None
+    except SpawnError as exc:  # "namespaces" where there are none: do not run it bare
+        raise OSError(str(exc)) from None
+    home = settings.home_text
+    workdir = os.path.dirname(os.path.abspath(argv[-1])) or "/"
+    plan = ns.Plan(home=home, hidden=ns.hidden_directories(home), workdir=workdir,
+                   argv=tuple(argv), env=dict(os.environ if env is None else env))
+    return lambda: ns.enter(plan)
+
+
 Persist = Callable[[JobState], None]
 
 
@@ -272,9 +297,10 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
         on_rollback()
         log.line(f"running rollback: {spec.rollback}")
         try:
-            result = await run_command(_rollback_argv(spec.rollback),
-                                       timeout=spec.rollback_timeout_seconds,
-                                       log=log, label="rollback", env=env)
+            argv = _rollback_argv(spec.rollback)
+            result = await run_command(argv, timeout=spec.rollback_timeout_seconds,
+                                       log=log, label="rollback", env=env,
+                                       preexec_fn=_rollback_sandbox(argv, env))
             detail = ("timed out" if result.returncode is None
                       else f"exited with code {result.returncode}")
         except OSError as exc:
