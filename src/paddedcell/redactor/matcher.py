@@ -162,6 +162,16 @@ class _Engine:
             self._prefix = PrefixIndex(self.patterns, type(self))
         return self._prefix.hold(buf)
 
+    def find(self, buf: bytes, final: bool = False) -> list[tuple[int, int]]:
+        """``spans``, told whether the stream ends with ``buf`` (see :mod:`.views`:
+        a pattern form's incomplete escape at the end is read as text then)."""
+        return self.spans(buf)
+
+    def sync(self, buf: bytes, i: int) -> int:
+        """Where the next scan buffer must start so that it holds offset ``i``
+        (before ``i`` only when a view's token straddles it, see :mod:`.views`)."""
+        return i
+
 
 class FindMatcher(_Engine):
     """One ``bytes.find`` pass per pattern: the reference, and fine for a few patterns."""
@@ -444,6 +454,15 @@ class Union(_Engine):
 
     def hold(self, buf: bytes) -> int:
         return max(self.parts[0].hold(buf), self.parts[1].hold(buf))
+
+    def find(self, buf: bytes, final: bool = False) -> list[tuple[int, int]]:
+        return self.parts[0].find(buf, final) + self.parts[1].find(buf, final)
+
+    def sync(self, buf: bytes, i: int) -> int:
+        j = min(self.parts[0].sync(buf, i), self.parts[1].sync(buf, i))
+        while j < i:  # one part moved back: the other may need to from there
+            i, j = j, min(self.parts[0].sync(buf, j), self.parts[1].sync(buf, j))
+        return j
 
 
 def _choose_engine() -> type[_Engine]:

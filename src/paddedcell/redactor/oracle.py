@@ -3,6 +3,11 @@
 It checks every pattern at every offset of the whole input, marks covered
 bytes, and replaces each maximal covered run with the mask. No streaming, no
 cleverness; quadratic and fine for test inputs.
+
+Pattern forms (see :mod:`.views`) are defined here independently of the
+redactor's tokenizers: each view is built by a byte-by-byte scanner of the
+whole input (no regular expression, no window), searched with ``bytes.find``
+for every view pattern, and mapped back to raw bytes.
 """
 
 from __future__ import annotations
@@ -10,6 +15,97 @@ from __future__ import annotations
 from typing import Iterable
 
 from .variants import Variants, pattern_set
+from .views import view_patterns
+
+_WS = b" \t\n\r\x0b\x0c"
+_HEXDIGITS = b"0123456789abcdefABCDEF"
+
+
+class FormSet(set):
+    """The literal patterns (a set of bytes), with the pattern forms' view
+    patterns by family in :attr:`views`."""
+
+    views: dict[str, set[bytes]]
+
+
+def _csi_length(data: bytes, i: int) -> int:
+    """Length of the CSI sequence at ``data[i]``; 0 if none; -1 if it may
+    still become one when more bytes come (it runs to the end of data)."""
+    n = len(data)
+    if data[i] != 0x1B:
+        return 0
+    j = i + 1
+    if j == n:
+        return -1
+    if data[j] != ord("["):
+        return 0
+    j += 1
+    params = 0
+    while j < n and 0x30 <= data[j] <= 0x3F:
+        params += 1
+        j += 1
+    if params > 24:
+        return 0
+    inter = 0
+    while j < n and 0x20 <= data[j] <= 0x2F:
+        inter += 1
+        j += 1
+    if inter > 4:
+        return 0
+    if j == n:
+        return -1
+    return j + 1 - i if 0x40 <= data[j] <= 0x7E else 0
+
+
+def scan_view(family: str, data: bytes, final: bool = True) -> tuple[bytes, list[tuple[int, int]], int]:
+    """The view of ``data``: its bytes, the raw ``[start, end)`` of each, and
+    the length of an incomplete token at the end (read as text when ``final``)."""
+    out, where, i, n = bytearray(), [], 0, len(data)
+    while i < n:
+        c = data[i]
+        if family == "space" and c in _WS:
+            j = i
+            while j < n and data[j] in _WS:
+                j += 1
+            out.append(0x20)
+            where.append((i, j))
+            i = j
+            continue
+        if family == "wrap" and c in b"\r\n":
+            i += 1
+            continue
+        if family == "percent" and c == ord("%"):
+            rest = data[i + 1 : i + 3]
+            if len(rest) == 2 and all(x in _HEXDIGITS for x in rest):
+                out.append(int(rest, 16))
+                where.append((i, i + 3))
+                i += 3
+                continue
+            if not final and i + 1 + len(rest) == n and all(x in _HEXDIGITS for x in rest):
+                return bytes(out), where, n - i
+        if family == "csi" and c == 0x1B:
+            length = _csi_length(data, i)
+            if length == -1 and not final:
+                return bytes(out), where, n - i
+            if length > 0:
+                i += length
+                continue
+        out.append(c)
+        where.append((i, i + 1))
+        i += 1
+    return bytes(out), where, 0
+
+
+def _view_spans(data: bytes, views: dict[str, set[bytes]], final: bool) -> list[tuple[int, int]]:
+    spans = []
+    for family, pats in views.items():
+        view, where, _ = scan_view(family, data, final)
+        for p in pats:
+            i = view.find(p)
+            while i >= 0:
+                spans.append((where[i][0], where[i + len(p) - 1][1]))
+                i = view.find(p, i + 1)
+    return spans
 
 
 def patterns_for(
@@ -21,12 +117,17 @@ def patterns_for(
 ) -> set[bytes]:
     """Every byte string the redactor must mask for these secrets."""
     raw = [s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s) for s in secrets]
-    return pattern_set(raw, Variants.coerce(variants), variant_min_length, fragment_min, mask)
+    variants = Variants.coerce(variants)
+    out = FormSet(pattern_set(raw, variants, variant_min_length, fragment_min, mask))
+    out.views = view_patterns([s for s in raw if s], variants, variant_min_length)
+    return out
 
 
 def covered(data: bytes, patterns: Iterable[bytes]) -> list[bool]:
     """Which bytes of ``data`` lie inside some occurrence of some pattern."""
     cover = [False] * len(data)
+    for s, t in _view_spans(data, getattr(patterns, "views", {}), True):
+        cover[s:t] = [True] * (t - s)
     for p in patterns:
         i = data.find(p)
         while i >= 0:
@@ -37,7 +138,6 @@ def covered(data: bytes, patterns: Iterable[bytes]) -> list[bool]:
 
 def naive_redact(data: bytes, patterns: Iterable[bytes], mask: bytes = b"######") -> bytes:
     """One mask per maximal run of covered bytes (runs of touching occurrences join)."""
-    patterns = [p for p in set(patterns) if p]
     cover = covered(data, patterns)
     # Touching occurrences join into one run: e.g. "ab"+"cd" in "abcd" is one
     # run; covered() already makes those bytes contiguous.
@@ -61,6 +161,7 @@ def naive_held(stream: bytes, patterns: Iterable[bytes]) -> int:
     occurrence; bytes before it are decided, and so are bytes after it that a
     complete occurrence covers (they are masked whatever follows).
     """
+    views = getattr(patterns, "views", {})
     patterns = [p for p in set(patterns) if p]
     n = len(stream)
     tail = 0
@@ -69,13 +170,24 @@ def naive_held(stream: bytes, patterns: Iterable[bytes]) -> int:
         if any(len(p) > length and p.startswith(t) for p in patterns):
             tail = length
             break
+    # A pattern form: the longest view suffix that is a proper prefix of a
+    # view pattern, from its first byte's token on, and at least an
+    # incomplete token at the end.
+    for family, pats in views.items():
+        view, where, incomplete = scan_view(family, stream, final=False)
+        tail = max(tail, incomplete)
+        for length in range(len(view), 0, -1):
+            t = view[len(view) - length :]
+            if any(len(p) > length and p.startswith(t) for p in pats):
+                tail = max(tail, n - where[len(view) - length][0])
+                break
     decided = n - tail
     spans = [
         (i, i + len(p))
         for p in patterns
         for i in range(n - len(p) + 1)
         if stream[i : i + len(p)] == p
-    ]
+    ] + _view_spans(stream, views, False)
     grew = True
     while grew:
         grew = False

@@ -33,6 +33,7 @@ from typing import Iterable
 
 from . import matcher as _matcher
 from .variants import Variants, plan
+from .views import Viewed, view_patterns
 
 
 class ShortSecretWarning(UserWarning):
@@ -215,7 +216,7 @@ class StreamRedactor:
         # 1. The cut: bytes before it cannot start an occurrence any more.
         cut = end if final else end - engine.hold(buf)
         # 2. Every occurrence in the buffer, merged into runs.
-        runs = _merge(engine.spans(buf)) if buf else []
+        runs = _merge(engine.find(buf, final)) if buf else []
         # 3. Emit plain bytes up to each run, one mask per new run. Slices
         #    are memoryviews so that the join below is the only copy.
         out = []
@@ -249,8 +250,12 @@ class StreamRedactor:
             pos = cut
         # 5. Keep the scan buffer from the cut: the live tail, plus any masked
         #    bytes after it, which an occurrence still in progress may overlap.
-        self._buf = buf[cut - base :]
-        self._base = cut
+        #    A pattern form's token (``%XX``, a CSI sequence) that straddles
+        #    the cut is kept whole, so that the next scan tokenizes the
+        #    stream as a whole-stream scan would (see .views).
+        keep = engine.sync(buf, cut - base) if cut < end else cut - base
+        self._buf = buf[keep:]
+        self._base = base + keep
         self._pos = pos
         self._open = is_open
         if len(out) == 1 and type(out[0]) is bytes:
@@ -310,6 +315,9 @@ def _compiled(secrets: frozenset[bytes], options: tuple, engine):
     variants, variant_min_length, fragment_min, mask = options
     literals, windows = plan(secrets, variants, variant_min_length, fragment_min, mask)
     built_matcher = _matcher.build(literals, engine, windows, fragment_min)
+    families = view_patterns(secrets, variants, variant_min_length)
+    if families:  # pattern forms (separators inside a secret), see .views
+        built_matcher = Viewed(built_matcher, families, engine)
     built = (tuple(built_matcher.patterns), built_matcher)
     with _cache_lock:
         _cache[key] = built

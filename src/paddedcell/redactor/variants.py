@@ -85,9 +85,11 @@ PUBLIC_PREFIXES = (
 class Variants:
     """Which forms of each (long enough) secret are masked too. All on by default."""
 
-    crlf: bool = True  # "\n" as "\r\n" and "\r\r\n" (PTY), words joined by one space (echo $KEY), each line alone
+    crlf: bool = True  # "\n" as "\r\n" and "\r\r\n" (PTY), words joined by one space (echo $KEY), each line alone;
+    # and any run of whitespace where the secret has whitespace (views.py)
     base64: bool = True  # standard and URL-safe alphabets, all three byte alignments
-    url: bool = True  # percent-encoding: every byte, quote(), encodeURIComponent; upper/lower hex; "+"
+    url: bool = True  # percent-encoding: every byte, quote(), encodeURIComponent; upper/lower hex; "+";
+    # and each byte literal or %XX independently, either case (views.py)
     json: bool = True  # JSON string body, with and without \uXXXX for non-ASCII
     hex: bool = True  # lower- and upper-case hex digits
     shell: bool = True  # set -x '\'' quoting, double-quote escapes (declare -p), printf %q
@@ -95,7 +97,8 @@ class Variants:
     entities: bool = True  # XML/HTML entities (&amp; &lt; &gt; &quot; &#39; &#x27; &apos;)
     doubling: bool = True  # '' doubling (SQL, YAML), "" (CSV), $$ (Make, Jenkins); quote-trimmed
     fragments: bool = True  # distinctive runs of >= fragment_min bytes (see module docstring)
-    wrapped: bool = True  # base64 at 76 and 64 columns, xxd -p hex at 60, from the line start; \n or \r\n
+    wrapped: bool = True  # base64/hex with \r/\n anywhere inside (any column, any offset; see views.py)
+    csi: bool = True  # SGR/CSI escape sequences anywhere inside the secret (grep --color; see views.py)
 
     @classmethod
     def none(cls) -> "Variants":

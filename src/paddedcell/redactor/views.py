@@ -1,0 +1,325 @@
+"""Pattern forms: a secret spread over separators, found through *views*.
+
+Four forms are not one literal each but a family with a separator allowed
+between characters:
+
+* ``space`` (switch ``crlf``): a secret with a line break, a tab or a run of
+  spaces, printed with ANY run of whitespace where it has whitespace (``\\r\\r\\n``
+  from a PTY, spaces from ``echo $KEY``, mixed runs): tokens joined by ``\\s+``;
+* ``wrap`` (switch ``wrapped``; encodings from ``base64``/``hex``): base64 (every
+  alignment, both alphabets) and hex of a secret with any ``\\r``/``\\n`` between
+  any two of its characters (``base64 -w 17``, ``xxd -p -c 7``, ``base64
+  app.env`` with ``DB_PASSWORD=<secret>`` wrapped mid-line);
+* ``percent`` (switch ``url``): each byte of the secret literal or ``%XX``,
+  each independently, either hex case;
+* ``csi`` (switch ``csi``): SGR/CSI escape sequences (``ESC [ params
+  intermediates final``, at most 31 bytes) anywhere inside the secret
+  (``grep --color=always``, raw terminal bytes in ``paddedcell redact``).
+
+Design: views, not regexes
+--------------------------
+Each family is a *view* of the stream: a tokenizer (one regular expression,
+scanned leftmost and non-overlapping, as ``re.sub`` does) replaces each
+separator token — a whitespace run by one space, ``\\r``/``\\n`` by nothing,
+``%XX`` by its byte, a CSI sequence by nothing — and keeps the position of
+each view byte in the raw stream. The existing literal matcher (Hyperscan or
+pyahocorasick) runs over the view with the family's literal patterns (the
+secret with its whitespace collapsed, its encodings, the secret itself), and
+each view occurrence masks the raw bytes from its first view byte's token to
+its last one's: escapes and line breaks inside a secret are masked with it, in
+one mask. The literal core (engines, prefix index, exactness, the oracle's
+literal part) stays as it is, both engines get the forms for free, and the
+cost is one C-speed transform plus one literal scan per view, only over
+buffers that hold the view's separator at all (a buffer without ``%`` has no
+percent view: the secret itself is already a literal). The previous design
+note proposed Hyperscan regexes with ``SOM_LEFTMOST``; rejected because the
+hold-back needs "longest suffix that is a prefix of the language", which
+Hyperscan cannot answer without a second, prefix-closed database of nested
+optional groups as deep as the secret (4 KiB PEM keys), and the portable
+engine would have had no equivalent but Python ``re`` per position.
+
+The definition (what the oracle implements independently, byte by byte):
+tokenize the whole stream from its first byte; an occurrence is an
+occurrence of a family pattern in the view; it masks raw ``[start of its
+first byte's token, end of its last byte's token)``. Consequences, stated
+once: a ``%XX`` of the secret's own text is decoded (``ab%41cd`` printed
+literally is the literal, not this form); an occurrence cannot begin inside
+a token (``%4`` followed by ``1…`` decodes the ``1`` into ``A``).
+
+Exact across chunking
+---------------------
+The redactor scans ``held tail + new data`` with no state. Two facts make a
+view of that buffer agree with the view of the whole stream:
+
+* *Resynchronisation*: tokenizing from a byte inside a token agrees with the
+  whole stream's tokenization from the end of that token on (a ``%XX`` token
+  holds no ``%`` after its first byte, a CSI sequence no ESC; a whitespace
+  run's tail is still one space, and no pattern starts with a space). So
+  :meth:`Viewed.sync` moves the buffer start back to the start of the token
+  holding the cut (at most 30 bytes; those bytes are already emitted, and
+  every occurrence they belong to is complete and already masked).
+* *Incomplete tokens*: ``%``, ``%4``, ``ESC``, ``ESC[1;3`` at the end may
+  still become a token. The view is taken over the complete part only; the
+  incomplete token is held (and read as literal bytes at end of stream).
+
+Minimal hold-back: for each view, the raw bytes from the first token of the
+longest view suffix that is a prefix of a view pattern (as for literals),
+and at least the incomplete token at the end; the redactor holds the largest
+of these and the literal hold. Tested against the oracle after every byte.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import Iterable
+
+from . import matcher as _matcher
+from .variants import Variants, base64_inner_forms, _URLSAFE
+
+#: Whitespace as ``bytes.split()`` sees it.
+WS = b" \t\n\r\x0b\x0c"
+#: A CSI sequence: ESC [ parameter bytes, intermediate bytes, final byte; at most 31 bytes.
+CSI = rb"\x1b\[[0-?]{0,24}[ -/]{0,4}[@-~]"
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+class View:
+    """One family: its tokenizer, what a token becomes, and how far back a
+    tokenization started inside a token can be wrong (``reach``)."""
+
+    name = "?"
+    token: re.Pattern
+    reach = 1  # bytes after a window start before its tokenization is the stream's
+    needs_sync = False
+
+    def relevant(self, buf: bytes) -> bool:
+        """False when the view equals ``buf`` and its patterns are literals already."""
+        raise NotImplementedError
+
+    def replace(self, m: re.Match) -> bytes:
+        raise NotImplementedError
+
+    def view(self, part: bytes) -> bytes:
+        return self.token.sub(self.replace, part)
+
+    def incomplete(self, buf: bytes) -> int:
+        """Length of the tail of ``buf`` that may still become a token."""
+        return 0
+
+    def layout(self, buf: bytes, a: int, b: int) -> tuple[list[tuple[int, int, int, int]], list[int], int]:
+        """Tokens of ``buf[a:b]`` as ``(raw start, raw end, view start, view length)``,
+        their view starts, and the view's length."""
+        tokens, starts, v, prev = [], [], 0, a
+        for m in self.token.finditer(buf, a, b):
+            s, e = m.span()
+            v += s - prev
+            n = len(self.replace(m))
+            tokens.append((s, e, v, n))
+            starts.append(v)
+            v += n
+            prev = e
+        return tokens, starts, v + (b - prev)
+
+
+def _to_raw(tokens, starts, a: int, k: int) -> tuple[int, int]:
+    """Raw ``[start, end)`` of view byte ``k`` (of a layout starting at raw ``a``)."""
+    j = bisect_right(starts, k) - 1  # the last token that starts at or before k
+    if j < 0:
+        return a + k, a + k + 1
+    s, e, vs, n = tokens[j]
+    if k < vs + n:
+        return s, e
+    r = e + (k - vs - n)
+    return r, r + 1
+
+
+class SpaceView(View):
+    name = "space"
+    token = re.compile(rb"[ \t\n\r\x0b\x0c]+")
+    _other = re.compile(rb"[\t\n\r\x0b\x0c]| {2}")
+
+    def relevant(self, buf):
+        return self._other.search(buf) is not None
+
+    def replace(self, m):
+        return b" "
+
+    def view(self, part):
+        return self.token.sub(b" ", part)
+
+
+class WrapView(View):
+    name = "wrap"
+    token = re.compile(rb"[\r\n]")
+
+    def relevant(self, buf):
+        return b"\n" in buf or b"\r" in buf
+
+    def replace(self, m):
+        return b""
+
+    def view(self, part):
+        return part.translate(None, b"\r\n")
+
+
+class PercentView(View):
+    name = "percent"
+    token = re.compile(rb"%[0-9A-Fa-f]{2}")
+    reach = 3
+    needs_sync = True
+
+    def relevant(self, buf):
+        return b"%" in buf
+
+    def replace(self, m):
+        return bytes((int(m.group()[1:], 16),))
+
+    def incomplete(self, buf):
+        if buf[-1:] == b"%":
+            return 1
+        if buf[-2:-1] == b"%" and buf[-1] in _HEX:
+            return 2
+        return 0
+
+
+class CsiView(View):
+    name = "csi"
+    token = re.compile(CSI)
+    _prefix = re.compile(rb"\x1b(?:\[[0-?]{0,24}[ -/]{0,4})?")
+    reach = 31
+    needs_sync = True
+
+    def relevant(self, buf):
+        return b"\x1b" in buf
+
+    def replace(self, m):
+        return b""
+
+    def view(self, part):
+        return self.token.sub(b"", part)
+
+    def incomplete(self, buf):
+        n = len(buf)
+        i = buf.rfind(b"\x1b", max(0, n - 30))
+        if i >= 0 and self._prefix.fullmatch(buf, i):
+            return n - i
+        return 0
+
+
+VIEWS = {"space": SpaceView(), "wrap": WrapView(), "percent": PercentView(), "csi": CsiView()}
+
+
+def view_patterns(
+    secrets: Iterable[bytes], variants: Variants, variant_min_length: int = 8
+) -> dict[str, set[bytes]]:
+    """Each view family's literal patterns (only families that have some).
+
+    Every pattern is also one of the literal forms (the secret, its
+    ``echo $KEY`` form, its base64/hex forms): a buffer without the family's
+    separator needs no view (see :meth:`View.relevant`).
+    """
+    out: dict[str, set[bytes]] = {}
+    for s in set(secrets):
+        if len(s) < variant_min_length:
+            continue
+        if variants.crlf and (b"\n" in s or b"  " in s or b"\t" in s):
+            collapsed = b" ".join(s.split())
+            if b" " in collapsed:
+                out.setdefault("space", set()).add(collapsed)
+        if variants.wrapped:
+            if variants.base64:
+                for inner in base64_inner_forms(s):
+                    if inner:
+                        out.setdefault("wrap", set()).update((inner, inner.translate(_URLSAFE)))
+            if variants.hex:
+                out.setdefault("wrap", set()).update((s.hex().encode(), s.hex().upper().encode()))
+        if variants.url:
+            out.setdefault("percent", set()).add(s)
+        if variants.csi:
+            out.setdefault("csi", set()).add(s)
+    return out
+
+
+class Viewed(_matcher._Engine):
+    """A literal matcher plus one literal matcher per view family."""
+
+    def __init__(self, base: _matcher._Engine, families: dict[str, set[bytes]], engine: type):
+        self.base = base
+        self.name = base.name
+        self.views = [(VIEWS[name], _matcher.build(pats, engine)) for name, pats in sorted(families.items())]
+        self.patterns = base.patterns
+        self.maxlen = base.maxlen
+
+    def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
+        if name == "base":
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def spans(self, buf: bytes) -> list[tuple[int, int]]:
+        return self.find(buf, True)
+
+    def find(self, buf: bytes, final: bool = False) -> list[tuple[int, int]]:
+        found = self.base.find(buf, final)
+        for view, m in self.views:
+            if not view.relevant(buf):
+                continue
+            n = len(buf) if final else len(buf) - view.incomplete(buf)
+            hits = m.spans(view.view(buf[:n]))
+            if hits:
+                tokens, starts, _ = view.layout(buf, 0, n)
+                for s, e in hits:
+                    found.append((_to_raw(tokens, starts, 0, s)[0], _to_raw(tokens, starts, 0, e - 1)[1]))
+        return found
+
+    def hold(self, buf: bytes) -> int:
+        best = self.base.hold(buf)
+        size = len(buf)
+        for view, m in self.views:
+            if not view.relevant(buf):
+                continue
+            cut = view.incomplete(buf)
+            n = size - cut
+            h = m.hold(view.view(buf[:n]))
+            if h:
+                cut = max(cut, size - self._tail_start(view, buf, n, h))
+            if cut > best:
+                best = cut
+        return best
+
+    @staticmethod
+    def _tail_start(view: View, buf: bytes, n: int, h: int) -> int:
+        """Raw start of the ``h``-th view byte from the end of the view of ``buf[:n]``,
+        laid out over a window at the end only."""
+        width = 2 * h + 64
+        while True:
+            a = max(0, n - width)
+            tokens, starts, length = view.layout(buf, a, n)
+            k = length - h
+            if k >= 0:
+                s = _to_raw(tokens, starts, a, k)[0]
+                if a == 0 or s >= a + view.reach:
+                    return s
+            if a == 0:
+                raise AssertionError("view hold longer than the view")
+            width *= 2
+
+    def sync(self, buf: bytes, i: int) -> int:
+        """The start of the token (of any view) that holds offset ``i``, or ``i``;
+        repeated, since moving back for one view may land inside another's token."""
+        i = self.base.sync(buf, i)
+        moved = True
+        while moved:
+            moved = False
+            for view, _ in self.views:
+                if not view.needs_sync or i <= 0 or i >= len(buf):
+                    continue
+                a = max(0, i - 2 * view.reach)
+                for m in view.token.finditer(buf, a, min(len(buf), i + view.reach)):
+                    s, e = m.span()
+                    if s >= i:
+                        break
+                    if s < i < e and (a == 0 or s >= a + view.reach):
+                        i, moved = s, True
+                        break
+        return i
