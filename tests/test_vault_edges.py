@@ -128,3 +128,16 @@ def test_no_import_circle_and_one_table_of_exit_codes():
     assert (errors.IntegrityError.exit_code, errors.Forbidden.exit_code, errors.Locked.exit_code,
             errors.NoSuchKey.exit_code) == (exits.INTEGRITY, exits.FORBIDDEN, exits.NOT_READY,
                                             exits.NO_SUCH_KEY)
+
+
+def test_settings_are_typed_once_and_a_bad_value_names_the_setting(tmp_path):
+    from paddedcell.vault.settings import VaultSettings
+
+    s = config.load({"PADDEDCELL_HOME": str(tmp_path / "h"),
+                     "PADDEDCELL_VAULT_LOCK_TIMEOUT_SECONDS": "2.5"})
+    vs = VaultSettings.of(s)
+    assert vs is VaultSettings.of(s)
+    assert (vs.lock_timeout, vs.history_depth, vs.min_length, vs.retired_mask_days) == (2.5, 5, 8, 30.0)
+    bad = config.load({"PADDEDCELL_HOME": str(tmp_path / "h")}, {"vault.history_depth": "lots"})
+    with pytest.raises(VaultError, match="vault.history_depth"):
+        VaultSettings.of(bad)

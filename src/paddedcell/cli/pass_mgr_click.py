@@ -234,7 +234,9 @@ def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passw
 
 def _short_secret_notes(length: int, settings) -> list[str]:
     """What a human should know about a short value (said at set, never to the agent)."""
-    variants, fragments = int(settings["redactor.variant_min_length"]), 16
+    from ..vault.settings import VaultSettings
+
+    variants, fragments = VaultSettings.of(settings).variant_min_length, 16
     notes = []
     if length < variants:
         notes.append(f"warning: the value is {length} characters: output masks it as itself "

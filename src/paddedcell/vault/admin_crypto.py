@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from .crypto import b64d, b64e, damaged, seal, unseal
 from .errors import IntegrityError
+from .settings import VaultSettings
 
 SALT_BYTES = 16
 #: Refuse stored KDF parameters beyond these before any work (a tampered file must not
@@ -45,11 +46,11 @@ def argon2_available() -> bool:
 
 def new_kdf_params(settings: Any) -> dict[str, Any]:
     salt = b64e(os.urandom(SALT_BYTES))
+    vs = VaultSettings.of(settings)
     if argon2_available():
-        return {"alg": "argon2id", "salt": salt, "iterations": int(settings["vault.kdf_iterations"]),
-                "lanes": int(settings["vault.kdf_lanes"]),
-                "memory_kib": int(settings["vault.kdf_memory_kib"])}
-    return {"alg": "scrypt", "salt": salt, "n": int(settings["vault.scrypt_n"]), "r": 8, "p": 1}
+        return {"alg": "argon2id", "salt": salt, "iterations": vs.kdf_iterations,
+                "lanes": vs.kdf_lanes, "memory_kib": vs.kdf_memory_kib}
+    return {"alg": "scrypt", "salt": salt, "n": vs.scrypt_n, "r": 8, "p": 1}
 
 
 def _int(value: Any) -> int:
@@ -90,9 +91,8 @@ def check_kdf_params(params: Any, ceiling: Any = None) -> dict[str, Any]:
 
 def kdf_ceiling(settings: Any) -> dict[str, int]:
     """What this host's settings would demand: the bound for parameters no MAC vouches for."""
-    return {"iterations": int(settings["vault.kdf_iterations"]),
-            "memory_kib": int(settings["vault.kdf_memory_kib"]),
-            "n": int(settings["vault.scrypt_n"])}
+    vs = VaultSettings.of(settings)
+    return {"iterations": vs.kdf_iterations, "memory_kib": vs.kdf_memory_kib, "n": vs.scrypt_n}
 
 
 def derive(password: str, params: Any, ceiling: Any = None) -> tuple[bytes, bytes]:

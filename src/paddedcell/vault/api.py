@@ -16,6 +16,7 @@ from .admin import AdminPaths
 from .errors import Busy, Forbidden, IntegrityError, NoSuchKey, VaultError
 from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
                     remove_stale_temps)
+from .settings import VaultSettings
 from .store import OpenStore, StoreRef, check_key_name, locate
 
 TYPE_CHECKING = False
@@ -80,7 +81,7 @@ def vault_status(settings: Any = None) -> str:
 
 
 def _store_ref(settings: Any, agent_id: str, workspace: str) -> StoreRef:
-    return locate(settings["vault.path_template"], agent_id, workspace)
+    return locate(VaultSettings.of(settings).path_template, agent_id, workspace)
 
 
 def _read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | None:
@@ -94,7 +95,7 @@ def _read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | Non
     if not os.path.lexists(ref.file):
         return None
     host = admin.read_host_key(paths)
-    with FileLock(ref.lock, exclusive=False, timeout=settings["vault.lock_timeout_seconds"]):
+    with FileLock(ref.lock, exclusive=False, timeout=VaultSettings.of(settings).lock_timeout):
         try:
             raw = read_private(ref.file)
         except FileNotFoundError:
@@ -166,7 +167,7 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
         raise missing()
     ensure_private_dir(ref.directory)
     host = admin.read_host_key(paths)
-    timeout = settings["vault.lock_timeout_seconds"]
+    timeout = VaultSettings.of(settings).lock_timeout
     # The admin lock shared: no store is written (or created) while an admin init or
     # recover re-wraps stores, so none is left with a wrap to a replaced admin key.
     with FileLock(paths.lock_file, exclusive=False, timeout=timeout), \
@@ -199,7 +200,7 @@ def _retire_until(settings: Any) -> int | None:
     """Until when values leaving the store stay masked (None: not at all)."""
     import time
 
-    days = float(settings["vault.retired_mask_days"])
+    days = VaultSettings.of(settings).retired_mask_days
     return int(time.time() + days * 86400) if days > 0 else None
 
 
@@ -220,14 +221,14 @@ def generate_secret(agent_id: str, workspace: str, key: str, *, length: int | No
     """Store a fresh random value under ``key``; refuses to replace one without ``force``."""
     settings = _load_settings(settings)
     check_key_name(key)
-    length = int(length or settings["vault.generate_length"])
+    length = int(length or VaultSettings.of(settings).generate_length)
     value = random_value(length, symbols)
 
     def change(store: OpenStore) -> Change:
         if key in store.entries and not force:
             raise VaultError(f"{key!r} already exists; use --force to replace it "
                              "(the old value stays in its history)")
-        version = store.put(key, value, depth=settings["vault.history_depth"],
+        version = store.put(key, value, depth=VaultSettings.of(settings).history_depth,
                             created=admin.now_iso(), meta={"length": length, "symbols": symbols},
                             retire_until=_retire_until(settings))
         return Change(key, version, 0, value)
@@ -244,10 +245,10 @@ def rotate_secret(agent_id: str, workspace: str, key: str, *, settings: Any = No
         entry = store.entries.get(key)
         if entry is None:
             raise _no_store(agent_id, key)
-        length = int(entry.get("length") or settings["vault.generate_length"])
+        length = int(entry.get("length") or VaultSettings.of(settings).generate_length)
         symbols = bool(entry.get("symbols", True))
         value = random_value(length, symbols)
-        version = store.put(key, value, depth=settings["vault.history_depth"],
+        version = store.put(key, value, depth=VaultSettings.of(settings).history_depth,
                             created=admin.now_iso(), meta={"length": length, "symbols": symbols},
                             retire_until=_retire_until(settings))
         return Change(key, version, 0, value)
@@ -292,7 +293,7 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
         raise VaultError("the secret value is not valid UTF-8; give it as UTF-8 text")
     paths = _paths(settings)
     admin.require_ready(paths)
-    minimum = int(settings["vault.min_length"])
+    minimum = VaultSettings.of(settings).min_length
     if len(value) < minimum and not allow_short:
         raise VaultError(f"the secret is {len(value)} characters, under vault.min_length "
                          f"({minimum}): its encoded forms would not be masked and the mask "
@@ -301,7 +302,7 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
                                admin_password)
 
     def change(store: OpenStore) -> Change:
-        version = store.put(key, value, depth=settings["vault.history_depth"],
+        version = store.put(key, value, depth=VaultSettings.of(settings).history_depth,
                             created=admin.now_iso(), retire_until=_retire_until(settings))
         return Change(key, version, 0)
 
@@ -312,7 +313,7 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
 
 
 def _check_new_password(password: str, settings: Any) -> None:
-    minimum = int(settings["vault.admin_password_min_length"])
+    minimum = VaultSettings.of(settings).admin_password_min_length
     if not isinstance(password, str) or len(password) < minimum:
         raise VaultError(f"the admin password is too short: use at least {minimum} characters")
     if password != password.strip() or "\n" in password or "\0" in password:
@@ -358,7 +359,7 @@ def init_admin(password: str, settings: Any = None, *,
     paths = _paths(settings)
     ensure_private_dir(paths.home)
     ensure_private_dir(paths.vault_dir)
-    with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+    with FileLock(paths.lock_file, exclusive=True, timeout=VaultSettings.of(settings).lock_timeout):
         _finish_interrupted_init(settings, paths)
         previous = admin.status(paths)
         if previous == "ready":
@@ -451,7 +452,7 @@ def _rewrap_known_stores(settings: Any, paths: AdminPaths, host: bytes, public: 
         ref = StoreRef(directory.name, str(directory))
         try:
             with FileLock(ref.lock, exclusive=True,
-                          timeout=settings["vault.lock_timeout_seconds"]):
+                          timeout=VaultSettings.of(settings).lock_timeout):
                 remove_stale_temps(ref.directory)
                 raw = read_private(ref.file)
                 agent_id = _agent_id_of(raw)
@@ -495,7 +496,7 @@ def recover(password: str, settings: Any = None) -> InitReport:
     """After the host key is lost: a new host key, every known store re-opened via the admin wrap."""
     settings = _load_settings(settings)
     paths = _paths(settings)
-    with FileLock(paths.lock_file, exclusive=True, timeout=settings["vault.lock_timeout_seconds"]):
+    with FileLock(paths.lock_file, exclusive=True, timeout=VaultSettings.of(settings).lock_timeout):
         if os.path.lexists(paths.admin_next_file):  # an init crashed before its commit
             os.unlink(paths.admin_next_file)
         previous = admin.status(paths)
@@ -583,7 +584,7 @@ def _lock_after_leak(settings: Any, paths: AdminPaths, detector: Any, source: st
     # and its first part would then be logged.
     if detector.contains(str(source)) or detector.contains(label):
         label = "(withheld: the source label contained the password)"
-    timeout = settings["vault.lock_timeout_seconds"] if wait is None else wait
+    timeout = VaultSettings.of(settings).lock_timeout if wait is None else wait
     try:
         with FileLock(paths.lock_file, exclusive=True, timeout=timeout):
             admin.write_locked(paths, label)
@@ -620,7 +621,7 @@ def output_guard(redactor: Any, source: str, *, settings: Any = None,
         except (OSError, VaultError):
             pass  # the output is masked either way; the lock is best effort here
 
-    return LeakStream(detector, redactor, on_hit, str(settings["redactor.mask"]).encode("utf-8"),
+    return LeakStream(detector, redactor, on_hit, VaultSettings.of(settings).mask.encode("utf-8"),
                       new_redactor)
 
 
