@@ -86,6 +86,9 @@ def test_admin_init_killed_at_every_step(tmp_path, then):
 
     for n, vault in crash_steps(make, ["admin", "init", "--password-stdin"], f"{NEW}\n{OLD}\n"):
         vault.assert_every_value()
+        status = vault.run("admin", "status")
+        journal = (vault.home / "vault" / "admin.next.json").exists()
+        assert ("interrupted" in status.stderr) == journal, (n, status.stderr)
         if then == "recover-by-password":
             vault.lose_host_key_and_recover([NEW, OLD])  # the human knows both
         else:

@@ -291,10 +291,15 @@ def admin_init(password_stdin: bool) -> None:
 
 @admin.command("status")
 def admin_status() -> None:
-    """Print uninitialized, ready or locked."""
+    """Print uninitialized, ready or locked (and say so on stderr when an admin init
+    was interrupted: the next admin init or recover finishes or undoes it)."""
+    from ..vault.admin import AdminPaths
     from ..vault.api import vault_status
 
-    click.echo(_vault_call(vault_status, load_settings()))
+    settings = load_settings()
+    click.echo(_vault_call(vault_status, settings))
+    if os.path.lexists(AdminPaths(settings.home_text).admin_next_file):
+        _say("an admin init was interrupted before it finished; run pass_mgr admin init again")
 
 
 @admin.command("check-leak")
