@@ -162,11 +162,15 @@ def test_a_daemonised_child_outlives_its_shell(world, tmp_path):
 
 def test_stricter_profiles_read_only_and_no_network(tmp_path):
     # /tmp stays writable (a private copy would hide the session's channel): the
-    # read-only probe writes beside this interpreter instead.
+    # read-only probe writes somewhere outside /tmp — beside this interpreter, or in
+    # HOME or /var/tmp when the checkout itself lives under /tmp (a CI clone).
     from pathlib import Path
 
     home, ws = tmp_path / "home", tmp_path / "ws"
-    other = Path(sys.prefix) / f"sandbox-ro-probe-{os.getpid()}"
+    bases = [Path(sys.prefix), Path.home(), Path("/var/tmp")]
+    base = next(b for b in bases if b.is_dir() and os.access(b, os.W_OK)
+                and not str(b.resolve()).startswith("/tmp/") and str(b.resolve()) != "/tmp")
+    other = base / f"sandbox-ro-probe-{os.getpid()}"
     for d in (home, ws, other):
         d.mkdir(mode=0o700)
     listener = socket.socket()
