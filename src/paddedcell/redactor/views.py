@@ -63,7 +63,7 @@ view of that buffer agree with the view of the whole stream:
   incomplete token is held (and read as literal bytes at end of stream).
 
 Minimal hold-back: for each view, the raw bytes from the first token of the
-longest view suffix that is a prefix of a view pattern (as for literals),
+longest view suffix that is a proper prefix of a view pattern,
 and at least the incomplete token at the end; the redactor holds the largest
 of these and the literal hold. Tested against the oracle after every byte.
 """
@@ -248,6 +248,16 @@ class Viewed(_matcher._Engine):
         self.base = base
         self.name = base.name
         self.views = [(VIEWS[name], _matcher.build(pats, engine)) for name, pats in sorted(families.items())]
+        # Hold: the longest view suffix that is a *proper* prefix of a view
+        # pattern (a prefix of a pattern less its last byte). A complete
+        # occurrence is masked by ``find``; counting it here (as the literal
+        # index does, harmlessly, since a literal ends at the buffer's end)
+        # would also hold the separators after it.
+        self._proper = []
+        for _, pats in sorted(families.items()):
+            index = _matcher.PrefixIndex({p[:-1] for p in pats if len(p) > 1}, engine)
+            index.maxlen += 1  # it looks at tails shorter than maxlen; a whole p[:-1] counts here
+            self._proper.append(index)
         self.patterns = base.patterns
         self.maxlen = base.maxlen
 
@@ -275,12 +285,12 @@ class Viewed(_matcher._Engine):
     def hold(self, buf: bytes) -> int:
         best = self.base.hold(buf)
         size = len(buf)
-        for view, m in self.views:
+        for (view, _), proper in zip(self.views, self._proper):
             if not view.relevant(buf):
                 continue
             cut = view.incomplete(buf)
             n = size - cut
-            h = m.hold(view.view(buf[:n]))
+            h = proper.hold(view.view(buf[:n]))
             if h:
                 cut = max(cut, size - self._tail_start(view, buf, n, h))
             if cut > best:

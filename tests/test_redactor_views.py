@@ -1,0 +1,298 @@
+"""Pattern forms (redactor/views.py): a secret with separators inside it —
+any whitespace run, a line break anywhere in its base64/hex, per-byte %XX,
+CSI escapes — produced by the real tool where one exists, masked as one mask
+through every split, with held == oracle after every byte, and left alone with
+its switch off; hypothesis properties over small alphabets with the separators."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import random
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from paddedcell.redactor import StreamRedactor, Variants, matcher, redact
+from paddedcell.redactor.oracle import _csi_length, naive_held, naive_redact, patterns_for, scan_view
+from paddedcell.redactor.variants import base64_inner_forms
+from paddedcell.redactor.views import VIEWS, Viewed
+
+M = b"######"
+pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
+SECRET = b"Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua"
+
+
+@pytest.fixture(autouse=True, scope="module", params=[matcher.HyperscanMatcher, matcher.AhoMatcher],
+                ids=["hyperscan", "portable"])
+def engine(request):
+    saved = matcher.ENGINE
+    matcher.ENGINE = request.param
+    yield request.param
+    matcher.ENGINE = saved
+
+
+def sh(script: str, *args: str, stdin: bytes | None = None) -> bytes:
+    return subprocess.run(["bash", "-c", script, "bash", *args], input=stdin, capture_output=True,
+                          check=True).stdout
+
+
+def off(field: str) -> Variants:
+    """Every form on except ``field`` and fragments (which would mask slices of it)."""
+    return dataclasses.replace(Variants(), **{field: False, "fragments": False})
+
+
+def check(secrets: list[bytes], text: bytes, field: str, masks: int = 1) -> bytes:
+    """``text`` is redacted as the oracle says, with ``masks`` masks, through
+    every single split, byte by byte with held == oracle after every byte; and
+    with ``field`` off, no mask at all."""
+    patterns = patterns_for(secrets)
+    expected = naive_redact(text, patterns)
+    assert expected.count(M) == masks, expected
+    assert redact(text, secrets) == expected
+    for cut in range(1, len(text)):
+        r = StreamRedactor(secrets)
+        assert r.feed(text[:cut]) + r.feed(text[cut:]) + r.flush() == expected, cut
+    r, seen, out = StreamRedactor(secrets), b"", b""
+    for i in range(len(text)):
+        out += r.feed(text[i : i + 1])
+        seen += text[i : i + 1]
+        assert r.held == naive_held(seen, patterns), seen
+    assert out + r.flush() == expected
+    assert M not in redact(text, secrets, variants=off(field))
+    return expected
+
+
+# -- (a) any whitespace run where a multi-line secret has whitespace ----------
+
+KEY = b"-----BEGIN KEY-----\nQUJDREVGR0hJSktMTU5P\nUFFSU1RVVldY  WVphYmNk\n-----END KEY-----"
+
+
+def test_printf_mixed_whitespace_is_one_mask():
+    lines = KEY.replace(b"  ", b"\n").split(b"\n")
+    assert len(lines) == 5
+    shown = sh("printf '%s\\r\\r\\n \\t%s  \\t%s\\r\\n\\n%s\\t%s' \"$@\"", *(x.decode() for x in lines))
+    assert b"\r\r\n \t" in shown and b"  \t" in shown
+    out = check([KEY], b"> " + shown + b" <", "crlf")
+    assert out == b"> " + M + b" <"
+
+
+def test_unquoted_echo_and_double_space_secret():
+    secret = b"correct  horse\tbattery staple"  # a run of spaces and a tab
+    shown = sh("echo $1", secret.decode()).rstrip(b"\n")
+    assert shown == b"correct horse battery staple"
+    assert check([secret], b"[" + shown + b"]\n", "crlf") == b"[" + M + b"]\n"
+    assert redact(b"[correct \r\n  horse battery\n\tstaple]", [secret]) == b"[" + M + b"]"
+
+
+def test_whitespace_outside_the_secret_is_not_masked():
+    secret = b"alpha-1\nbeta-22"  # lines under 8 bytes: no line-alone forms
+    assert redact(b"x \n alpha-1 \t beta-22 \n y", [secret]) == b"x \n " + M + b" \n y"
+    assert redact(b"alpha-1 beta-2", [secret]) == b"alpha-1 beta-2"
+    assert redact(b"alpha-1 -beta-22", [secret]) == b"alpha-1 -beta-22"
+
+
+# -- (b) base64 and hex wrapped at any column, any offset ---------------------
+
+@pytest.mark.parametrize("width", [17, 5, 76])
+def test_base64_of_a_line_wrapped_at_any_column(width):
+    """``base64 -w N app.env``: the secret starts mid-line, the breaks fall anywhere."""
+    env = b"DB_HOST=db.internal\nDB_PASSWORD=" + SECRET + b"\nDEBUG=0\n"
+    shown = sh(f"base64 -w {width}", stdin=env)
+    assert shown.count(b"\n") >= 2
+    out = check([SECRET], shown, "wrapped")
+    head = base64.b64encode(env)[: (env.index(SECRET) * 8) // 6]  # characters before the secret's bits
+    assert out.replace(b"\n", b"").startswith(head.replace(b"\n", b"")[:-2])
+
+
+def test_base64_with_crlf_line_ends():
+    shown = sh("base64 -w 9", stdin=b"x=" + SECRET).replace(b"\n", b"\r\n")
+    check([SECRET], b"<" + shown + b">", "wrapped")
+
+
+@pytest.mark.parametrize("tool", ["xxd -p -c 7", "xxd -p -u -c 5", "od -An -tx1 -v"])
+def test_hex_dumps_wrapped_at_any_column(tool):
+    if shutil.which(tool.split()[0]) is None:
+        pytest.skip(f"{tool.split()[0]} not installed")
+    shown = sh(f'printf "key: %s\\n" "$1" | {tool}', SECRET.decode())
+    if tool.startswith("od"):
+        # od puts spaces between bytes: not one of the forms (left alone)
+        assert redact(shown, [SECRET], variants=off("fragments")) == shown
+        return
+    assert shown.count(b"\n") > 5
+    out = check([SECRET], shown, "wrapped")
+    assert SECRET.hex().encode() not in out.replace(b"\n", b"").lower()
+
+
+# -- (c) per-byte URL encoding, either case ------------------------------------
+
+def mixed_url(secret: bytes, rng: random.Random) -> bytes:
+    out = []
+    for c in secret:
+        r = rng.random()
+        if r < 0.4:
+            out.append(bytes([c]))
+        else:
+            hexed = "%02x" % c
+            out.append(("%" + "".join(ch.upper() if rng.random() < 0.5 else ch for ch in hexed)).encode())
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_url_each_byte_literal_or_escaped(seed):
+    shown = mixed_url(SECRET + b"/+&=", random.Random(seed))
+    assert b"%" in shown
+    check([SECRET + b"/+&="], b"GET /cb?token=" + shown + b"&x=1 HTTP/1.1\r\n", "url")
+
+
+def test_curl_style_query_with_a_literal_percent_nearby():
+    secret = b"p@ss w0rd!%zz"
+    shown = b"%70@ss%20w0rd%21%25zz"
+    check([secret], b"%%" + shown + b"%4", "url")
+
+
+# -- (d) SGR/CSI inside a secret -----------------------------------------------
+
+def test_grep_color_inside_a_secret_is_one_mask():
+    if shutil.which("grep") is None:
+        pytest.skip("grep not installed")
+    shown = sh('printf "token=%s done\\n" "$1" | grep --color=always "v2NmP4t"', SECRET.decode())
+    assert b"\x1b[01;31m\x1b[K" in shown and b"\x1b[m\x1b[K" in shown
+    assert check([SECRET], shown, "csi") == b"token=" + M + b" done\n"
+
+
+def test_grep_color_on_every_digit():
+    if shutil.which("grep") is None:
+        pytest.skip("grep not installed")
+    shown = sh('printf "%s\\n" "$1" | grep --color=always -E "[0-9]"', SECRET.decode())
+    assert shown.count(b"\x1b[") >= 10
+    assert check([SECRET], b"> " + shown, "csi") == b"> " + M + b"\n"
+
+
+def test_paddedcell_redact_masks_colour_inside_a_secret(tmp_path):
+    import os
+    import sys
+
+    secrets = tmp_path / "secrets"
+    secrets.write_bytes(SECRET + b"\n")
+    data = b"a " + SECRET[:9] + b"\x1b[1;32m" + SECRET[9:20] + b"\x1b[0m" + SECRET[20:] + b" b\n"
+    env = dict(os.environ, PADDEDCELL_HOME=str(tmp_path / "home"))
+    out = subprocess.run([sys.executable, "-m", "paddedcell.cli.main", "redact", "--secrets-file", str(secrets)],
+                         input=data, capture_output=True, env=env)
+    assert out.stdout == b"a " + M + b" b\n", out.stderr
+
+
+def test_partial_escape_at_the_end_is_held_and_released_as_text():
+    r = StreamRedactor([SECRET])
+    assert r.feed(b"abc\x1b[1;3") == b"abc"
+    assert r.held == 5
+    assert r.flush() == b"\x1b[1;3"
+    r = StreamRedactor([SECRET])
+    assert r.feed(b"50%") == b"50" and r.feed(b"4") == b"" and r.feed(b"1 ") == b"%41 "
+
+
+# -- properties -----------------------------------------------------------------
+
+SEP = {
+    "space": [b" ", b"  ", b"\t", b"\r\r\n", b"\n \t"],
+    "wrap": [b"\n", b"\r\n", b"\r"],
+    "csi": [b"\x1b[m", b"\x1b[01;31m\x1b[K", b"\x1b[K", b"\x1b[1;2 q"],
+}
+
+
+@st.composite
+def shown_forms(draw, secret: bytes):
+    """A random member of each pattern form of ``secret``."""
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    forms = []
+    if b"\n" in secret or b"  " in secret or b"\t" in secret:
+        forms.append(b"".join(w + rng.choice(SEP["space"]) for w in secret.split())[:-1] or secret)
+    for enc in [*base64_inner_forms(secret), secret.hex().encode()]:
+        forms.append(b"".join(bytes([c]) + (rng.choice(SEP["wrap"]) if rng.random() < 0.3 else b"")
+                              for c in enc))
+    forms.append(mixed_url(secret, rng))
+    forms.append(b"".join(bytes([c]) + (rng.choice(SEP["csi"]) if rng.random() < 0.3 else b"")
+                          for c in secret))
+    return forms
+
+
+ALPHABET = b"ab1 \t\n\r%F\x1b[;m"
+text_over = lambda lo, hi: st.lists(st.sampled_from(list(ALPHABET)), min_size=lo, max_size=hi).map(bytes)
+
+
+@st.composite
+def planted(draw):
+    secrets = draw(st.lists(text_over(8, 14).filter(lambda s: s.strip()), min_size=1, max_size=3))
+    pool = [f for s in secrets for f in draw(shown_forms(s))]
+    pieces = draw(st.lists(st.one_of(text_over(0, 6), st.sampled_from(pool),
+                                     st.sampled_from([b"%", b"%4", b"\x1b", b"\x1b[", b"\x1b[1;3", b"\r\n"])),
+                           max_size=8))
+    data = b"".join(pieces)
+    if draw(st.booleans()):
+        cuts = sorted(draw(st.sets(st.integers(0, len(data)), max_size=6)))
+    else:
+        cuts = list(range(1, len(data)))
+    return secrets, data, cuts
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(planted())
+@example(([b"abab%1ab"], b"%%4%61bab%251ab", list(range(1, 15))))
+@example(([b"ab\x1b[mab11"], b"\x1b[\x1b[mab\x1b[m\x1b[mab11", [1, 2, 3, 5, 9]))
+def test_views_equal_the_oracle_under_any_chunking(case):
+    secrets, data, cuts = case
+    patterns = patterns_for(secrets)
+    expected = naive_redact(data, patterns)
+    r = StreamRedactor(secrets)
+    bounds = [0, *cuts, len(data)]
+    out, seen = [], b""
+    for a, b in zip(bounds, bounds[1:]):
+        out.append(r.feed(data[a:b]))
+        seen += data[a:b]
+        assert r.held == naive_held(seen, patterns), seen
+    assert b"".join(out) + r.flush() == expected
+    assert redact(data, secrets) == expected
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(text_over(8, 12).filter(lambda s: s.strip() and b"\x1b" not in s and b"%" not in s),
+                min_size=1, max_size=2), st.data())
+def test_every_planted_form_is_masked(secrets, data):
+    """Each generated form, between separators, is one mask. (A secret that holds
+    a separator token itself, ``%41`` or ``ESC[a``, is decoded in the view like
+    the text: see the views docstring; the oracle test covers it.)"""
+    for form in data.draw(shown_forms(secrets[0])):
+        text = b"<" + form + b">"
+        out = redact(text, secrets)
+        assert out.startswith(b"<") and out.endswith(b">") and out.count(M) == 1 or form == b"", (form, out)
+
+
+@pytest.mark.parametrize("family", sorted(VIEWS))
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=60).map(lambda b: b.translate(bytes(ALPHABET[i % len(ALPHABET)] for i in range(256)))),
+       at=st.integers(0, 60))
+def test_sync_and_tail_layout_agree_with_the_whole_stream(family, data, at):
+    """The redactor's tokenizer from any window equals the oracle's whole scan."""
+    view = VIEWS[family]
+    whole, where, _ = scan_view(family, data)
+    assert view.view(data) == whole
+    tokens, starts, length = view.layout(data, 0, len(data))
+    assert length == len(whole)
+    from paddedcell.redactor.views import _to_raw
+
+    assert [_to_raw(tokens, starts, 0, k) for k in range(length)] == where
+    at = min(at, len(data))
+    s = Viewed.sync.__get__(type("E", (), {"base": matcher.FindMatcher([]), "views": [(view, None)]})())(data, at)
+    assert s <= at
+    if view.needs_sync:  # the next buffer starts at a token boundary of the whole scan
+        deleted, i = [], 0
+        while i < len(data):  # CSI sequences the whole scan deletes
+            n = _csi_length(data, i) if family == "csi" else 0
+            deleted += [(i, i + n)] if n > 0 else []
+            i += max(n, 1)
+        assert not any(a < s < b for a, b in where + deleted)
+    for h in range(1, length + 1):  # the hold's raw start, laid out over a window at the end only
+        assert Viewed._tail_start(view, data, len(data), h) == where[length - h][0]
