@@ -172,6 +172,11 @@ class _Engine:
         (before ``i`` only when a view's token straddles it, see :mod:`.views`)."""
         return i
 
+    def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
+        """``(hold, find)`` in one call (0 held at the end of the stream): a
+        view computes its transform of ``buf`` once for both."""
+        return (0 if final else self.hold(buf)), self.find(buf, final)
+
 
 class FindMatcher(_Engine):
     """One ``bytes.find`` pass per pattern: the reference, and fine for a few patterns."""
@@ -457,6 +462,11 @@ class Union(_Engine):
 
     def find(self, buf: bytes, final: bool = False) -> list[tuple[int, int]]:
         return self.parts[0].find(buf, final) + self.parts[1].find(buf, final)
+
+    def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
+        h0, f0 = self.parts[0].scan(buf, final)
+        h1, f1 = self.parts[1].scan(buf, final)
+        return max(h0, h1), f0 + f1
 
     def sync(self, buf: bytes, i: int) -> int:
         j = min(self.parts[0].sync(buf, i), self.parts[1].sync(buf, i))

@@ -214,9 +214,10 @@ class StreamRedactor:
         base, pos, is_open, mask = self._base, self._pos, self._open, self.mask
         end = base + len(buf)
         # 1. The cut: bytes before it cannot start an occurrence any more.
-        cut = end if final else end - engine.hold(buf)
         # 2. Every occurrence in the buffer, merged into runs.
-        runs = _merge(engine.find(buf, final)) if buf else []
+        hold, found = engine.scan(buf, final) if buf else (0, [])
+        cut = end - hold
+        runs = _merge(found) if found else []
         # 3. Emit plain bytes up to each run, one mask per new run. Slices
         #    are memoryviews so that the join below is the only copy.
         out = []

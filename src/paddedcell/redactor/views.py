@@ -160,7 +160,8 @@ class WrapView(View):
         return b""
 
     def view(self, part):
-        return part.translate(None, b"\r\n")
+        part = part.replace(b"\n", b"")  # memchr-fast; translate() is 4x slower here
+        return part.replace(b"\r", b"") if b"\r" in part else part
 
 
 class PercentView(View):
@@ -267,35 +268,36 @@ class Viewed(_matcher._Engine):
         return getattr(self.base, name)
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
-        return self.find(buf, True)
+        return self.scan(buf, True)[1]
 
     def find(self, buf: bytes, final: bool = False) -> list[tuple[int, int]]:
-        found = self.base.find(buf, final)
-        for view, m in self.views:
+        return self.scan(buf, final)[1]
+
+    def hold(self, buf: bytes) -> int:
+        return self.scan(buf, False)[0]
+
+    def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
+        best, found = self.base.scan(buf, final)
+        size = len(buf)
+        for (view, m), proper in zip(self.views, self._proper):
             if not view.relevant(buf):
                 continue
-            n = len(buf) if final else len(buf) - view.incomplete(buf)
-            hits = m.spans(view.view(buf[:n]))
+            cut = 0 if final else view.incomplete(buf)
+            n = size - cut
+            seen = view.view(buf[:n] if cut else buf)
+            hits = m.spans(seen)
             if hits:
                 tokens, starts, _ = view.layout(buf, 0, n)
                 for s, e in hits:
                     found.append((_to_raw(tokens, starts, 0, s)[0], _to_raw(tokens, starts, 0, e - 1)[1]))
-        return found
-
-    def hold(self, buf: bytes) -> int:
-        best = self.base.hold(buf)
-        size = len(buf)
-        for (view, _), proper in zip(self.views, self._proper):
-            if not view.relevant(buf):
+            if final:
                 continue
-            cut = view.incomplete(buf)
-            n = size - cut
-            h = proper.hold(view.view(buf[:n]))
+            h = proper.hold(seen)
             if h:
                 cut = max(cut, size - self._tail_start(view, buf, n, h))
             if cut > best:
                 best = cut
-        return best
+        return best, found
 
     @staticmethod
     def _tail_start(view: View, buf: bytes, n: int, h: int) -> int:
