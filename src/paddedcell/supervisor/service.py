@@ -31,7 +31,9 @@ UpdateCallback = Callable[[ToolResult], Awaitable[None]]
 #: Seconds between two checks of a ``poll`` that waits (``sleepPollInterval``).
 POLL_WAIT_STEP = 0.25
 #: How long a waiting ``poll`` that saw output gives the command to exit as well.
-EXIT_SETTLE = 0.05
+#: OpenClaw only looks every 250 ms, so output and an exit within one of its steps
+#: come back together there; 200 ms keeps that true on a loaded host too.
+EXIT_SETTLE = 0.2
 #: Finished sessions' exit events kept for the OpenClaw plugin, at most.
 MAX_EXIT_EVENTS = 200
 
