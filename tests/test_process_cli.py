@@ -66,8 +66,9 @@ def test_paste_and_send_keys_on_a_pty(daemon):
     assert pasted.stdout.strip() == f"Pasted 5 chars to session {sid}."
     sent = process(daemon, "send-keys", sid, "--key", "Enter")
     assert sent.returncode == 0
-    for _ in range(50):
-        out = process(daemon, "poll", sid, "--timeout", "200").stdout
+    out = ""
+    for _ in range(50):  # each poll returns only new output: the line may span two
+        out += process(daemon, "poll", sid, "--timeout", "200").stdout
         if "'hello\\n'" in out:
             break
     assert "'hello\\n'" in out
