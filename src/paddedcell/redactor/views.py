@@ -303,6 +303,8 @@ class Viewed(_matcher._Engine):
     def _tail_start(view: View, buf: bytes, n: int, h: int) -> int:
         """Raw start of the ``h``-th view byte from the end of the view of ``buf[:n]``,
         laid out over a window at the end only."""
+        if n >= h and not view.relevant(buf[max(0, n - h - view.reach) : n]):
+            return n - h  # no token near the tail: the last h view bytes are the last h raw bytes
         width = 2 * h + 64
         while True:
             a = max(0, n - width)
