@@ -44,7 +44,9 @@ def _write_all(fd: int, data: bytes) -> None:
                    "prefer --secrets-file.")
 @click.option("--mask", default=None, help="Replacement text [default: setting redactor.mask].")
 @click.option("--no-variants", is_flag=True,
-              help="Mask only the secrets verbatim, not their base64/hex/URL/JSON/CRLF forms.")
+              help="Mask only the secrets verbatim, not their base64/hex/URL/JSON/CRLF forms "
+                   "nor the pattern forms (any whitespace run, wrapped base64/hex, per-byte %XX, "
+                   "colour escapes inside a secret).")
 def redact(secrets_files: tuple[str, ...], secrets: tuple[str, ...], mask: str | None,
            no_variants: bool) -> None:
     """Copy stdin to stdout with the given secrets masked, streaming.

@@ -7,7 +7,10 @@ Every form here is a plain byte string, matched exactly like the secret
 itself: one literal set per secret set, which keeps three properties of the
 redactor free of special cases — any engine that finds literals is exact,
 the hold-back (longest tail that is a prefix of a pattern) stays minimal
-and exact, and the slow oracle checks it all.
+and exact, and the slow oracle checks it all. Four forms are families with a separator
+between characters (any whitespace run, a line break inside base64/hex,
+per-byte ``%XX``, CSI escapes): those are matched through views of the
+stream, see :mod:`.views`.
 
 Variants apply only to secrets of at least ``variant_min_length`` bytes: the
 forms of a short secret are short strings that ordinary output contains by
