@@ -179,11 +179,17 @@ class PercentView(View):
     reach = 3
     needs_sync = True
 
+    _decoded = {b"%" + bytes((a, b)): bytes((int(bytes((a, b)), 16),)) for a in _HEX for b in _HEX}
+
     def relevant(self, buf):
-        return b"%" in buf
+        return b"%" in buf and self.token.search(buf) is not None  # "100%" alone: no view
 
     def replace(self, m):
-        return bytes((int(m.group()[1:], 16),))
+        return self._decoded[m.group()]
+
+    def view(self, part):
+        decoded = self._decoded
+        return self.token.sub(lambda m: decoded[m.group()], part)
 
     def incomplete(self, buf):
         if buf[-1:] == b"%":
@@ -289,10 +295,16 @@ class Viewed(_matcher._Engine):
         best, found = self.base.scan(buf, final)
         size = len(buf)
         for (view, m), proper in zip(self.views, self._proper):
-            if not view.relevant(buf):
-                continue
             cut = 0 if final else view.incomplete(buf)
             n = size - cut
+            if not view.relevant(buf):
+                # The view is buf itself and its patterns are literals already
+                # found; only an incomplete token at the end (and the view
+                # prefix it may continue) is held.
+                if cut:
+                    h = proper.hold(buf[:n])
+                    best = max(best, cut + h)
+                continue
             seen = view.view(buf[:n] if cut else buf)
             hits = m.spans(seen)
             if hits:
