@@ -21,6 +21,12 @@ secret set) and warm (the per-digest cache a supervisor hits on every command).
     python benchmarks/redaction.py                 # full matrix, 32 MiB corpora
     python benchmarks/redaction.py --quick         # 8 MiB, k <= 1 000
     python benchmarks/redaction.py --json          # machine-readable results
+    python benchmarks/redaction.py --views-baseline  # + the same runs without the pattern forms' views
+
+``--views-baseline`` adds two Hyperscan columns measured in the same run with
+the pattern forms (redactor/views.py: whitespace runs, wrapped base64/hex,
+per-byte %XX, CSI inside a secret) left out and every literal form kept: what
+the views cost, on the same data at the same machine load.
 
 Times are process CPU time (``--clock wall`` for elapsed): the machine is
 shared, and CPU time charges each contender, ripgrep included, only for its
@@ -149,6 +155,19 @@ def run_stream(secrets, data: bytes, chunk: int, repeat: int, engine=None) -> tu
     return best, masks
 
 
+class no_views:
+    """Build redactors without the pattern forms' views (literal forms only)."""
+
+    def __enter__(self):
+        self._saved = _stream.view_patterns
+        _stream.view_patterns = lambda *a, **k: {}
+        _stream._cache.clear()
+
+    def __exit__(self, *exc):
+        _stream.view_patterns = self._saved
+        _stream._cache.clear()
+
+
 def run_rg(secrets, path: Path, tmp: Path, repeat: int) -> float | None:
     rg = shutil.which("rg") or (str(Path(sys.executable).parent / "rg")
                                 if (Path(sys.executable).parent / "rg").exists() else None)
@@ -185,6 +204,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="runs per case; the best is reported")
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     ap.add_argument("--no-portable", action="store_true", help="skip the pyahocorasick engine")
+    ap.add_argument("--views-baseline", action="store_true",
+                    help="also run Hyperscan without the pattern forms' views (same run, same data)")
     args = ap.parse_args(argv)
     global CLOCK
     CLOCK = args.clock
@@ -217,6 +238,10 @@ def main(argv=None) -> int:
                     rate, masks = run_stream(secrets, data, chunk, args.repeat)
                     row[f"hs_{chunk // 1024}k"] = round(rate, 1)
                     row["masks"] = masks
+                    if args.views_baseline:
+                        with no_views():
+                            rate, _ = run_stream(secrets, data, chunk, args.repeat)
+                        row[f"noviews_{chunk // 1024}k"] = round(rate, 1)
                 if not args.no_portable and k <= 1000:
                     sample = data[: max(MIB, size // 8)]  # the portable engine is slow: a prefix
                     rate, _ = run_stream(secrets, sample, 65536, 1, _matcher.AhoMatcher)
@@ -244,11 +269,15 @@ def print_table(res) -> None:
     print(f"\nStreamRedactor, every form on; MB/s of {res['clock']} time, best of {res['repeat']} "
           f"({res['corpus_bytes'] // MIB} MiB per corpus, Python {res['python']}, {res['cpu_count']} CPUs, "
           f"load {res['load_average']})")
+    views = any("noviews_4k" in r for r in res["rows"])
     head = ["corpus", "k", "hyperscan 4K", "hyperscan 64K", "portable 64K", "rg -F -f", "masks"]
+    if views:
+        head[4:4] = ["no views 4K", "no views 64K"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in sorted(res["rows"], key=lambda r: (r["corpus"], r["k"])):
-        print(f"| {r['corpus']} | {r['k']} | {_f(r['hs_4k'])} | {_f(r['hs_64k'])} | {_f(r.get('aho_64k'))} "
+        extra = f"{_f(r['noviews_4k'])} | {_f(r['noviews_64k'])} | " if views else ""
+        print(f"| {r['corpus']} | {r['k']} | {_f(r['hs_4k'])} | {_f(r['hs_64k'])} | {extra}{_f(r.get('aho_64k'))} "
               f"| {_f(r['rg'])} | {r['masks']} |")
     print("\nBuild (StreamRedactor of k secrets, every form)")
     print("| k | engine | patterns | cold s | warm (cache hit) ms |")
