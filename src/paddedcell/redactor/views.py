@@ -260,10 +260,23 @@ def view_patterns(
 class Viewed(_matcher._Engine):
     """A literal matcher plus one literal matcher per view family."""
 
+    CAP = 40
+
     def __init__(self, base: _matcher._Engine, families: dict[str, set[bytes]], engine: type):
         self.base = base
         self.name = base.name
-        self.views = [(VIEWS[name], _matcher.build(pats, engine)) for name, pats in sorted(families.items())]
+        # Each view scans for its patterns cut to CAP bytes and confirms the
+        # rest with a slice compare: Hyperscan scans a few dozen long
+        # literals (a JWT's hex form is 400 bytes) at half the speed of the
+        # same literals cut to 40 (measured: 25 vs 12.6 us per 64 KiB).
+        self.views = []
+        self._full: list[dict[bytes, list[bytes]]] = []
+        for name, pats in sorted(families.items()):
+            full: dict[bytes, list[bytes]] = {}
+            for p in pats:
+                full.setdefault(p[: self.CAP], []).append(p)
+            self.views.append((VIEWS[name], _matcher.build(full, engine)))
+            self._full.append(full)
         # Hold: the longest view suffix that is a *proper* prefix of a view
         # pattern (a prefix of a pattern less its last byte). A complete
         # occurrence is masked by ``find``; counting it here (as the literal
@@ -294,7 +307,7 @@ class Viewed(_matcher._Engine):
     def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
         best, found = self.base.scan(buf, final)
         size = len(buf)
-        for (view, m), proper in zip(self.views, self._proper):
+        for (view, m), proper, full in zip(self.views, self._proper, self._full):
             cut = 0 if final else view.incomplete(buf)
             n = size - cut
             if not view.relevant(buf):
@@ -306,7 +319,11 @@ class Viewed(_matcher._Engine):
                     best = max(best, cut + h)
                 continue
             seen = view.view(buf[:n] if cut else buf)
-            hits = m.spans(seen)
+            hits = []
+            for s, e in m.spans(seen):
+                for p in full[seen[s:e]]:
+                    if len(p) == e - s or seen.startswith(p, s):
+                        hits.append((s, s + len(p)))
             if hits:
                 tokens, starts, _ = view.layout(buf, 0, n)
                 for s, e in hits:
