@@ -296,3 +296,19 @@ def test_sync_and_tail_layout_agree_with_the_whole_stream(family, data, at):
         assert not any(a < s < b for a, b in where + deleted)
     for h in range(1, length + 1):  # the hold's raw start, laid out over a window at the end only
         assert Viewed._tail_start(view, data, len(data), h) == where[length - h][0]
+
+
+def test_forms_of_a_secret_added_mid_stream():
+    """add_secrets builds a second matcher (with its own views) searched beside the first."""
+    other = b"Kq2mZp9LwR4tVb8NcY3dHf6JsG-first"
+    r = StreamRedactor([other])
+    out = r.feed(b"start %")
+    r.add_secrets([SECRET])
+    wrapped = base64.b64encode(b"k=" + SECRET)
+    wrapped = b"\r\n".join(wrapped[i : i + 7] for i in range(0, len(wrapped), 7))
+    text = b"41 " + mixed_url(SECRET, random.Random(3)) + b" " + wrapped + b" " + SECRET[:6] + b"\x1b[1m" + SECRET[6:]
+    for i in range(len(text)):
+        out += r.feed(text[i : i + 1])
+    out += r.flush()
+    expected = naive_redact(b"start %" + text, patterns_for([other, SECRET]))
+    assert out == expected and expected.count(M) == 3 and SECRET not in out, out
