@@ -139,6 +139,8 @@ export function registerHooks(deps) {
     // Where OpenClaw first sees a channel or chat message, before it queues, steers or
     // runs it: the one place that also sees messages steered into a running turn.
     api.on("before_dispatch", async (event, ctx) => {
+      // A chat message is persisted (and masked by before_message_write) before dispatch.
+      if ([event?.content, event?.body].some((t) => scanner.wasMasked(t))) return { handled: true, text: LEAK_REPLY };
       const scanned = await scanner.scrub(inboundText(event), `openclaw:inbound:${ctx?.sessionKey ?? event?.sessionKey ?? ctx?.channelId ?? "?"}`);
       if (scanned.leak) return { handled: true, text: LEAK_REPLY };
       if (scanner.withhold(scanned)) return { handled: true, text: UNSCANNED_REPLY };
@@ -149,6 +151,9 @@ export function registerHooks(deps) {
     // (also runs no channel dispatched: `openclaw agent`, cron, notifications).
     api.on("before_agent_run", async (event, ctx) => {
       if (typeof event?.prompt !== "string") return undefined;
+      if (scanner.wasMasked(event.prompt, { within: true })) {
+        return { outcome: "block", reason: "paddedcell: admin password in the prompt", message: LEAK_REPLY };
+      }
       const scanned = await scanner.scrub(event.prompt, `openclaw:inbound:${ctx?.sessionKey ?? "?"}`);
       if (scanned.leak) return { outcome: "block", reason: "paddedcell: admin password in the prompt", message: LEAK_REPLY };
       if (scanner.withhold(scanned)) return { outcome: "block", reason: "paddedcell: leak scan unavailable", message: UNSCANNED_REPLY };

@@ -27,6 +27,8 @@ import crypto from "node:crypto";
 export const MASK = "######";
 const MAX_REMEMBERED = 512;
 const CLEAN_TTL_MS = 60_000;
+/** Masked copies shorter than this are not remembered (too likely to recur by chance). */
+const MIN_MASKED_MEMO = 16;
 export const SYNC_TIMEOUT_MS = 1000;
 export const SYNC_COOL_DOWN_MS = 15_000;
 /** What stands in for a text that could not be scanned, where it cannot simply be dropped. */
@@ -107,6 +109,28 @@ export class LeakScanner {
     this.now = now;
     this.hits = new Map(); // sha256(text) -> { masked, spans }
     this.clean = new Map(); // sha256(text) -> time it scanned clean
+    this.masked = new Set(); // masked copies this scanner produced (no secret left in them)
+  }
+
+  /** Remember a masked copy, so a later hook that is handed it knows it held the password. */
+  _rememberMasked(text) {
+    if (typeof text !== "string" || text.length < MIN_MASKED_MEMO || text === MASK) return;
+    this.masked.delete(text);
+    this.masked.add(text);
+    if (this.masked.size > MAX_REMEMBERED) this.masked.delete(this.masked.values().next().value);
+  }
+
+  /**
+   * True when `text` is, or (with `within`) contains, a masked copy this scanner made.
+   * OpenClaw 2026.9.6 persists a chat message (before_message_write masks it) before
+   * dispatching it, and hands the dispatch hooks the masked copy.
+   */
+  wasMasked(text, { within = false } = {}) {
+    if (typeof text !== "string" || text.length < MIN_MASKED_MEMO) return false;
+    if (this.masked.has(text)) return true;
+    if (!within) return false;
+    for (const masked of this.masked) if (text.includes(masked)) return true;
+    return false;
   }
 
   /** True when the caller must not let this result's text through: a hit, or unscanned and failing closed. */
@@ -126,6 +150,7 @@ export class LeakScanner {
     const spans = validSpans(answer?.spans, text.length);
     const masked = typeof answer?.redacted === "string" ? answer.redacted : MASK;
     const hit = { masked, spans };
+    this._rememberMasked(masked);
     this.hits.set(digest(text), hit);
     if (this.hits.size > MAX_REMEMBERED) this.hits.delete(this.hits.keys().next().value);
     return hit;
@@ -187,7 +212,10 @@ export class LeakScanner {
 
   _valueResult(value, strings, hit) {
     if (hit === UNSCANNED) return { leak: false, value, unscanned: true };
-    return hit ? { leak: true, value: replaceStrings(value, maskJoined(strings, hit.spans)) } : { leak: false, value };
+    if (!hit) return { leak: false, value };
+    const maskedStrings = maskJoined(strings, hit.spans);
+    maskedStrings.forEach((m, i) => { if (m !== strings[i]) this._rememberMasked(m); });
+    return { leak: true, value: replaceStrings(value, maskedStrings) };
   }
 }
 

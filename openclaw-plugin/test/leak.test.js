@@ -238,3 +238,16 @@ test("approval decisions are keyed by agent, session and tool call id", async ()
   assert.ok(decisions.has(decisionKey({ agentId: "main", sessionKey: "agent:main:a" }, "call_7")));
   assert.ok(!decisions.has("call_7"));
 });
+
+test("a message the transcript hook masked is claimed when dispatch is handed the masked copy", async () => {
+  const { hook } = hookRig(daemonAnswer);
+  const message = { role: "user", content: `by the way, the admin password is ${PW}` };
+  const written = hook("before_message_write")({ message });
+  const masked = written.message.content;
+  assert.ok(!masked.includes(PW));
+  const claimed = await hook("before_dispatch")({ content: masked, body: masked }, ctx);
+  assert.equal(claimed?.handled, true);
+  const run = await hook("before_agent_run")({ prompt: `[Mon 2026-11-30 10:00 UTC] ${masked}` }, ctx);
+  assert.equal(run?.outcome, "block");
+  assert.equal(await hook("before_dispatch")({ content: "a different question, ######" }, ctx), undefined);
+});

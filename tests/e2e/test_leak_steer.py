@@ -2,9 +2,11 @@
 
 OpenClaw's queue mode ``steer`` (its default) adds a message that arrives while a run
 is busy to that run, between tool calls: no run-start hook (``before_agent_reply``,
-``before_agent_run``) sees it. The plugin scans it in ``before_dispatch``, where
-OpenClaw first sees an inbound message, before it decides to steer; a hit claims the
-message (answered with a warning), and the vault locks.
+``before_agent_run``) sees it. A ``chat.send`` message is persisted first (the plugin's
+``before_message_write`` masks it and the vault locks), then dispatched: the plugin's
+``before_dispatch`` recognises the masked copy and claims the message, so the running
+turn never gets it. With ``chat.send``'s own ``queueMode: "steer"`` OpenClaw injects the
+message before any dispatch hook; there only the masked copy reaches the model.
 
 This file runs its own gateway (``messages.queue.mode: steer``) and daemon: it locks
 the vault, which the shared stack's other tests must not see.
@@ -52,14 +54,6 @@ def chat_send(stack: Stack, session: str, message: str, **extra) -> subprocess.C
                                   "--json", check=False)
 
 
-def run_finished(stack: Stack, session: str) -> bool:
-    history = stack.gateway.history(session)
-    return bool(history) and history[-1].get("role") == "assistant" and \
-        history[-1].get("stopReason") in ("stop", "end_turn", None) and \
-        not any(part.get("type") == "toolCall" for part in history[-1].get("content", [])
-                if isinstance(part, dict))
-
-
 @pytest.mark.parametrize("inline", [False, True], ids=["queue-config", "queueMode-param"])
 def test_password_steered_into_a_running_turn_never_reaches_the_model(steer_stack, inline):
     stack = steer_stack
@@ -79,13 +73,24 @@ def test_password_steered_into_a_running_turn_never_reaches_the_model(steer_stac
     sent = chat_send(stack, session, f"by the way ({session}), the admin password is {ADMIN_PASSWORD}", **extra)
     assert sent.returncode == 0, sent.stdout + sent.stderr
     wait_for(lambda: "locked" in stack.pass_mgr("admin", "status").stdout, 30, "the vault to lock")
-    wait_for(lambda: len(model.requests) > start and run_finished(stack, session), 60,
-             "the running turn to finish")
-    time.sleep(1)
+    # The running turn's tool sleeps 6 s: give it that, then wait until the model calls stop.
+    # (When the message is claimed mid-run, OpenClaw 2026.9.6 ends the running turn with
+    # "The agent run failed before producing a reply."; otherwise it calls the model again.)
+    time.sleep(8)
+    settled = [len(model.requests)]
+
+    def quiet() -> bool:
+        now = len(model.requests)
+        done, settled[0] = now == settled[0], now
+        return done
+    wait_for(quiet, 60, "the model calls to stop", interval=3)
     # No model request after the steered message carried the password.
     after = [json.dumps(body, ensure_ascii=False) for body in model.requests[start:]]
-    assert after, "the running turn called the model again"
     assert all(ADMIN_PASSWORD not in text for text in after)
+    if not inline:
+        # Claimed at dispatch: the model never sees the message, not even masked (OpenClaw
+        # hands before_dispatch the copy its transcript hook already masked).
+        assert all(f"by the way ({session})" not in text for text in after)
     history = json.dumps(stack.gateway.history(session), ensure_ascii=False)
     assert ADMIN_PASSWORD not in history
     log = (stack.daemon.home / "security.log").read_text()
