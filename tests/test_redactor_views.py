@@ -312,3 +312,43 @@ def test_forms_of_a_secret_added_mid_stream():
     out += r.flush()
     expected = naive_redact(b"start %" + text, patterns_for([other, SECRET]))
     assert out == expected and expected.count(M) == 3 and SECRET not in out, out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    secrets=st.lists(st.lists(st.sampled_from(list(b"abcdefghijkl\n")), min_size=16, max_size=26).map(bytes),
+                     min_size=1, max_size=3),
+    pieces=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 26), st.integers(0, 26), st.integers(0, 30)),
+                    max_size=6),
+    merge=st.booleans(),
+    chunk=st.sampled_from([1, 3, 17, 4096]),
+)
+def test_literals_and_fragments_searched_through_the_line_break_view(secrets, pieces, merge, chunk):
+    """Literals and fragment windows are found in the CR/LF view and must not
+    match across a line break (only encoded forms may); multi-line secrets'
+    own windows and forms are searched on the raw bytes."""
+    parts = []
+    for which, a, b, brk in pieces:
+        s = secrets[which % len(secrets)]
+        piece = s[min(a, b) : max(a, b)] or s
+        cut = brk % (len(piece) + 1)
+        parts += [piece[:cut], b"\n" if brk % 3 else b"\r\n", piece[cut:], b"ij"]
+    data = b"".join(parts)
+    patterns = patterns_for(secrets)
+    expected = naive_redact(data, patterns)
+    from paddedcell.redactor import stream as stream_module
+
+    saved, matcher.Matcher.MERGE_LIMIT = matcher.Matcher.MERGE_LIMIT, (matcher.Matcher.MERGE_LIMIT if merge else 0)
+    try:
+        stream_module._cache.clear()
+        r = StreamRedactor(secrets)
+    finally:
+        matcher.Matcher.MERGE_LIMIT = saved
+        stream_module._cache.clear()
+    out, seen = [], b""
+    for i in range(0, len(data), chunk):
+        out.append(r.feed(data[i : i + chunk]))
+        seen += data[i : i + chunk]
+        if chunk == 1:
+            assert r.held == naive_held(seen, patterns)
+    assert b"".join(out) + r.flush() == expected

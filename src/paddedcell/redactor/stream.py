@@ -33,7 +33,7 @@ from typing import Iterable
 
 from . import matcher as _matcher
 from .variants import Variants, plan
-from .views import Viewed, view_patterns
+from .views import build as build_viewed, view_patterns
 
 
 class ShortSecretWarning(UserWarning):
@@ -315,10 +315,11 @@ def _compiled(secrets: frozenset[bytes], options: tuple, engine):
             return hit
     variants, variant_min_length, fragment_min, mask = options
     literals, windows = plan(secrets, variants, variant_min_length, fragment_min, mask)
-    built_matcher = _matcher.build(literals, engine, windows, fragment_min)
     families = view_patterns(secrets, variants, variant_min_length)
     if families:  # pattern forms (separators inside a secret), see .views
-        built_matcher = Viewed(built_matcher, families, engine)
+        built_matcher = build_viewed(literals, windows, fragment_min, families, engine)
+    else:
+        built_matcher = _matcher.build(literals, engine, windows, fragment_min)
     built = (tuple(built_matcher.patterns), built_matcher)
     with _cache_lock:
         _cache[key] = built

@@ -257,6 +257,118 @@ def view_patterns(
     return out
 
 
+def _has_break(p: bytes) -> bool:
+    return b"\n" in p or b"\r" in p
+
+
+class ThroughLineBreaks(_matcher._Engine):
+    """The literal matcher and the line-break view in ONE scan of the view.
+
+    Scanning the raw buffer for the literals and the CR/LF-deleted view for
+    the encoded forms cost two Hyperscan passes; instead every literal
+    without a line break (and every fragment window without one) is searched
+    in the view together with the encoded forms. A view hit maps back to raw
+    bytes; an encoded form may span line breaks, any other literal only if
+    its raw span is as long as it is (no break inside), and a fragment gram
+    hit is confirmed on the raw bytes as before. Literals and windows that
+    hold a line break themselves (a multi-line secret's forms) get a small
+    raw matcher of their own, searched only where the buffer has a line break.
+    The hold is on raw bytes, as for any literal. The layout (positions of
+    the line breaks) is built only when there is a hit.
+    """
+
+    def __init__(self, literals: set[bytes], windows: dict[bytes, list[int]], width: int,
+                 wrap: set[bytes], engine: type):
+        redundant = {p for p in literals if _has_break(p) and p[:1] not in b"\r\n" and p[-1:] not in b"\r\n"
+                     and p.replace(b"\r", b"").replace(b"\n", b"") in wrap}  # fixed-column wrapped forms
+        plain = {p for p in literals if not _has_break(p)}
+        broken = {p for p in literals if _has_break(p)} - redundant
+        w_plain: dict[bytes, list[int]] = {}
+        w_broken: dict[bytes, list[int]] = {}
+        for secret, starts in windows.items():
+            for i in starts:
+                (w_broken if _has_break(secret[i : i + width]) else w_plain).setdefault(secret, []).append(i)
+        self.view_matcher = _matcher.Matcher(plain | wrap, w_plain, width, engine)
+        self.raw_matcher = _matcher.Matcher(broken, w_broken, width, engine) if (broken or w_broken) else None
+        self._wrap = frozenset(wrap)
+        every = set(self.view_matcher.patterns) | redundant
+        if self.raw_matcher is not None:
+            every |= set(self.raw_matcher.patterns)
+        self.patterns = sorted(every)
+        self.maxlen = max(map(len, self.patterns), default=0)
+        self.name = engine.name
+
+    def __getattr__(self, name):  # the view matcher's parts (literal, fragments, ...), for tests
+        if name == "view_matcher":
+            raise AttributeError(name)
+        return getattr(self.view_matcher, name)
+
+    def hold(self, buf: bytes) -> int:
+        h = self.view_matcher.hold(buf)
+        if self.raw_matcher is not None:
+            h = max(h, self.raw_matcher.hold(buf))
+        return h
+
+    def spans(self, buf: bytes) -> list[tuple[int, int]]:
+        vm = self.view_matcher
+        if b"\n" not in buf and b"\r" not in buf:
+            return vm.spans(buf)  # the view is the buffer
+        seen = VIEWS["wrap"].view(buf)
+        found = vm.literal.spans(seen)
+        grams: list[tuple[int, int]] = []
+        if vm._merged:
+            g, gram_set, both = _matcher.FragmentFinder.GRAM, vm._gram_set, vm._gram_also_literal
+            rest = []
+            for u, e in found:
+                if e - u == g and seen[u:e] in gram_set:
+                    grams.append((u, e))
+                    if seen[u:e] in both:
+                        rest.append((u, e))
+                else:
+                    rest.append((u, e))
+            found = rest
+        out: list[tuple[int, int]] = []
+        if found or grams:
+            tokens, starts, _ = VIEWS["wrap"].layout(buf, 0, len(buf))
+            wrap = self._wrap
+            for u, e in found:
+                s, t = _to_raw(tokens, starts, 0, u)[0], _to_raw(tokens, starts, 0, e - 1)[1]
+                if t - s == e - u or seen[u:e] in wrap:
+                    out.append((s, t))
+            hits = []
+            for u, e in grams:
+                s, t = _to_raw(tokens, starts, 0, u)[0], _to_raw(tokens, starts, 0, e - 1)[1]
+                if t - s == e - u:
+                    hits.append((s, t))
+            if hits:
+                out += vm.fragments.spans(buf, hits)
+        if not vm._merged and vm.fragments._grams is not None:
+            out += vm.fragments.spans(buf)  # grams scanned apart: on the raw bytes
+        if self.raw_matcher is not None:
+            out += self.raw_matcher.spans(buf)
+        return out
+
+
+def build(literals: set[bytes], windows: dict[bytes, list[int]], width: int,
+          families: dict[str, set[bytes]], engine: type) -> _matcher._Engine:
+    """The matcher of a secret set with pattern forms (see the module docstring)."""
+    def make(cls):
+        if "wrap" in families:
+            base = ThroughLineBreaks(set(literals), windows, width, families["wrap"], cls)
+        else:
+            base = _matcher.Matcher(set(literals), windows, width, cls)
+        return Viewed(base, families, cls)
+
+    try:
+        return make(engine)
+    except Exception as exc:  # e.g. Hyperscan refuses a pattern
+        if engine is _matcher.AhoMatcher:
+            raise
+        _matcher.log.warning("redactor engine %s refused this secret set (%s); using pyahocorasick",
+                             engine.name, exc)
+        return make(_matcher.AhoMatcher)
+
+
 class Viewed(_matcher._Engine):
     """A literal matcher plus one literal matcher per view family."""
 
@@ -289,6 +401,7 @@ class Viewed(_matcher._Engine):
             self._proper.append(index)
         self.patterns = base.patterns
         self.maxlen = base.maxlen
+        self._wrap_in_base = isinstance(base, ThroughLineBreaks)
 
     def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
         if name == "base":
@@ -318,6 +431,14 @@ class Viewed(_matcher._Engine):
                     h = proper.hold(buf[:n])
                     best = max(best, cut + h)
                 continue
+            if view.name == "wrap" and self._wrap_in_base:
+                # Spans come from the base's one scan of this view; the hold
+                # needs only the view of the tail.
+                if not final:
+                    h = self._wrap_hold(view, proper, buf)
+                    if h > best:
+                        best = h
+                continue
             seen = view.view(buf[:n] if cut else buf)
             hits = []
             for s, e in m.spans(seen):
@@ -336,6 +457,19 @@ class Viewed(_matcher._Engine):
             if cut > best:
                 best = cut
         return best, found
+
+    def _wrap_hold(self, view: View, proper, buf: bytes) -> int:
+        """The line-break view's hold from the view of a window at the end
+        (the prefix index looks at the last ``maxlen`` view bytes only)."""
+        size, width = len(buf), 2 * proper.maxlen + 64
+        while True:
+            a = max(0, size - width)
+            seen = view.view(buf[a:])
+            if a == 0 or len(seen) >= proper.maxlen + 1:
+                break
+            width *= 2
+        h = proper.hold(seen)
+        return size - self._tail_start(view, buf, size, h) if h else 0
 
     @staticmethod
     def _tail_start(view: View, buf: bytes, n: int, h: int) -> int:
