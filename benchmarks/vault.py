@@ -5,7 +5,10 @@ Every row is measured in the same run on the same machine:
     passphrase-less ed25519/cv25519 key made here in a temp GNUPGHOME),
   - `pass_mgr get` through the console script, the onedir binary and the onefile binary
     (rows are skipped with a note when a binary is not built: `make binary binary-onefile`),
-  - the admin-password leak scan (`check_leak`) in ms per MB of text without a hit.
+  - the admin-password leak scan (`check_leak`) in ms per MB of text without a hit,
+  - the scan of command output (`vault.output_guard`, what pcexec output passes through)
+    in ms per MB fed in 4 KiB and 64 KiB reads, beside the same detector without its
+    class prefilter (the window sums every detector used before) as the baseline.
 
 Usage: python benchmarks/vault.py [--runs N] [--json]
 """
@@ -114,6 +117,34 @@ def _leak_scan(home: Path, repeats: int = 3) -> dict[str, float]:
     return out
 
 
+def _output_guard(home: Path, megabytes: int = 4) -> dict[str, float]:
+    """ms per MB through ``output_guard`` (a LeakStream, no redactor) per read size; the
+    baseline is the same stream over the detector without its class prefilter."""
+    from paddedcell import config
+    from paddedcell.vault import output_guard
+    from paddedcell.vault.leak import LeakDetector, LeakStream
+
+    settings = config.load({"PADDEDCELL_HOME": str(home)})
+    guard = output_guard(None, "bench", settings=settings)
+    rng = __import__("random").Random(2)
+    data = bytes(rng.choice(b"abcdefghijklmnopqrstuvwxyz0123456789 .,\n") for _ in range(1 << 20))
+    legacy_json = LeakDetector.create(ADMIN_PW).to_json()
+    legacy_json.pop("classes")
+    legacy_json["forms"] = [form[:3] for form in legacy_json["forms"]]
+    legacy = LeakStream(LeakDetector.from_json(legacy_json), None, lambda: None)
+    out = {}
+    for read in (4096, 65536):
+        for name, stream, size in (("guard", guard, megabytes), ("window_sums", legacy, 1)):
+            s = stream.fresh()
+            wall = time.perf_counter()
+            for _ in range(size):
+                for start in range(0, len(data), read):
+                    s.feed(data[start:start + read])
+            s.flush()
+            out[f"{name}_{read // 1024}k_ms_per_mb"] = round((time.perf_counter() - wall) * 1000 / size, 1)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
@@ -160,6 +191,7 @@ def main() -> None:
                             "cpu_median_ms": round(statistics.median(cpus), 1),
                             "runs": len(walls)})
         scan = _leak_scan(tmp / "pc-home")
+        guard = _output_guard(tmp / "pc-home")
         if penv is not None:
             subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=penv, capture_output=True)
 
@@ -169,7 +201,7 @@ def main() -> None:
                                if reference else None)
         row["cpu_vs_pass_show"] = (round(row["cpu_median_ms"] / reference["cpu_median_ms"], 2)
                                    if reference else None)
-    report = {"runs": args.runs, "latency": results, "leak_scan": scan,
+    report = {"runs": args.runs, "latency": results, "leak_scan": scan, "output_guard": guard,
               "notes": notes, "cpu_count": os.cpu_count()}
     if args.json:
         print(json.dumps(report, indent=2))
@@ -187,6 +219,9 @@ def main() -> None:
           f"wall / {scan['typical_cpu_ms_per_mb']:.1f} ms CPU per MB; worst case (every window a "
           f"rearrangement of the password) {scan['hostile_wall_ms_per_mb']:.1f} ms wall / "
           f"{scan['hostile_cpu_ms_per_mb']:.1f} ms CPU per MB")
+    print(f"output scan (vault.output_guard, ms per MB): 4 KiB reads {guard['guard_4k_ms_per_mb']:.1f} "
+          f"(window sums: {guard['window_sums_4k_ms_per_mb']:.1f}); 64 KiB reads "
+          f"{guard['guard_64k_ms_per_mb']:.1f} (window sums: {guard['window_sums_64k_ms_per_mb']:.1f})")
     for note in notes:
         print(f"note: {note}")
 
