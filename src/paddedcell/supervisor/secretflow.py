@@ -71,7 +71,8 @@ def prepare(command: str, agent_id: str | None, workspace: str | None, settings)
     from .. import vault
     try:
         guard = vault.output_guard(prepared.redactor, f"pcexec output ({agent_id or 'no agent'})",
-                                   settings=settings, new_redactor=lambda values: _redactor(values, settings))
+                                   settings=settings,
+                                   new_redactor=lambda values: _redactor(values, settings))
     except vault.VaultError as exc:
         raise SecretResolutionError(str(exc)) from None
     return Prepared(prepared.secrets, prepared.calls, guard)
