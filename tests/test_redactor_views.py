@@ -208,8 +208,9 @@ def shown_forms(draw, secret: bytes):
     """A random member of each pattern form of ``secret``."""
     rng = random.Random(draw(st.integers(0, 2**32 - 1)))
     forms = []
-    if b"\n" in secret or b"  " in secret or b"\t" in secret:
-        forms.append(b"".join(w + rng.choice(SEP["space"]) for w in secret.split())[:-1] or secret)
+    words = secret.split()
+    if (b"\n" in secret or b"  " in secret or b"\t" in secret) and len(words) > 1 and len(b" ".join(words)) >= 8:
+        forms.append(words[0] + b"".join(rng.choice(SEP["space"]) + w for w in words[1:]))
     for enc in [*base64_inner_forms(secret), secret.hex().encode()]:
         forms.append(b"".join(bytes([c]) + (rng.choice(SEP["wrap"]) if rng.random() < 0.3 else b"")
                               for c in enc))

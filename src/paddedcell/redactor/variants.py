@@ -193,8 +193,11 @@ def expand(secret: bytes, variants: Variants) -> set[bytes]:
                 line = line.rstrip(b"\r")
                 if len(line) >= 8 and not line.startswith(b"-----"):  # PEM armour is public
                     forms.add(line)
-        # echo $KEY unquoted: word splitting, words joined by one space.
-        forms.add(b" ".join(secret.split()))
+        # echo $KEY unquoted: word splitting, words joined by one space (not
+        # when that leaves a short string: "1" + 7 spaces would mask every "1").
+        echoed = b" ".join(secret.split())
+        if len(echoed) >= 8:
+            forms.add(echoed)
     if variants.base64:
         for inner in base64_inner_forms(secret):
             forms.add(inner)

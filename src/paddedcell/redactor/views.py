@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate
 from typing import Iterable
 
 from . import matcher as _matcher
@@ -241,7 +242,7 @@ def view_patterns(
             continue
         if variants.crlf and (b"\n" in s or b"  " in s or b"\t" in s):
             collapsed = b" ".join(s.split())
-            if b" " in collapsed:
+            if b" " in collapsed and len(collapsed) >= 8:
                 out.setdefault("space", set()).add(collapsed)
         if variants.wrapped:
             if variants.base64:
@@ -255,6 +256,9 @@ def view_patterns(
         if variants.csi:
             out.setdefault("csi", set()).add(s)
     return out
+
+
+_BREAKS = re.compile(rb"[\r\n]")
 
 
 def _has_break(p: bytes) -> bool:
@@ -329,15 +333,18 @@ class ThroughLineBreaks(_matcher._Engine):
             found = rest
         out: list[tuple[int, int]] = []
         if found or grams:
-            tokens, starts, _ = VIEWS["wrap"].layout(buf, 0, len(buf))
+            # View index of each line break: the lengths of the lines before it
+            # (C-speed split and sums); view byte k is raw byte k + breaks before it.
+            pieces = _BREAKS.split(buf) if b"\r" in buf else buf.split(b"\n")
+            at = list(accumulate(map(len, pieces[:-1])))
             wrap = self._wrap
             for u, e in found:
-                s, t = _to_raw(tokens, starts, 0, u)[0], _to_raw(tokens, starts, 0, e - 1)[1]
+                s, t = u + bisect_right(at, u), e + bisect_right(at, e - 1)
                 if t - s == e - u or seen[u:e] in wrap:
                     out.append((s, t))
             hits = []
             for u, e in grams:
-                s, t = _to_raw(tokens, starts, 0, u)[0], _to_raw(tokens, starts, 0, e - 1)[1]
+                s, t = u + bisect_right(at, u), e + bisect_right(at, e - 1)
                 if t - s == e - u:
                     hits.append((s, t))
             if hits:
