@@ -179,6 +179,7 @@ class PercentView(View):
     token = re.compile(rb"%[0-9A-Fa-f]{2}")
     reach = 3
     needs_sync = True
+    lead = b"%"
 
     _decoded = {b"%" + bytes((a, b)): bytes((int(bytes((a, b)), 16),)) for a in _HEX for b in _HEX}
 
@@ -206,6 +207,7 @@ class CsiView(View):
     _prefix = re.compile(rb"\x1b(?:\[[0-?]{0,24}[ -/]{0,4})?")
     reach = 31
     needs_sync = True
+    lead = b"\x1b"
 
     def relevant(self, buf):
         return b"\x1b" in buf
@@ -259,6 +261,8 @@ def view_patterns(
 
 
 _BREAKS = re.compile(rb"[\r\n]")
+#: Every character of a base64 (both alphabets, no padding) or hex form.
+_ENCODING = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 
 
 def _has_break(p: bytes) -> bool:
@@ -469,6 +473,18 @@ class Viewed(_matcher._Engine):
         """The line-break view's hold from the view of a window at the end
         (the prefix index looks at the last ``maxlen`` view bytes only)."""
         size, width = len(buf), 2 * proper.maxlen + 64
+        # Only a suffix that spans a line break needs the view: one that does
+        # not is a raw suffix, and the base's raw hold covers the encoded
+        # forms too. Spanning one needs encoding characters after the last
+        # break and right before it.
+        last = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+        if last < 0 or buf[last + 1 :].translate(None, _ENCODING):
+            return 0
+        j = last
+        while j >= 0 and buf[j] in b"\r\n":
+            j -= 1
+        if j < 0 or buf[j] not in _ENCODING:
+            return 0
         while True:
             a = max(0, size - width)
             seen = view.view(buf[a:])
@@ -508,6 +524,8 @@ class Viewed(_matcher._Engine):
                 if not view.needs_sync or i <= 0 or i >= len(buf):
                     continue
                 a = max(0, i - 2 * view.reach)
+                if buf.find(view.lead, a, min(len(buf), i + view.reach)) < 0:
+                    continue  # no token can start near i
                 for m in view.token.finditer(buf, a, min(len(buf), i + view.reach)):
                     s, e = m.span()
                     if s >= i:
