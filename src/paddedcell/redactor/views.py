@@ -28,10 +28,7 @@ secret with its whitespace collapsed, its encodings, the secret itself), and
 each view occurrence masks the raw bytes from its first view byte's token to
 its last one's: escapes and line breaks inside a secret are masked with it, in
 one mask. The literal core (engines, prefix index, exactness, the oracle's
-literal part) stays as it is, both engines get the forms for free, and the
-cost is one C-speed transform plus one literal scan per view, only over
-buffers that hold the view's separator at all (a buffer without ``%`` has no
-percent view: the secret itself is already a literal). The previous design
+literal part) stays as it is and both engines get the forms for free. The previous design
 note proposed Hyperscan regexes with ``SOM_LEFTMOST``; rejected because the
 hold-back needs "longest suffix that is a prefix of the language", which
 Hyperscan cannot answer without a second, prefix-closed database of nested
@@ -62,14 +59,14 @@ view of that buffer agree with the view of the whole stream:
   still become a token. The view is taken over the complete part only; the
   incomplete token is held (and read as literal bytes at end of stream).
 
-Costs (measured, see the issue 9 note): each active view is one transform
-(``bytes.replace`` for line breaks; ``re.sub`` for ``%XX`` and CSI) and one
-literal scan of the buffer, so a buffer with line breaks costs about two
-scans instead of one, and ``%XX``-dense text three. The exact hold for a
-line break inside an encoded form means a line that ends in a character
-that starts some encoded form keeps that character *and its newline* until
-the next byte (8 % of the lines of a token-heavy log with 50 secrets):
-``redactor.forms_off = wrapped`` gives that latency back.
+Costs (measured, see the issue 9 note): the line-break view shares its one
+scan with the literals (:class:`ThroughLineBreaks`), so a buffer costs one
+``bytes.replace`` more than before; the ``%XX`` and CSI views cost a
+transform and a scan each, only on buffers holding a whole ``%XX`` / an ESC.
+The exact hold for a line break inside an encoded form means a line that
+ends in a character that starts some encoded form keeps that character
+*and its newline* until the next byte (8 % of the lines of a token-heavy
+log with 50 secrets): ``redactor.forms_off = wrapped`` gives that latency back.
 
 Minimal hold-back: for each view, the raw bytes from the first token of the
 longest view suffix that is a proper prefix of a view pattern,
