@@ -14,9 +14,7 @@ session's socket only; outside, every other session's socket refuses us.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 
 CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
 EXIT_FORBIDDEN = 5
@@ -71,7 +69,9 @@ def _candidates():
             yield path
 
 
-def _connect(path: str, timeout: float | None) -> socket.socket:
+def _connect(path: str, timeout: float | None) -> "socket.socket":
+    import socket  # here, not at the top: a human's `pass_mgr get` never needs it
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     name, fd = path, None
@@ -102,6 +102,8 @@ def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
             if chunk.endswith(b"\n"):
                 break
     raw = b"".join(chunks)
+    import json
+
     try:
         answer = json.loads(raw)
     except ValueError:
@@ -114,6 +116,8 @@ def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
 
 def request(op: str, timeout: float | None = 60.0, **fields) -> dict:
     """Send one request; the answer dict when ``ok``, else raise ChannelError."""
+    import json
+
     payload = json.dumps({"op": op, **fields}, ensure_ascii=False).encode() + b"\n"
     refused = None
     for path in _candidates():
