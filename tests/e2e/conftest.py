@@ -79,6 +79,16 @@ class Stack:
     def pass_mgr(self, *args: str, input: str | None = None):
         return self.daemon.run_cli(str(Path(self.daemon.python).parent / "pass_mgr"), *args, input=input)
 
+    def init_vault(self) -> None:
+        """``pass_mgr admin init`` with ADMIN_PASSWORD (also what unlocks a locked vault)."""
+        init = self.pass_mgr("admin", "init", "--password-stdin", input=ADMIN_PASSWORD + "\n")
+        assert init.returncode == 0, f"pass_mgr admin init failed: {init.stderr}"
+
+    def ensure_unlocked(self) -> None:
+        """Re-initialise the vault if an earlier leak case locked it (the stack is shared)."""
+        if "locked" in self.pass_mgr("admin", "status").stdout:
+            self.init_vault()
+
 
 def venv_python() -> str:
     # Not resolved: the venv's python is a symlink, and resolving it leaves the venv.
@@ -116,8 +126,7 @@ def stack(tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
     try:
         daemon.start()
         s = Stack(None, daemon, fake_model, root)  # type: ignore[arg-type]
-        init = s.pass_mgr("admin", "init", "--password-stdin", input=ADMIN_PASSWORD + "\n")
-        assert init.returncode == 0, f"pass_mgr admin init failed: {init.stderr}"
+        s.init_vault()
         put = s.pass_mgr("set", "main", str(workspace), "db", SECRET, ADMIN_PASSWORD)
         assert put.returncode == 0, f"pass_mgr set failed: {put.stderr}"
         gateway = Gateway(root, openclaw_bin_path, fake_model.port, daemon, exec_mode=exec_mode,

@@ -33,8 +33,7 @@ def steer_stack(tmp_path_factory, openclaw_bin_path, fake_model):
     try:
         daemon.start()
         s = Stack(None, daemon, fake_model, root)  # type: ignore[arg-type]
-        init = s.pass_mgr("admin", "init", "--password-stdin", input=ADMIN_PASSWORD + "\n")
-        assert init.returncode == 0, init.stderr
+        s.init_vault()
         gateway = Gateway(root, openclaw_bin_path, fake_model.port, daemon, exec_mode="full",
                           extra_config={"messages": {"queue": {"mode": "steer"}}})
         gateway.prepare()
@@ -57,9 +56,7 @@ def chat_send(stack: Stack, session: str, message: str, **extra) -> subprocess.C
 @pytest.mark.parametrize("inline", [False, True], ids=["queue-config", "queueMode-param"])
 def test_password_steered_into_a_running_turn_never_reaches_the_model(steer_stack, inline):
     stack = steer_stack
-    if "locked" in stack.pass_mgr("admin", "status").stdout:  # the other case locked it
-        again = stack.pass_mgr("admin", "init", "--password-stdin", input=ADMIN_PASSWORD + "\n")
-        assert again.returncode == 0, again.stderr
+    stack.ensure_unlocked()  # the other case locked it
     model = stack.model.model
     session = f"steer-{int(inline)}"
     marker = stack.root / f"steer-tool-running-{int(inline)}"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import ADMIN_PASSWORD
 from fake_model import ToolCall
 
 
@@ -21,9 +20,7 @@ def tool_results(model, case: str) -> list[str]:
 
 
 def test_another_agents_pcprocess_cannot_see_or_drive_a_session(stack):
-    if "locked" in stack.pass_mgr("admin", "status").stdout:  # a leak case before this one
-        again = stack.pass_mgr("admin", "init", "--password-stdin", input=ADMIN_PASSWORD + "\n")
-        assert again.returncode == 0, again.stderr
+    stack.ensure_unlocked()  # a leak case before this one
     model = stack.model.model
     model.script("id-a", [ToolCall("pcexec", {"command": "echo started-by-main; sleep 120",
                                               "background": True})])
