@@ -12,30 +12,19 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fake_server import FakeServer, JsonHandler
 
 CASE = re.compile(r"\[case:([A-Za-z0-9_.-]+)\]")
 
 
-class FakeMessages:
+class FakeMessages(FakeServer):
     def __init__(self) -> None:
         self.scripts: dict[str, list[dict[str, Any]]] = {}
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        handler = type("Handler", (_Handler,), {"model": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-messages", daemon=True)
-
-    def __enter__(self) -> "FakeMessages":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(_Handler, self, "fake-messages")
 
     def script(self, case: str, calls: list[dict[str, Any]]) -> None:
         """``calls``: ``{"name", "input"}`` per turn, then a final text."""
@@ -82,12 +71,8 @@ def _events(block: dict[str, Any], model: str) -> bytes:
     return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     model: FakeMessages
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:
-        pass
 
     def _send(self, status: int, content_type: str, data: bytes) -> None:
         self.send_response(status)
@@ -102,8 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        body = self.read_json()
         path = self.path.split("?")[0]
         if path.endswith("/count_tokens"):
             self._send(200, "application/json", b'{"input_tokens": 1}')

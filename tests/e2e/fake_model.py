@@ -16,8 +16,9 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+from fake_server import FakeServer, JsonHandler
 
 CASE = re.compile(r"\[case:([A-Za-z0-9_.-]+)\]")
 INTERNAL = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
@@ -99,16 +100,11 @@ def _chunk(delta: dict, finish: str | None = None) -> bytes:
     return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     model: FakeModel
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:  # quiet
-        pass
 
     def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        body = self.read_json()
         if not self.path.endswith("/chat/completions"):
             self.send_error(404)
             return
@@ -134,21 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-class FakeModelServer:
+class FakeModelServer(FakeServer):
     """``with FakeModelServer() as server: server.port, server.model``"""
 
     def __init__(self) -> None:
         self.model = FakeModel()
-        handler = type("Handler", (_Handler,), {"model": self.model})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-model", daemon=True)
-
-    def __enter__(self) -> "FakeModelServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(_Handler, self.model, "fake-model")

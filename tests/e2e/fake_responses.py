@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fake_server import FakeServer, JsonHandler
 
 CASE = re.compile(r"\[case:([A-Za-z0-9_.-]+)\]")
 
@@ -23,24 +24,12 @@ def _texts(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class FakeResponses:
+class FakeResponses(FakeServer):
     def __init__(self) -> None:
         self.scripts: dict[str, list[dict[str, Any]]] = {}
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        handler = type("Handler", (_Handler,), {"model": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-responses", daemon=True)
-
-    def __enter__(self) -> "FakeResponses":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(_Handler, self, "fake-responses")
 
     def script(self, case: str, calls: list[dict[str, Any]]) -> None:
         """``calls``: ``{"namespace", "name", "arguments"}`` per turn, then a final text."""
@@ -67,16 +56,11 @@ class FakeResponses:
                 "content": [{"type": "output_text", "text": "done", "annotations": []}]}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     model: FakeResponses
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:
-        pass
 
     def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        body = self.read_json()
         if not self.path.endswith("/responses"):
             self.send_error(404)
             return
