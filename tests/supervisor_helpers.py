@@ -100,6 +100,12 @@ class Daemon:
                                      + (home / "daemon-test.log").read_text()[-2000:])
             time.sleep(0.05)
 
+    def __enter__(self) -> "Daemon":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     @property
     def pid(self) -> int:
         return self.proc.pid
@@ -137,3 +143,16 @@ def set_secret(home: Path, agent: str, workspace: Path, key: str, value: str,
                admin_password: str = "admin-pw-for-tests-1") -> None:
     subprocess.run([str(BIN / "pass_mgr"), "set", agent, str(workspace), key, value, admin_password],
                    env=base_env(home), check=True, capture_output=True, text=True)
+
+
+def two_agent_home(root: Path, a1_db: str, victim_db: str,
+                   admin_password: str = "admin-pw-for-tests-1") -> tuple[Path, Path, Path]:
+    """``(home, ws, wv)`` under root: an initialised vault, and the workspaces of agents
+    ``a1`` and ``victim``, whose ``db`` secrets are ``a1_db`` and ``victim_db``."""
+    home, ws, wv = root / "home", root / "ws-a1", root / "ws-victim"
+    for d in (home, ws, wv):
+        d.mkdir(mode=0o700)
+    init_vault(home, admin_password)
+    set_secret(home, "a1", ws, "db", a1_db, admin_password)
+    set_secret(home, "victim", wv, "db", victim_db, admin_password)
+    return home, ws, wv

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from supervisor_helpers import BIN, Daemon, base_env, init_vault, set_secret
+from supervisor_helpers import BIN, Daemon, base_env, init_vault, set_secret, two_agent_home
 
 A1_DB = "A1-db-value-0000-aaaa"
 VICTIM_DB = "VICTIM-db-value-9999-vvvv"
@@ -25,12 +25,7 @@ ADMIN = "admin-pw-for-tests-1"
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("identity")
-    home, ws, wv = root / "home", root / "ws-a1", root / "ws-victim"
-    for d in (home, ws, wv):
-        d.mkdir(mode=0o700)
-    init_vault(home, ADMIN)
-    set_secret(home, "a1", ws, "db", A1_DB, ADMIN)
-    set_secret(home, "victim", wv, "db", VICTIM_DB, ADMIN)
+    home, ws, wv = two_agent_home(root, A1_DB, VICTIM_DB, ADMIN)
     set_secret(home, "victim", wv, "keep", "VICTIM-keep-value-1234", ADMIN)
     daemon = Daemon(home)
     yield {"home": home, "ws": ws, "wv": wv, "daemon": daemon, "root": root}

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import BIN, Daemon, base_env, init_vault, set_secret
+from supervisor_helpers import BIN, Daemon, base_env, init_vault, two_agent_home
 
 pytestmark = pytest.mark.skipif(not sandbox.available()[0],
                                 reason="this host has no unprivileged user namespaces: "
@@ -32,12 +32,7 @@ VICTIM_DB = "VICTIM-sandbox-value-9999-vv"
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("sandbox")
-    home, ws, wv = root / "home", root / "ws-a1", root / "ws-victim"
-    for d in (home, ws, wv):
-        d.mkdir(mode=0o700)
-    init_vault(home, ADMIN)
-    set_secret(home, "a1", ws, "db", A1_DB, ADMIN)
-    set_secret(home, "victim", wv, "db", VICTIM_DB, ADMIN)
+    home, ws, wv = two_agent_home(root, A1_DB, VICTIM_DB, ADMIN)
     daemon = Daemon(home)
     yield {"home": home, "ws": ws, "wv": wv, "daemon": daemon}
     daemon.stop()
