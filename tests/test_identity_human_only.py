@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -41,6 +42,25 @@ def status(home) -> str:
     return out.stdout.strip()
 
 
+@contextmanager
+def session_daemon(tmp_path, sandbox, vault=True):
+    """``(home, ws, daemon)``: a daemon in sandbox mode ``sandbox`` on a fresh home (its
+    vault initialised with ADMIN unless ``vault`` is false) and a workspace for a1."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    if vault:
+        init_vault(home, ADMIN)
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox) as daemon:
+        yield home, ws, daemon
+
+
+def run_text(daemon, ws, command) -> str:
+    """a1 runs ``command`` in a daemon session; its output (waits for the end)."""
+    return daemon.call("/exec", {"command": command, "agentId": "a1", "agentWorkspace": str(ws),
+                                 "awaitResults": True})["content"][0]["text"]
+
+
 def wait_text(daemon, sid, needle, agent="a1", seconds=20.0) -> str:
     text = ""
     deadline = time.monotonic() + seconds
@@ -55,30 +75,17 @@ def wait_text(daemon, sid, needle, agent="a1", seconds=20.0) -> str:
 
 @pytest.mark.parametrize("sandbox", ["none", "auto"])
 def test_admin_init_of_an_uninitialised_vault_from_a_session(tmp_path, sandbox):
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    home.mkdir(mode=0o700)
-    ws.mkdir(mode=0o700)
-    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox)
-    try:
+    with session_daemon(tmp_path, sandbox, vault=False) as (home, ws, daemon):
         command = clean(f"printf '{AGENT_PW}\\n{AGENT_PW}\\n' | pass_mgr admin init "
                         "--password-stdin; echo rc=$?", home)
-        result = daemon.call("/exec", {"command": command, "agentId": "a1",
-                                       "agentWorkspace": str(ws), "awaitResults": True})
-        text = result["content"][0]["text"]
+        text = run_text(daemon, ws, command)
         assert "rc=0" not in text, text
         assert status(home) == "uninitialized"
-    finally:
-        daemon.stop()
 
 
 @pytest.mark.parametrize("sandbox", ["none", "auto"])
 def test_admin_init_after_a_lock_from_a_session_started_before_it(tmp_path, sandbox):
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    home.mkdir(mode=0o700)
-    ws.mkdir(mode=0o700)
-    init_vault(home, ADMIN)
-    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox)
-    try:
+    with session_daemon(tmp_path, sandbox) as (home, ws, daemon):
         flag = tmp_path / "locked"
         command = (f"while [ ! -e {shlex.quote(str(flag))} ]; do sleep 0.1; done; "
                    + clean(f"printf '{AGENT_PW}\\n' | pass_mgr admin init --password-stdin; "
@@ -95,28 +102,17 @@ def test_admin_init_after_a_lock_from_a_session_started_before_it(tmp_path, sand
         assert "rc2=" in text, text
         assert "rc=0" not in text and "rc2=0" not in text, text
         assert status(home) == "locked"
-    finally:
-        daemon.stop()
 
 
 @pytest.mark.parametrize("sandbox", ["none", "auto"])
 def test_set_from_a_session_with_the_admin_password(tmp_path, sandbox):
     # Even an agent that learnt the admin password cannot set from inside a session.
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    home.mkdir(mode=0o700)
-    ws.mkdir(mode=0o700)
-    init_vault(home, ADMIN)
-    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox)
-    try:
+    with session_daemon(tmp_path, sandbox) as (home, ws, daemon):
         command = clean(f"pass_mgr set victim {shlex.quote(str(ws))} db planted-value-123 "
                         f"{ADMIN}; echo rc=$?", home)
-        text = daemon.call("/exec", {"command": "X=1; " + command, "agentId": "a1",
-                                     "agentWorkspace": str(ws), "awaitResults": True}
-                           )["content"][0]["text"]
+        text = run_text(daemon, ws, "X=1; " + command)
         assert "rc=0" not in text, text
         got = subprocess.run([str(BIN / "pass_mgr"), "get", "db"],
                              env=base_env(home, AGENT_ID="victim", AGENT_WORKSPACE=str(ws)),
                              capture_output=True, text=True, timeout=30)
         assert "planted-value-123" not in got.stdout
-    finally:
-        daemon.stop()
