@@ -19,25 +19,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from bench_common import percentile, start_daemon, stop_daemon
 from paddedcell import config
 from paddedcell.daemon.client import DaemonClient
 
 FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1}
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def healthz_times(client: DaemonClient, samples: int) -> list[float]:
@@ -61,23 +55,14 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="pc-bench-edge-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
     env["PADDEDCELL_HOME"] = str(home)
-    settings = config.load(env)
     from paddedcell.vault import init_admin
 
     init_admin("bench admin password", config.load(env, FAST_KDF))
-    with open(home / "daemon.log", "ab") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
-                                  env=env, stdout=log, stderr=log, start_new_session=True)
+    daemon, client = start_daemon(home, env, timeout=120)
     stop = threading.Event()
     scans: list[float] = []
     errors: list[str] = []
     try:
-        client = DaemonClient(settings, timeout=120)
-        deadline = time.monotonic() + 15
-        while not client.healthy():
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                raise SystemExit(f"daemon did not start; see {home / 'daemon.log'}")
-            time.sleep(0.05)
         client.call("POST", "/exec", {"command": "while :; do echo tick; sleep 0.01; done",
                                       "agentId": "bench", "background": True})
         results = {"healthz idle (baseline)": healthz_times(client, args.samples)}
@@ -116,8 +101,7 @@ def main() -> int:
         client.close()
     finally:
         stop.set()
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=30)
+        stop_daemon(daemon, wait=30)
 
     rows = [{"operation": name, "n": len(values), "p50_ms": round(statistics.median(values), 3),
              "p99_ms": round(percentile(values, 99), 3), "max_ms": round(max(values), 3)}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -33,17 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from paddedcell import config
-from paddedcell.daemon.client import DaemonClient, _UnixConnection
+from bench_common import percentile, start_daemon, stop_daemon, timed
+from paddedcell.daemon.client import _UnixConnection
 
 BIN = Path(sys.executable).parent
 AGENT = "bench-agent"
 ADMIN = "Bench-admin-password-42"
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 class Server:
@@ -76,12 +70,6 @@ class Server:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(15)
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1000
 
 
 def stream_exec(path: str, body: dict) -> dict:
@@ -118,18 +106,9 @@ def main() -> int:
            if not k.startswith("PADDEDCELL_") and k not in ("AGENT_ID", "AGENT_WORKSPACE", "AGENT")}
     env["PADDEDCELL_HOME"] = str(home)
     env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
-    settings = config.load(env)
     home.mkdir(mode=0o700)
-    with open(home / "daemon.log", "ab") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
-                                  env=env, stdout=log, stderr=log, start_new_session=True)
+    daemon, client = start_daemon(home, env, timeout=60)
     try:
-        client = DaemonClient(settings, timeout=60)
-        deadline = time.monotonic() + 15
-        while not client.healthy():
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                raise SystemExit(f"daemon did not start; see {home / 'daemon.log'}")
-            time.sleep(0.05)
         subprocess.run([str(BIN / "pass_mgr"), "admin", "init", "--password-stdin"], input=ADMIN + "\n",
                        text=True, env=env, check=True, capture_output=True)
         subprocess.run([str(BIN / "pass_mgr"), "set", AGENT, str(workspace), "db", "bench-secret-value",
@@ -174,8 +153,7 @@ def main() -> int:
                             for _ in range(max(3, args.starts // 3))]
         client.close()
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=15)
+        stop_daemon(daemon, wait=15)
 
     rows = [{"operation": name, "n": len(values), "p50_ms": round(statistics.median(values), 3),
              "p90_ms": round(percentile(values, 90), 3), "p99_ms": round(percentile(values, 99), 3)}

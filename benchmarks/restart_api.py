@@ -20,27 +20,12 @@ import argparse
 import json
 import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from paddedcell import config
-from paddedcell.daemon.client import DaemonClient
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1000
+from bench_common import percentile, start_daemon, stop_daemon, timed
 
 
 def main() -> int:
@@ -53,17 +38,8 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="pc-bench-restart-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
     env["PADDEDCELL_HOME"] = str(home)
-    settings = config.load(env)
-    with open(home / "daemon.log", "ab") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
-                                  env=env, stdout=log, stderr=log, start_new_session=True)
+    daemon, client = start_daemon(home, env, timeout=60)
     try:
-        client = DaemonClient(settings, timeout=60)
-        deadline = time.monotonic() + 15
-        while not client.healthy():
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                raise SystemExit(f"daemon did not start; see {home / 'daemon.log'}")
-            time.sleep(0.05)
         call = client.call
         agents = [f"agent-{i:04d}" for i in range(args.agents)]
         for agent in agents:
@@ -101,8 +77,7 @@ def main() -> int:
         ok_call = timed(lambda: call("POST", "/query-restart", query))
         client.close()
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=15)
+        stop_daemon(daemon, wait=15)
 
     rows = [{"operation": name, "n": len(values), "p50_ms": round(statistics.median(values), 3),
              "p90_ms": round(percentile(values, 90), 3), "p99_ms": round(percentile(values, 99), 3)}
