@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .commands import IDENTITY_VARIABLES
 
@@ -272,31 +272,27 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _opt_str(body: Mapping[str, Any], key: str, what: str = "exec") -> str | None:
+def _optional(body: Mapping[str, Any], key: str, what: str, valid: Callable[[Any], bool],
+              expected: str) -> Any:
+    """``body[key]``, None when absent or null; RequestError when ``valid`` refuses it."""
     value = body.get(key)
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise RequestError(f'{what} parameter "{key}" must be a string, not {_type_name(value)}')
+    if not valid(value):
+        raise RequestError(f'{what} parameter "{key}" must be {expected}, not {_type_name(value)}')
     return value
+
+
+def _opt_str(body: Mapping[str, Any], key: str, what: str = "exec") -> str | None:
+    return _optional(body, key, what, lambda v: isinstance(v, str), "a string")
 
 
 def _opt_bool(body: Mapping[str, Any], key: str, what: str = "exec") -> bool | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, bool):
-        raise RequestError(f'{what} parameter "{key}" must be true or false, not {_type_name(value)}')
-    return value
+    return _optional(body, key, what, lambda v: isinstance(v, bool), "true or false")
 
 
 def _opt_number(body: Mapping[str, Any], key: str, what: str = "exec") -> float | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if not _is_number(value) or math.isnan(value):
-        raise RequestError(f'{what} parameter "{key}" must be a number, not {_type_name(value)}')
-    return value
+    return _optional(body, key, what, lambda v: _is_number(v) and not math.isnan(v), "a number")
 
 
 def _js_typeof(value: Any) -> str:
