@@ -165,17 +165,17 @@ def test_progress_carries_redacted_tails(server):
     assert [p["progress"] for p in progress] == sorted({p["progress"] for p in progress})
 
 
-def test_cancellation_kills_the_commands_tree(server, stack):
-    # A child of the command appends to a heartbeat file; after the cancellation the file
-    # must stop growing. (Pids are no use: commands may run in a PID namespace.)
-    beat, late = stack.root / "cancel-beat", stack.root / "cancel-late"
-    server.send({"id": 9001, "method": "tools/call", "params": {"name": "pcexec", "arguments": {
-        "command": f"(while :; do echo x >> {beat}; sleep 0.05; done) & sleep 30; touch {late}"}}})
+def wait_for_beat(beat: Path) -> None:
+    """Until a command's heartbeat file has something in it (10 s at most)."""
     deadline = time.monotonic() + 10
     while not (beat.exists() and beat.stat().st_size > 0) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert beat.exists(), "the command did not start"
-    server.send({"method": "notifications/cancelled", "params": {"requestId": 9001, "reason": "test"}})
+
+
+def settled_size(beat: Path) -> int:
+    """The heartbeat file's size once two reads 0.5 s apart agree (10 s at most), 0.5 s
+    before the caller reads it again: a command still beating makes it grow by then."""
     deadline = time.monotonic() + 10
     size = -1
     while time.monotonic() < deadline:
@@ -184,6 +184,18 @@ def test_cancellation_kills_the_commands_tree(server, stack):
             break
         size = beat.stat().st_size
     time.sleep(0.5)
+    return size
+
+
+def test_cancellation_kills_the_commands_tree(server, stack):
+    # A child of the command appends to a heartbeat file; after the cancellation the file
+    # must stop growing. (Pids are no use: commands may run in a PID namespace.)
+    beat, late = stack.root / "cancel-beat", stack.root / "cancel-late"
+    server.send({"id": 9001, "method": "tools/call", "params": {"name": "pcexec", "arguments": {
+        "command": f"(while :; do echo x >> {beat}; sleep 0.05; done) & sleep 30; touch {late}"}}})
+    wait_for_beat(beat)
+    server.send({"method": "notifications/cancelled", "params": {"requestId": 9001, "reason": "test"}})
+    size = settled_size(beat)
     assert beat.stat().st_size == size, "the cancelled command's child still runs"
     assert not late.exists()
     # The connection still serves; the cancelled request got no answer.
@@ -329,19 +341,9 @@ def test_a_client_that_leaves_ends_its_foreground_command(stack):
     proc.initialize()
     proc.send({"id": 77, "method": "tools/call", "params": {"name": "pcexec", "arguments": {
         "command": f"(while :; do echo x >> {beat}; sleep 0.05; done) & sleep 30"}}})
-    deadline = time.monotonic() + 10
-    while not (beat.exists() and beat.stat().st_size > 0) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert beat.exists(), "the command did not start"
+    wait_for_beat(beat)
     assert proc.close() == 0  # stdin closed: the client is gone
-    deadline = time.monotonic() + 10
-    size = -1
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        if beat.stat().st_size == size:
-            break
-        size = beat.stat().st_size
-    time.sleep(0.5)
+    size = settled_size(beat)
     assert beat.stat().st_size == size, "the command outlived the client that started it"
 
 
