@@ -32,7 +32,9 @@ stored sealed under the host key (see ``admin.py``), and the vault refuses
 admin passwords shorter than ``vault.admin_password_min_length``.
 
 :class:`LeakStream` runs a detector over a byte stream (command output), holding
-back the last ``L - 1`` bytes so a password split across two reads is found.
+back only a tail that could begin the password (at most ``L - 1`` bytes, none
+after a newline), so a password split across two reads is found and output
+that cannot be one shows at once.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from operator import sub
 from typing import Any, Iterator, NamedTuple
 
 WEIGHT_BITS = 16
+#: Bytes a password never starts with (``str.strip`` whitespace that is ASCII).
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
 CHUNK = 1 << 14  # window sums are built for this many positions at a time
 MASK = "######"
 
@@ -104,6 +108,33 @@ class LeakDetector:
     def longest(self) -> int:
         """Bytes in the longest encoded form (a stream scan holds back one less)."""
         return max(form.length for form in self._forms)
+
+    def pending(self, data: bytes) -> int:
+        """How many trailing bytes of ``data`` could still begin a form: hold those back.
+
+        A candidate is a proper prefix of a form, so it holds no newline and does not
+        start with whitespace (``_check_new_password`` refuses both in the password),
+        and, where the detector has class patterns, its bytes' classes are that
+        prefix of the form's pattern. Nothing here says more about the password than
+        the patterns already do. Without patterns: ``longest - 1``, as before.
+        """
+        limit = min(len(data), self.longest - 1)
+        if limit <= 0:
+            return 0
+        newline = data.rfind(b"\n", len(data) - limit)
+        if newline >= 0:
+            limit = len(data) - newline - 1
+        if self._table is None:
+            return limit
+        tail = data[len(data) - limit:]
+        classes = tail.translate(self._table)
+        for size in range(limit, 0, -1):
+            if tail[-size] in _WHITESPACE:
+                continue
+            want = classes[-size:]
+            if any(form.length > size and form.pattern.startswith(want) for form in self._forms):
+                return size
+        return 0
 
     @staticmethod
     def _digest(key: bytes, window: bytes) -> bytes:
@@ -240,8 +271,9 @@ class LeakStream:
     """The detector over a byte stream, after an inner redactor (or none).
 
     ``feed`` returns the bytes that are safe to show, with every hit replaced by
-    ``mask``; it holds back the last ``longest - 1`` bytes, which could be the
-    start of a password the next read completes, and ``flush`` releases them.
+    ``mask``; it holds back only the trailing bytes that could be the start of a
+    password the next read completes (``LeakDetector.pending``: at most
+    ``longest - 1``, none after a newline), and ``flush`` releases them.
     ``on_hit()`` runs once per stream, on its first hit. ``fresh()`` is a new
     stream over the same detector, and ``add_secrets(values)`` masks more values
     from now on (the shape of ``StreamRedactor``); without an inner redactor,
@@ -255,7 +287,6 @@ class LeakStream:
         self._on_hit = on_hit
         self._mask = mask
         self._new_inner = new_inner
-        self._hold = detector.longest - 1
         self._held = b""
         self._hit = False
 
@@ -282,7 +313,7 @@ class LeakStream:
 
     def _scan(self, data: bytes, *, final: bool) -> bytes:
         spans = self._detector.spans(data)
-        cut = len(data) if final else max(0, len(data) - self._hold)
+        cut = len(data) if final else len(data) - self._detector.pending(data)
         for start, end in spans:  # never cut through a hit: show it masked now
             if start < cut < end:
                 cut = end
