@@ -36,7 +36,9 @@ bench: venv
 # onefile (dist/onefile/pass_mgr). Reproducible: a fixed hash seed and the last
 # commit's time as SOURCE_DATE_EPOCH. Rebuilt only when a file it bundles changes.
 PASS_MGR_SOURCES := $(wildcard src/paddedcell/__init__.py src/paddedcell/config.py \
-	src/paddedcell/cli/__init__.py src/paddedcell/cli/pass_mgr*.py src/paddedcell/vault/*.py) \
+	src/paddedcell/exits.py src/paddedcell/agent_session.py src/paddedcell/cli/__init__.py \
+	src/paddedcell/cli/pass_mgr*.py src/paddedcell/cli/session_channel.py \
+	src/paddedcell/vault/*.py) \
 	packaging/pass_mgr.spec packaging/pass_mgr_entry.py
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 1700000000)
 PYINSTALLER := PYTHONHASHSEED=1 SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/pyinstaller \
