@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -90,6 +92,30 @@ class Stack:
             self.init_vault()
 
 
+@contextmanager
+def running_stack(root: Path, openclaw_bin_path: str, fake_model: FakeModelServer,
+                  daemon: PaddedcellDaemon, before_gateway: Callable[[Stack], None] | None = None,
+                  **gateway_options: Any) -> Iterator[Stack]:
+    """Starts ``daemon``, initialises its vault, runs ``before_gateway``, then starts a
+    gateway (``gateway_options`` as for Gateway); stops the gateway and the daemon at the end."""
+    gateway = None
+    try:
+        daemon.start()
+        s = Stack(None, daemon, fake_model, root)  # type: ignore[arg-type]
+        s.init_vault()
+        if before_gateway is not None:
+            before_gateway(s)
+        gateway = Gateway(root, openclaw_bin_path, fake_model.port, daemon, **gateway_options)
+        gateway.prepare()
+        gateway.start()
+        s.gateway = gateway
+        yield s
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        daemon.stop()
+
+
 def venv_python() -> str:
     # Not resolved: the venv's python is a symlink, and resolving it leaves the venv.
     return os.path.abspath(sys.executable)
@@ -122,20 +148,12 @@ def stack(tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
     })
     workspace = root / "workspace"
     workspace.mkdir()
-    gateway = None
-    try:
-        daemon.start()
-        s = Stack(None, daemon, fake_model, root)  # type: ignore[arg-type]
-        s.init_vault()
+
+    def set_db(s: Stack) -> None:
         put = s.pass_mgr("set", "main", str(workspace), "db", SECRET, ADMIN_PASSWORD)
         assert put.returncode == 0, f"pass_mgr set failed: {put.stderr}"
-        gateway = Gateway(root, openclaw_bin_path, fake_model.port, daemon, exec_mode=exec_mode,
-                          plugin_config=plugin_config, extra_config=extra_config)
-        gateway.prepare()
-        gateway.start()
-        s.gateway = gateway
+
+    with running_stack(root, openclaw_bin_path, fake_model, daemon, before_gateway=set_db,
+                       exec_mode=exec_mode, plugin_config=plugin_config,
+                       extra_config=extra_config) as s:
         yield s
-    finally:
-        if gateway is not None:
-            gateway.stop()
-        daemon.stop()

@@ -20,30 +20,18 @@ import time
 import uuid
 
 import pytest
-from conftest import ADMIN_PASSWORD, Stack, venv_python
+from conftest import ADMIN_PASSWORD, Stack, running_stack, venv_python
 from fake_model import Reply, ToolCall
-from harness import Gateway, PaddedcellDaemon, wait_for
+from harness import PaddedcellDaemon, wait_for
 
 
 @pytest.fixture(scope="module")
 def steer_stack(tmp_path_factory, openclaw_bin_path, fake_model):
     root = tmp_path_factory.mktemp("openclaw-steer")
     daemon = PaddedcellDaemon(root / "paddedcell-home", python=venv_python())
-    gateway = None
-    try:
-        daemon.start()
-        s = Stack(None, daemon, fake_model, root)  # type: ignore[arg-type]
-        s.init_vault()
-        gateway = Gateway(root, openclaw_bin_path, fake_model.port, daemon, exec_mode="full",
-                          extra_config={"messages": {"queue": {"mode": "steer"}}})
-        gateway.prepare()
-        gateway.start()
-        s.gateway = gateway
+    with running_stack(root, openclaw_bin_path, fake_model, daemon, exec_mode="full",
+                       extra_config={"messages": {"queue": {"mode": "steer"}}}) as s:
         yield s
-    finally:
-        if gateway is not None:
-            gateway.stop()
-        daemon.stop()
 
 
 def chat_send(stack: Stack, session: str, message: str, **extra) -> subprocess.CompletedProcess:
