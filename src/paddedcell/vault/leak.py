@@ -82,13 +82,17 @@ class LeakDetector:
     """``LeakDetector.create(password)`` once; ``contains(text)`` as often as needed."""
 
     def __init__(self, key: bytes, weights: list[int], forms: list[_Form],
-                 split: bytes | None = None):
+                 split: bytes | None = None, mask_start: bool | None = None):
         if len(weights) != 256 or len(key) != 32 or (split is not None and len(split) != 32):
             raise ValueError("a leak detector needs a 32-byte key, 256 weights and a 32-byte split")
         self._key = key
         self._weights = weights
         self._forms = forms
         self._split = split
+        # Does a form start with "#", the mask's byte? One bit, kept so that a stream
+        # never holds back (and so splits) the end of a mask the redactor just wrote.
+        # None in older detectors: unknown, so such a tail is held as before.
+        self._mask_start = mask_start
         self._table = _class_table(split) if split is not None else None
         if self._table is not None and any(len(f.pattern) != f.length for f in forms):
             raise ValueError("a leak detector with classes needs a pattern per form")
@@ -99,10 +103,11 @@ class LeakDetector:
         weights = [secrets.randbits(WEIGHT_BITS) for _ in range(256)]
         split = secrets.token_bytes(32)
         table = _class_table(split)
+        raw_forms = encoded_forms(password)
         forms = [_Form(len(form), sum(weights[byte] for byte in form), cls._digest(key, form),
                        form.translate(table))
-                 for form in encoded_forms(password)]
-        return cls(key, weights, forms, split)
+                 for form in raw_forms]
+        return cls(key, weights, forms, split, any(form[:1] == b"#" for form in raw_forms))
 
     @property
     def longest(self) -> int:
@@ -113,7 +118,8 @@ class LeakDetector:
         """How many trailing bytes of ``data`` could still begin a form: hold those back.
 
         A candidate is a proper prefix of a form, so it holds no newline and does not
-        start with whitespace (``_check_new_password`` refuses both in the password),
+        start with whitespace (``_check_new_password`` refuses both in the password)
+        nor, when the password does not start with it, with ``#`` (a mask's end),
         and, where the detector has class patterns, its bytes' classes are that
         prefix of the form's pattern. Nothing here says more about the password than
         the patterns already do. Without patterns: ``longest - 1``, as before.
@@ -129,7 +135,8 @@ class LeakDetector:
         tail = data[len(data) - limit:]
         classes = tail.translate(self._table)
         for size in range(limit, 0, -1):
-            if tail[-size] in _WHITESPACE:
+            first = tail[-size]
+            if first in _WHITESPACE or (first == 0x23 and self._mask_start is False):
                 continue
             want = classes[-size:]
             if any(form.length > size and form.pattern.startswith(want) for form in self._forms):
@@ -144,9 +151,12 @@ class LeakDetector:
         if self._split is None:
             return {"key": self._key.hex(), "weights": self._weights,
                     "forms": [[f.length, f.window_sum, f.digest.hex()] for f in self._forms]}
-        return {"key": self._key.hex(), "weights": self._weights, "classes": self._split.hex(),
-                "forms": [[f.length, f.window_sum, f.digest.hex(), f.pattern.decode("ascii")]
-                          for f in self._forms]}
+        obj = {"key": self._key.hex(), "weights": self._weights, "classes": self._split.hex(),
+               "forms": [[f.length, f.window_sum, f.digest.hex(), f.pattern.decode("ascii")]
+                         for f in self._forms]}
+        if self._mask_start is not None:
+            obj["maskStart"] = self._mask_start
+        return obj
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "LeakDetector":
@@ -158,7 +168,11 @@ class LeakDetector:
             if pattern.strip(b"01"):
                 raise ValueError("a class pattern holds only 0 and 1")
             forms.append(_Form(int(n), int(total), bytes.fromhex(d), pattern))
-        return cls(bytes.fromhex(obj["key"]), [int(w) for w in obj["weights"]], forms, split)
+        mask_start = obj.get("maskStart")
+        if mask_start is not None and not isinstance(mask_start, bool):
+            raise ValueError("maskStart is true or false")
+        return cls(bytes.fromhex(obj["key"]), [int(w) for w in obj["weights"]], forms, split,
+                   mask_start)
 
     def contains(self, text: str | bytes) -> bool:
         data = _encode(text)
