@@ -89,9 +89,15 @@ test("a finished background pcexec wakes its session like OpenClaw's notify-on-e
     requestHeartbeat: (options) => { wakes.push(options); },
   } };
   startNotifier({ api: { runtime }, client, config: { notificationsWaitSeconds: 1 }, logger: api.logger });
+  let pending;
   try {
     const deadline = Date.now() + 20_000;
     while (events.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    // The loop acknowledges right after delivering: give that call time to land.
+    do {
+      pending = (await client.call("GET", "/exec/events")).events;
+      if (pending.length) await new Promise((r) => setTimeout(r, 50));
+    } while (pending.length && Date.now() < deadline);
   } finally {
     stopNotifier();
   }
@@ -99,7 +105,7 @@ test("a finished background pcexec wakes its session like OpenClaw's notify-on-e
   assert.deepEqual(events, [{ text: `Exec completed (${id.slice(0, 8)}, code 0) :: built`,
     options: { sessionKey, contextKey: `exec:${id}`, agentId: "main" } }]);
   assert.deepEqual(wakes, [{ source: "exec-event", intent: "event", reason: "exec-event", coalesceMs: 0, sessionKey, agentId: "main" }]);
-  assert.deepEqual((await client.call("GET", "/exec/events")).events, [], "delivered events are acknowledged");
+  assert.deepEqual(pending, [], "delivered events are acknowledged");
 });
 
 test("exec policy: deny blocks in the hook and in execute(); full runs", async () => {
