@@ -174,11 +174,9 @@ class AnsiStripper:
                 elif _digit(code):
                     self._enter_compat(True)
                     i += 1
-                elif _compat_final(code):
+                else:  # a final ends the sequence; any other character is text again
                     self.state = "text"
-                    i += 1
-                else:
-                    self.state = "text"
+                    i += _compat_final(code)
                 continue
             # compat
             if code in (24, 26):
@@ -187,8 +185,7 @@ class AnsiStripper:
             elif not self._compat_in_parameters and _compat_prefix(code):
                 i += 1
             elif not self._compat_in_parameters and _digit(code):
-                self._compat_in_parameters = True
-                self._compat_parameter_digits = 1
+                self._enter_compat(True)
                 i += 1
             elif self._compat_in_parameters and _compat_parameter(code):
                 if code in (58, 59):
@@ -200,11 +197,9 @@ class AnsiStripper:
                 else:
                     self.state = "text"
                     i += 1
-            elif _compat_final(code):
+            else:  # as after ESC: a final ends the sequence, any other is text again
                 self.state = "text"
-                i += 1
-            else:
-                self.state = "text"
+                i += _compat_final(code)
         return "".join(out)
 
 
