@@ -5,7 +5,10 @@
 import path from "node:path";
 import { DaemonError } from "./daemon.js";
 import { pcexecDecision, infraFor, decisionKey } from "./policy.js";
-import { EXEC_PARAMETERS, PROCESS_PARAMETERS, SAFE_RESTART_PARAMETERS, WORKFLOW_PARAMETERS } from "./schemas.js";
+import {
+  EXEC_PARAMETERS, PROCESS_PARAMETERS, SAFE_RESTART_PARAMETERS, WORKFLOW_PARAMETERS,
+  PCEXEC_DESCRIPTION, PCPROCESS_DESCRIPTION,
+} from "./schemas.js";
 import { sharedState, remember, workflowKey, sleep } from "./state.js";
 import { leakScannerFor } from "./leak.js";
 
@@ -49,10 +52,7 @@ export function registerTools(deps) {
   api.registerTool((ctx) => ({
     name: "pcexec",
     label: "pcexec",
-    description:
-      "Run a shell command like exec, through PaddedCell. Reference secrets only as $(pass_mgr get KEY) inside the command; " +
-      "their values (and any secret of yours) appear as ###### in the output. Same parameters and results as exec; " +
-      "use pcprocess for sessions that keep running.",
+    description: PCEXEC_DESCRIPTION,
     parameters: EXEC_PARAMETERS,
     async execute(toolCallId, params, signal, onUpdate) {
       if (!params || typeof params.command !== "string" || !params.command.trim()) {
@@ -86,9 +86,7 @@ export function registerTools(deps) {
   api.registerTool((ctx) => ({
     name: "pcprocess",
     label: "pcprocess",
-    description:
-      "Manage your pcexec sessions that are still running or recently finished: list, poll, log, write, send-keys, " +
-      "submit, paste, kill, clear, remove. Same parameters and results as process; output is masked like pcexec.",
+    description: PCPROCESS_DESCRIPTION,
     parameters: PROCESS_PARAMETERS,
     async execute(_toolCallId, params) {
       const who = identity(ctx);
