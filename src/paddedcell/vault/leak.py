@@ -119,10 +119,10 @@ class LeakDetector:
 
         A candidate is a proper prefix of a form, so it holds no newline and does not
         start with whitespace (``_check_new_password`` refuses both in the password)
-        nor, when the password does not start with it, with ``#`` (a mask's end),
-        and, where the detector has class patterns, its bytes' classes are that
-        prefix of the form's pattern. Nothing here says more about the password than
-        the patterns already do. Without patterns: ``longest - 1``, as before.
+        nor, when the password does not start with it, with ``#`` (a mask's end). The
+        answer uses only those rules, never the class patterns or digests: an agent
+        can watch what is held (print, then poll), and a hold that depended on the
+        password's classes would tell it one bit per character.
         """
         limit = min(len(data), self.longest - 1)
         if limit <= 0:
@@ -130,16 +130,10 @@ class LeakDetector:
         newline = data.rfind(b"\n", len(data) - limit)
         if newline >= 0:
             limit = len(data) - newline - 1
-        if self._table is None:
-            return limit
         tail = data[len(data) - limit:]
-        classes = tail.translate(self._table)
         for size in range(limit, 0, -1):
             first = tail[-size]
-            if first in _WHITESPACE or (first == 0x23 and self._mask_start is False):
-                continue
-            want = classes[-size:]
-            if any(form.length > size and form.pattern.startswith(want) for form in self._forms):
+            if first not in _WHITESPACE and not (first == 0x23 and self._mask_start is False):
                 return size
         return 0
 
@@ -285,9 +279,10 @@ class LeakStream:
     """The detector over a byte stream, after an inner redactor (or none).
 
     ``feed`` returns the bytes that are safe to show, with every hit replaced by
-    ``mask``; it holds back only the trailing bytes that could be the start of a
+    ``mask``; it holds back the trailing bytes that could be the start of a
     password the next read completes (``LeakDetector.pending``: at most
-    ``longest - 1``, none after a newline), and ``flush`` releases them.
+    ``longest - 1``, none after a newline or from whitespace), and ``flush``
+    releases them.
     ``on_hit()`` runs once per stream, on its first hit. ``fresh()`` is a new
     stream over the same detector, and ``add_secrets(values)`` masks more values
     from now on (the shape of ``StreamRedactor``); without an inner redactor,
