@@ -149,7 +149,6 @@ class Session:
         self.exit_polled = False
         #: Cursor-key mode for send-keys; answers cursor-position queries like OpenClaw.
         self.cursor = CursorKeyTracker(mode="unknown" if use_pty else "normal")
-        self._esc_tail = False
         self.outcome: Outcome | None = None
         self.poll_cursor = 0
         #: Polls in a row without new output (``retryInMs``); None before the first.
@@ -375,15 +374,8 @@ class Session:
             return
         self.buffer.append(data)
         self.last_output_at = time.time()
-        if self.pty and (self._esc_tail or b"\x1b" in data):
-            # Escape sequences are rare in bulk output: skip the tracker without one.
-            self._esc_tail = b"\x1b" in data[-8:]
-            replies = self.cursor.feed(data)
-            if replies:
-                try:  # programs that query the cursor position would hang without it
-                    os.write(self.spawned.pty_master, CURSOR_POSITION_REPLY * replies)
-                except OSError:
-                    pass
+        # No cursor-key tracking here: the sanitizer removed every escape
+        # sequence before the redactor and reported each CSI to _on_csi.
         if self.on_output is not None:
             self.on_output(stream, data)
         self._pulse()
