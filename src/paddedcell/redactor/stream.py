@@ -291,7 +291,10 @@ def _key(secrets: frozenset[bytes], options: tuple, engine) -> bytes:
 
 def _cached(secrets: frozenset[bytes], options: tuple, engine):
     """The cached (patterns, matcher) of this set, or None."""
-    key = _key(secrets, options, engine or _matcher.ENGINE)
+    return _lookup(_key(secrets, options, engine or _matcher.ENGINE))
+
+
+def _lookup(key: bytes):
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -308,11 +311,9 @@ def _compiled(secrets: frozenset[bytes], options: tuple, engine):
     """
     engine = engine or _matcher.ENGINE
     key = _key(secrets, options, engine)
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
+    hit = _lookup(key)
+    if hit is not None:
+        return hit
     variants, variant_min_length, fragment_min, mask = options
     literals, windows = plan(secrets, variants, variant_min_length, fragment_min, mask)
     families = view_patterns(secrets, variants, variant_min_length)
