@@ -213,8 +213,8 @@ class StreamRedactor:
         engine = self._engine
         base, pos, is_open, mask = self._base, self._pos, self._open, self.mask
         end = base + len(buf)
-        # 1. The cut: bytes before it cannot start an occurrence any more.
-        # 2. Every occurrence in the buffer, merged into runs.
+        # 1.-2. One scan: the cut (bytes before it cannot start an occurrence
+        #    any more) and every occurrence in the buffer, merged into runs.
         hold, found = engine.scan(buf, final) if buf else (0, [])
         cut = end - hold
         runs = _merge(found) if found else []
