@@ -3,6 +3,7 @@ percentiles, a timer, and a daemon in a throwaway PADDEDCELL_HOME."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -24,6 +25,13 @@ def timed(fn) -> float:
     start = time.perf_counter()
     fn()
     return (time.perf_counter() - start) * 1000
+
+
+def daemon_env(home: Path, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """This process's environment without PADDEDCELL_* (and ``drop``), PADDEDCELL_HOME=home."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_") and k not in drop}
+    env["PADDEDCELL_HOME"] = str(home)
+    return env
 
 
 def start_daemon(home: Path, env: dict[str, str],

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import sys
@@ -27,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench_common import percentile, start_daemon, stop_daemon
+from bench_common import daemon_env, percentile, start_daemon, stop_daemon
 from paddedcell import config
 from paddedcell.daemon.client import DaemonClient
 
@@ -53,8 +52,7 @@ def main() -> int:
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="pc-bench-edge-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
-    env["PADDEDCELL_HOME"] = str(home)
+    env = daemon_env(home)
     from paddedcell.vault import init_admin
 
     init_admin("bench admin password", config.load(env, FAST_KDF))

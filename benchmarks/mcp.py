@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import percentile, start_daemon, stop_daemon, timed
+from bench_common import daemon_env, percentile, start_daemon, stop_daemon, timed
 from paddedcell.daemon.client import _UnixConnection
 
 BIN = Path(sys.executable).parent
@@ -102,9 +102,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="pc-bench-mcp-"))
     home, workspace = root / "home", root / "workspace"
     workspace.mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PADDEDCELL_") and k not in ("AGENT_ID", "AGENT_WORKSPACE", "AGENT")}
-    env["PADDEDCELL_HOME"] = str(home)
+    env = daemon_env(home, drop=("AGENT_ID", "AGENT_WORKSPACE", "AGENT"))
     env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
     home.mkdir(mode=0o700)
     daemon, client = start_daemon(home, env, timeout=60)

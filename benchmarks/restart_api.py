@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_common import percentile, start_daemon, stop_daemon, timed
+from bench_common import daemon_env, percentile, start_daemon, stop_daemon, timed
 
 
 def main() -> int:
@@ -36,8 +35,7 @@ def main() -> int:
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="pc-bench-restart-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
-    env["PADDEDCELL_HOME"] = str(home)
+    env = daemon_env(home)
     daemon, client = start_daemon(home, env, timeout=60)
     try:
         call = client.call
