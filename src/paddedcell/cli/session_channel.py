@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 
+from .. import exits
+
 CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
-EXIT_FORBIDDEN = 5
 #: Other daemon routes a session may use through its channel (``safe-restart`` run by
 #: an agent's command): method, path, and the body field that names the agent.
 DAEMON_ROUTES = {("GET", "/healthz"): None, ("GET", "/agents"): None,
@@ -130,7 +131,7 @@ def request(op: str, timeout: float | None = 60.0, **fields) -> dict:
         exit_code = answer.get("exit")
         exit_code = exit_code if isinstance(exit_code, int) else 1
         error = str(answer.get("error") or "the session channel refused the request")
-        if exit_code == EXIT_FORBIDDEN and "another session" in error:
+        if exit_code == exits.FORBIDDEN and "another session" in error:
             refused = ChannelError(error, exit_code)
             continue  # not our session's socket: try the next one
         raise ChannelError(error, exit_code)
@@ -195,7 +196,7 @@ def run_pass_mgr(args: list[str]) -> int:
     parsed = _parse(args)
     if isinstance(parsed, str):
         sys.stderr.write(f"pass_mgr: {parsed}\n")
-        return 2 if "refuses" not in parsed else EXIT_FORBIDDEN
+        return exits.USAGE if "refuses" not in parsed else exits.FORBIDDEN
     op, fields = parsed
     try:
         answer = request(op, **fields)
