@@ -159,10 +159,6 @@ def peer_credentials(sock: trio.socket.SocketType) -> tuple[int | None, int | No
     return (pid if pid > 0 else None), uid
 
 
-def peer_uid(sock: trio.socket.SocketType) -> int | None:
-    return peer_credentials(sock)[1]
-
-
 def _hung_up(sock: trio.socket.SocketType) -> bool:
     """The peer closed both directions (``POLLHUP``), not merely its sending half.
 
