@@ -216,9 +216,7 @@ def _rollback_sandbox(argv: list[str], env: dict[str, str] | None):
     operator's and run as they are."""
     from .. import config
     from ..supervisor import sandbox as ns
-    from ..supervisor.spawn import Sandbox
-
-    from ..supervisor.spawn import SpawnError
+    from ..supervisor.spawn import Sandbox, SpawnError
 
     settings = config.load()
     try:
