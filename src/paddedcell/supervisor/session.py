@@ -154,7 +154,6 @@ class Session:
         #: Polls in a row without new output (``retryInMs``); None before the first.
         self.poll_count: int | None = None
         self.done = trio.Event()
-        self._changed = trio.Event()
         self._kill_done: trio.Event | None = None
         self._kill_reason: str | None = None
         self._timed_out = False
@@ -250,11 +249,6 @@ class Session:
     def exited(self) -> bool:
         """The command's leader has exited (its output may still be draining)."""
         return self._status is not None
-
-    def _pulse(self) -> None:
-        if self._changed.statistics().tasks_waiting:  # nobody waiting: nothing to wake
-            self._changed.set()
-            self._changed = trio.Event()
 
     # --- running ------------------------------------------------------------
 
@@ -378,7 +372,6 @@ class Session:
         # sequence before the redactor and reported each CSI to _on_csi.
         if self.on_output is not None:
             self.on_output(stream, data)
-        self._pulse()
 
     async def _wait_exit(self) -> None:
         pid = self.pid
@@ -479,7 +472,6 @@ class Session:
         if self.cgroup is not None:
             self.cgroup.remove()
         self.done.set()
-        self._pulse()
 
     def _close_fd(self, fd: int | None) -> None:
         if fd is None or fd in self._closed_fds:
