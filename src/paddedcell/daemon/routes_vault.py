@@ -21,7 +21,6 @@ from typing import Any
 import trio
 
 from ..vault import find_leaks
-from ..vault.errors import VaultError
 from ..vault.leak import redact, utf16_spans
 from .http import HTTPError, Request, Router, cpu_limiter
 
@@ -64,10 +63,8 @@ def register(router: Router, ctx: Any) -> None:
         def scan() -> dict[str, Any]:
             return leak_answer(text, find_leaks(text, source, settings=settings))
 
-        try:
-            if len(text) > threshold:
-                return await trio.to_thread.run_sync(
-                    scan, limiter=cpu_limiter if len(text) > BIG_SCAN_CHARS else None)
-            return scan()
-        except VaultError as exc:
-            raise HTTPError(409, str(exc)) from exc
+        # A VaultError becomes 409 through validate.ERROR_STATUSES.
+        if len(text) > threshold:
+            return await trio.to_thread.run_sync(
+                scan, limiter=cpu_limiter if len(text) > BIG_SCAN_CHARS else None)
+        return scan()
