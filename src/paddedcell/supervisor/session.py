@@ -7,8 +7,8 @@ close our end. EIO on a PTY master means every slave holder is gone: EOF.
 
 Reads loop on ``os.read`` until EAGAIN and only then wait for readability;
 waiting before every read costs an event-loop round trip per chunk, which at
-PTY chunk sizes (~4 KiB) would halve throughput. A short yield every few
-reads keeps a flood from starving other sessions.
+PTY chunk sizes (~4 KiB) would halve throughput. A checkpoint after every
+slice of output work keeps a flood from starving other sessions.
 
 Kill: SIGTERM to the session's process tree (see :mod:`.procs`), then SIGKILL
 to whatever is left after ``supervisor.kill_grace_seconds``, then reap.
@@ -295,7 +295,6 @@ class Session:
                 fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
             except OSError:
                 pass
-        reads = 0
         try:
             while True:
                 # A PTY hands out at most one 4 KiB line-discipline buffer per
@@ -338,7 +337,6 @@ class Session:
                             sanitized, pending = [], 0
                             redactor = self._redactors.get(stream, redactor)  # add_secrets may swap it
                             self._emit(stream, redactor.feed(piece))
-                    reads += 1
                     await trio.lowlevel.checkpoint()
                 if eof:
                     break
