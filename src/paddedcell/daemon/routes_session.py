@@ -161,8 +161,9 @@ def _guarded(method: str, path: str, handler, ctx):
         field_name = SESSION_ROUTES[(method, path)]
         from ..cli.session_channel import operator_fields_in
 
-        if operator_fields_in(request.body):
-            raise HTTPError(403, f"{', '.join(operator_fields_in(request.body))} in a restart "
+        operator_fields = operator_fields_in(request.body)
+        if operator_fields:
+            raise HTTPError(403, f"{', '.join(operator_fields)} in a restart "
                                  "job is the operator's setting, not an agent's")
         if field_name is not None:
             session = caller.session
