@@ -144,8 +144,6 @@ def request(op: str, timeout: float | None = 60.0, **fields) -> dict:
 
 # -- pass_mgr ------------------------------------------------------------------------------
 
-PASS_MGR_OPS = ("get", "generate", "rotate", "unset", "list", "history")
-
 
 def _parse(args: list[str]) -> tuple[str, dict] | str:
     """``(op, fields)`` for pass_mgr's agent commands, or a usage error line."""
