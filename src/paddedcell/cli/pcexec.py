@@ -18,11 +18,9 @@ from typing import Any
 
 import click
 
-from .. import config
+from .. import config, exits
 
 EXIT_REFUSED = 2
-#: Another agent's identity claimed from inside a session (DESIGN §1).
-EXIT_FORBIDDEN = 5
 
 
 def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -157,7 +155,7 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
         # The client's default 60 s is shorter than a two-minute yield.
         result = client.call("POST", "/exec", body, timeout=answer_within(body, settings))
     except DaemonError as exc:
-        code = (EXIT_FORBIDDEN if exc.status == 403 else
+        code = (exits.FORBIDDEN if exc.status == 403 else
                 EXIT_REFUSED if exc.status and 400 <= exc.status < 500 else 1)
         _fail(exc.message, as_json or raw_request, code)
     if as_json or raw_request:
