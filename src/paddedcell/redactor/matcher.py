@@ -185,7 +185,6 @@ class FindMatcher(_Engine):
 
     def __init__(self, patterns: Iterable[bytes]):
         self.patterns = sorted(set(patterns))
-        self.maxlen = max(map(len, self.patterns), default=0)
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         found = []
@@ -209,7 +208,6 @@ class AhoMatcher(_Engine):
 
     def __init__(self, patterns: Iterable[bytes]):
         self.patterns = sorted(set(patterns))
-        self.maxlen = max(map(len, self.patterns), default=0)
         automaton = ahocorasick.Automaton(ahocorasick.STORE_LENGTH)
         for p in self.patterns:
             automaton.add_word(p.decode("latin-1"))
@@ -248,7 +246,6 @@ class HyperscanMatcher(_Engine):
         import hyperscan
 
         self.patterns = sorted(set(patterns))
-        self.maxlen = max(map(len, self.patterns), default=0)
         self._local = threading.local()
         self._db = None
         # Hyperscan refuses an expression of 16 000 characters or more (a
@@ -423,7 +420,6 @@ class Matcher(_Engine):
         self.name = engine.name
         windows_bytes = {s[i : i + width] for s, starts in windows.items() for i in starts}
         self.patterns = sorted(literals | windows_bytes)
-        self.maxlen = max(map(len, self.patterns), default=0)
         self._prefix = PrefixIndex(self.patterns, engine, direct=max(16, width + 1))
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
@@ -448,7 +444,6 @@ class Union(_Engine):
     def __init__(self, first: _Engine, second: _Engine):
         self.parts = (first, second)
         self.name = second.name
-        self.maxlen = max(first.maxlen, second.maxlen)
 
     @property
     def patterns(self) -> list[bytes]:

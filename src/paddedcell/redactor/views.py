@@ -300,7 +300,6 @@ class ThroughLineBreaks(_matcher._Engine):
         if self.raw_matcher is not None:
             every |= set(self.raw_matcher.patterns)
         self.patterns = sorted(every)
-        self.maxlen = max(map(len, self.patterns), default=0)
         self.name = engine.name
 
     def __getattr__(self, name):  # the view matcher's parts (literal, fragments, ...), for tests
@@ -408,7 +407,6 @@ class Viewed(_matcher._Engine):
             index.maxlen += 1  # it looks at tails shorter than maxlen; a whole p[:-1] counts here
             self._proper.append(index)
         self.patterns = base.patterns
-        self.maxlen = base.maxlen
         self._wrap_in_base = isinstance(base, ThroughLineBreaks)
 
     def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
