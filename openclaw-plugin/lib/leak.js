@@ -178,8 +178,7 @@ export class LeakScanner {
     if (typeof text !== "string" || text.length < this.minLength) return { leak: false, text };
     const known = this._known(text);
     const hit = this._outcome(text, known, known === undefined ? await this.check(text, source) : undefined);
-    if (hit === UNSCANNED) return { leak: false, text, unscanned: true };
-    return hit ? { leak: true, text: hit.masked } : { leak: false, text };
+    return this._textResult(text, hit);
   }
 
   /** Same as scrub, blocking (for the synchronous transcript hooks). */
@@ -187,8 +186,7 @@ export class LeakScanner {
     if (typeof text !== "string" || text.length < this.minLength || !this.checkSync) return { leak: false, text };
     const known = this._known(text);
     const hit = this._outcome(text, known, known === undefined ? this.checkSync(text, source) : undefined);
-    if (hit === UNSCANNED) return { leak: false, text, unscanned: true };
-    return hit ? { leak: true, text: hit.masked } : { leak: false, text };
+    return this._textResult(text, hit);
   }
 
   /** Scrub every content string inside a JSON-like value, in one call; `{leak, value, unscanned?}` (a copy when changed). */
@@ -208,6 +206,11 @@ export class LeakScanner {
     const known = this._known(joined);
     const hit = this._outcome(joined, known, known === undefined ? this.checkSync(joined, source) : undefined);
     return this._valueResult(value, strings, hit);
+  }
+
+  _textResult(text, hit) {
+    if (hit === UNSCANNED) return { leak: false, text, unscanned: true };
+    return hit ? { leak: true, text: hit.masked } : { leak: false, text };
   }
 
   _valueResult(value, strings, hit) {
