@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench_common import daemon_env, percentile, start_daemon, stop_daemon
+from bench_common import daemon_env, percentile, start_daemon, stop_daemon, timed
 from paddedcell import config
 from paddedcell.daemon.client import DaemonClient
 
@@ -36,9 +36,7 @@ FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_la
 def healthz_times(client: DaemonClient, samples: int) -> list[float]:
     times = []
     for _ in range(samples):
-        start = time.perf_counter()
-        client.call("GET", "/healthz")
-        times.append((time.perf_counter() - start) * 1000)
+        times.append(timed(lambda: client.call("GET", "/healthz")))
         time.sleep(0.01)
     return times
 
