@@ -73,7 +73,7 @@ def register(router: Router, ctx: Any) -> None:
     async def exec_route(request: Request) -> dict[str, Any] | Streaming:
         # Inside a session the caller's agent comes from the peer (DESIGN §4.4).
         # RequestError and ExecRefused are answered by the edge's error table.
-        body = bind_identity(supervisor, request, request.body, "exec")
+        body = bind_identity(supervisor, request, "exec")
         exec_request = parse_exec_request(body, settings)
         if not exec_request.agent_id:
             raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
@@ -118,7 +118,7 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/process")
     async def process_route(request: Request) -> dict[str, Any]:
-        action = parse_process_action(bind_identity(supervisor, request, request.body, "process"))
+        action = parse_process_action(bind_identity(supervisor, request, "process"))
         if not action.agent_id:
             raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
         await refuse_input_when_locked(action.action, settings)

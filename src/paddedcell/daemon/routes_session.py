@@ -74,11 +74,12 @@ def identify(supervisor, pid: int | None) -> Caller:
     return OUTSIDE
 
 
-def bind_identity(supervisor, request, body: dict[str, Any], kind: str) -> dict[str, Any]:
-    """The body with the caller's agent; raises 403 when the caller claims another.
+def bind_identity(supervisor, request, kind: str) -> dict[str, Any]:
+    """The request's body with the caller's agent; raises 403 when the caller claims another.
 
     ``kind`` is ``"exec"`` or ``"process"``.
     """
+    body = request.body
     if not isinstance(body, dict):
         return body  # the parser says what is wrong with it
     caller = identify(supervisor, request.peer_pid)
