@@ -168,22 +168,21 @@ class Supervisor:
         # stream shows it); two only for a live human terminal (the plain CLI).
         separate_stderr = spec.on_output is not None
         try:
+            # All but the terminal is the same for a PTY and the pipes it falls back to.
+            common = dict(cwd=cwd, env=env, stdin_fd=spec.stdin_fd, rlimits=sandbox.rlimits(),
+                          enter_cgroup=cgroup.enter if cgroup else None,
+                          separate_stderr=separate_stderr, enter_sandbox=enter_sandbox)
             try:
-                spawned = spawn(argv, cwd=cwd, env=env, use_pty=use_pty,
+                spawned = spawn(argv, use_pty=use_pty,
                                 rows=spec.rows or int(settings["supervisor.pty_rows"]),
                                 columns=spec.columns or int(settings["supervisor.pty_columns"]),
-                                stdin_fd=spec.stdin_fd, rlimits=sandbox.rlimits(),
-                                enter_cgroup=cgroup.enter if cgroup else None,
-                                separate_stderr=separate_stderr, enter_sandbox=enter_sandbox)
+                                **common)
             except PtyUnavailable as exc:
                 # OpenClaw's behaviour and words: run on pipes and say so.
                 warnings.append(f"Warning: PTY spawn failed ({exc}); retrying without PTY "
                                 f"for `{display}`.")
                 use_pty = False
-                spawned = spawn(argv, cwd=cwd, env=env, use_pty=False, stdin_fd=spec.stdin_fd,
-                                rlimits=sandbox.rlimits(),
-                                enter_cgroup=cgroup.enter if cgroup else None,
-                                separate_stderr=separate_stderr, enter_sandbox=enter_sandbox)
+                spawned = spawn(argv, use_pty=False, **common)
         except BaseException:
             buffer.release()
             channel.close()
