@@ -116,3 +116,23 @@ def test_set_from_a_session_with_the_admin_password(tmp_path, sandbox):
                              env=base_env(home, AGENT_ID="victim", AGENT_WORKSPACE=str(ws)),
                              capture_output=True, text=True, timeout=30)
         assert "planted-value-123" not in got.stdout
+
+
+def test_an_orphan_of_a_plain_pcexec_is_still_inside_the_session(tmp_path):
+    # Foreground pcexec adopts orphans (it is a child subreaper): a command that drops its
+    # environment and leaves its parent behind (`( env -i setsid sh -c … & )`) has pcexec
+    # as its parent, not the marked shell. Unsandboxed, ancestry must still see pcexec.
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    init_vault(home, ADMIN)
+    out = tmp_path / "orphan-out"
+    probe = (f"sleep 0.5; {shlex.quote(sys.executable)} -c "
+             "'from paddedcell.agent_session import inside_agent_session as f; print(f())' "
+             f"> {shlex.quote(str(out))}")
+    command = clean(f"( setsid sh -c {shlex.quote(probe)} & ); sleep 3", home)
+    env = base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws),
+                   PADDEDCELL_SUPERVISOR_SANDBOX="none")
+    subprocess.run([str(BIN / "pcexec"), command], env=env, capture_output=True, text=True,
+                   timeout=60)
+    assert out.read_text().strip() == "True"

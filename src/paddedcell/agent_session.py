@@ -12,9 +12,10 @@ sandbox. So the answer comes from facts the agent's command does not control:
    the variable and re-executes itself changes its own, not its parents'.
    We walk the ``ppid`` chain and look for the marker in each ancestor's
    start environment (our own included).
-2. **The daemon as an ancestor.** An orphan whose parents exited is
-   reparented to the daemon (a child subreaper); a process whose chain passes
-   through the daemon is a session's, marker or not.
+2. **A supervisor as an ancestor.** An orphan whose parents exited is
+   reparented to the daemon, or to a foreground ``pcexec`` (both are child
+   subreapers); a process whose chain passes through either is a session's,
+   marker or not.
 3. **The sandbox.** A sandboxed session runs in its own PID namespace whose
    init carries the marker too, and the sandbox mounts a ``tmpfs`` named
    ``paddedcell-sandbox`` (``SANDBOX_MOUNT_SOURCE``) that an unprivileged
@@ -74,19 +75,28 @@ def is_daemon_cmdline(cmdline: bytes) -> bool:
     return any(os.path.basename(w) in _DAEMON_MODULES for w in words[:at])
 
 
+def is_pcexec_cmdline(cmdline: bytes) -> bool:
+    """``argv`` of ``pcexec`` (console script or ``python -m paddedcell.cli.pcexec``)."""
+    words = [w for w in cmdline.split(b"\0") if w][:3]
+    return any(os.path.basename(w) == b"pcexec" for w in words[:2]) or \
+        words[1:3] == [b"-m", b"paddedcell.cli.pcexec"]
+
+
 def session_ancestor(pid: int | None = None, proc: str = "/proc") -> int | None:
     """The first process from ``pid`` (default: us) upward that marks a session, or None.
 
-    That is a process started with the tree marker, or the daemon itself.
+    That is a process started with the tree marker, or a supervisor: the daemon, or a
+    foreground ``pcexec``, which adopts its command's orphans as the daemon does.
     """
     pid = os.getpid() if pid is None else pid
-    seen = 0
+    start, seen = pid, 0
     while pid and pid > 0 and seen < 4096:
         seen += 1
         if _has_tree_marker(pid, proc):
             return pid
         cmdline = _read(f"{proc}/{pid}/cmdline")
-        if cmdline and is_daemon_cmdline(cmdline):
+        if cmdline and (is_daemon_cmdline(cmdline)
+                        or (pid != start and is_pcexec_cmdline(cmdline))):  # not pcexec itself
             return pid
         parent = _ppid(pid, proc)
         if parent is None or parent == pid:
