@@ -2,7 +2,7 @@
 // referenced as $(pass_mgr get KEY) come back as ######), restart the gateway
 // with `safe_restart`, and every message and tool call is scanned for the
 // admin password. The plugin is thin: the work happens in the paddedcell
-// daemon, reached over its Unix socket (DESIGN §4.4).
+// daemon, reached over its Unix socket (docs/design.md §4.4).
 
 import { registerTools } from "./lib/tools.js";
 import { registerHooks } from "./lib/hooks.js";

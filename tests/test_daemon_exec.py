@@ -17,7 +17,7 @@ COMPLETED_KEYS = {"status", "exitCode", "exitSignal", "exitReason", "durationMs"
                   "truncated", "cwd"}
 FAILED_KEYS = {"status", "exitCode", "exitSignal", "failureKind", "exitReason", "durationMs",
                "aggregated", "truncated", "timedOut", "cwd"}
-#: OpenClaw's newer builds add this one; the rest is DESIGN §4.1.
+#: OpenClaw's newer builds add this one; the rest is docs/design.md §4.1.
 OPTIONAL_KEYS = {"noOutputTimedOut"}
 RUNNING_KEYS = {"status", "sessionId", "pid", "startedAt", "cwd", "tail", "followUp"}
 

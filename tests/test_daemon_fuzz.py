@@ -347,7 +347,7 @@ def test_an_agent_workspace_that_is_a_file_is_a_400(daemon, tmp_path):
 
 
 def test_a_non_utf8_directory_is_usable_as_workdir_and_workspace(daemon, tmp_path):
-    # The DESIGN rule: a path's non-UTF-8 bytes travel as \udc80-\udcff (surrogateescape).
+    # docs/design.md §4.4 (path fields): a path's non-UTF-8 bytes travel as \udc80-\udcff (surrogateescape).
     name = os.fsdecode(bytes(tmp_path) + b"/caf\xe9")
     os.mkdir(os.fsencode(name))
     for field in ("workdir", "agentWorkspace"):

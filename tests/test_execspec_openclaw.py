@@ -12,7 +12,7 @@ encoder (``pty-keys.ts``), ``sliceLogLines``/``deriveSessionName``
 
 The only differences allowed are the deliberate ones, all in :func:`ours`
 and :data:`EXTRA_DETAILS`: our tools are called ``pcprocess``/``pcexec``, and
-exec results carry ``details.truncated`` (DESIGN §4.1).
+exec results carry ``details.truncated`` (docs/design.md §4.1).
 """
 
 from __future__ import annotations

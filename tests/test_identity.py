@@ -1,4 +1,4 @@
-"""Identity is a property of the session, not of the environment (DESIGN §1, issue 10).
+"""Identity is a property of the session, not of the environment (docs/design.md §1, issue 10).
 
 Two agents, ``a1`` and ``victim``, on one host. Every test plays a
 prompt-injected ``a1`` trying to act as ``victim`` with a trick that worked

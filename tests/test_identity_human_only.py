@@ -1,4 +1,4 @@
-"""Human-only means not inside any agent session, whatever the environment (DESIGN §4.3).
+"""Human-only means not inside any agent session, whatever the environment (docs/design.md §4.3).
 
 ``pass_mgr admin init`` (first time and after a lock), ``admin recover`` and
 ``set`` refuse inside a session's process tree even when the command removed

@@ -1,4 +1,4 @@
-"""pass_mgr's command-line contract (DESIGN §4.3), run against the console script
+"""pass_mgr's command-line contract (docs/design.md §4.3), run against the console script
 and the PyInstaller onedir binary alike: every command, every exit code."""
 
 from __future__ import annotations

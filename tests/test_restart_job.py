@@ -194,7 +194,7 @@ async def test_a_reboot_resets_agents_that_are_not_frozen(tmp_path):
 
 async def test_the_restart_job_runs_outside_agent_context(tmp_path, monkeypatch):
     # A daemon started from an OpenClaw shell must not hand OPENCLAW_SHELL (or
-    # any other agent-context variable, DESIGN §4.3) to the restart commands:
+    # any other agent-context variable, docs/design.md §4.3) to the restart commands:
     # a rollback that runs `pass_mgr admin ...` would be refused.
     for name in ("AGENT", "AGENT_ID", "AGENT_WORKSPACE", "PADDEDCELL_AGENT", "OPENCLAW_SHELL"):
         monkeypatch.setenv(name, "1")

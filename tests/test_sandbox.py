@@ -1,4 +1,4 @@
-"""The namespace sandbox (supervisor/sandbox.py, DESIGN §1): on by default where the
+"""The namespace sandbox (supervisor/sandbox.py, docs/design.md §1): on by default where the
 host allows it, it hides PADDEDCELL_HOME, the agent stores and other processes.
 
 Each test is something an agent command could do on a host without it: read

@@ -1,5 +1,5 @@
 """Where the host has no namespaces, "auto" runs commands unsandboxed and says so once;
-"namespaces" refuses to run them (supervisor/sandbox.py, DESIGN §1)."""
+"namespaces" refuses to run them (supervisor/sandbox.py, docs/design.md §1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 // The PaddedCell daemon client: HTTP/1.1 + JSON over the daemon's Unix socket
-// (DESIGN §4.4), and starting the daemon when it is absent.
+// (docs/design.md §4.4), and starting the daemon when it is absent.
 //
 // Plain node:http with `socketPath`: no dependency, and the same transport the
 // Python CLIs use. Every call has a deadline; streaming calls (`/exec` with

@@ -1,4 +1,4 @@
-"""Is this process part of an agent session the daemon started? (DESIGN §4.3)
+"""Is this process part of an agent session the daemon started? (docs/design.md §4.3)
 
 Human-only commands (``pass_mgr set``, ``admin init``, ``admin recover``) must
 refuse inside an agent session whatever the environment says: an agent can

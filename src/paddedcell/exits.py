@@ -1,4 +1,4 @@
-"""Every exit code of ``pass_mgr`` (DESIGN §4.3), in one place.
+"""Every exit code of ``pass_mgr`` (docs/design.md §4.3), in one place.
 
 The vault's errors carry theirs (``errors.py``), the command line uses these
 names; nothing else spells a number. Scripts and the plugin rely on them.

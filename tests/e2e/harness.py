@@ -1,6 +1,6 @@
 """Run a real OpenClaw gateway, offline, with the PaddedCell plugin linked in.
 
-Facts this relies on (see ../../README.md "Use with OpenClaw"): a fresh ``HOME``
+Facts this relies on (see ../../docs/openclaw.md): a fresh ``HOME``
 holds all of OpenClaw's state (``$HOME/.openclaw``); the model is our fake
 OpenAI-compatible server; the gateway is ready when its log says
 ``[gateway] ready``; it stops cleanly on SIGTERM to its own PID. Nothing here

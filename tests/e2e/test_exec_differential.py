@@ -11,7 +11,7 @@ tool result's text and ``details``), after normalising only what must differ:
   durations, idle times (:func:`normalise`);
 - the tool names in follow-up texts (``pcprocess``/``pcexec``, and "so PaddedCell
   can register" in the timeout hint) and ``details.truncated`` on exec results:
-  the README's deliberate differences, so this test is where that list is proven
+  the deliberate differences of docs/openclaw.md, so this test is where that list is proven
   complete.
 
 A difference prints both sides in full. Bash's own line numbers need not match
@@ -36,7 +36,7 @@ from fake_model import ToolCall
 SID = re.compile(r"session ([A-Za-z0-9_-]+), pid")
 #: details keys whose values are times, pids or durations.
 VOLATILE = {"pid", "startedAt", "durationMs", "idleMs", "lastOutputAt", "runtimeMs", "endedAt"}
-#: details keys PaddedCell adds on purpose (README "Deliberate differences").
+#: details keys PaddedCell adds on purpose (docs/openclaw.md "Deliberate differences").
 OURS_ONLY = {"truncated"}
 
 
@@ -177,7 +177,7 @@ def exec_cases(workspace) -> list[Step]:
         # stdin without a PTY is empty and closed
         ("exec", {"command": "cat; echo rc=$?; read x; echo read=$?"}),
         # one stream, in the order written (OpenClaw reads two pipes: lines written
-        # faster than it reads may come grouped by stream there; see the README)
+        # faster than it reads may come grouped by stream there; see docs/openclaw.md)
         ("exec", {"command": "echo out; sleep 0.2; echo err >&2; sleep 0.2; echo out2"}),
         # escape sequences stripped, other controls shown as \xNN
         ("exec", {"command": "printf '\\033[31mred\\033[0m plain\\n'; printf 'bell\\007\\n'"}),
@@ -244,7 +244,7 @@ SHORT_OUTPUT_CASES: list[Step] = [
     ("process", {"action": "kill", "sessionId": "$1"}),
     ("process", {"action": "poll", "sessionId": "$1", "timeout": 10000}),
     # A prompt without a newline (`printf 'name? '`) is not here: its last bytes are held
-    # while they could begin a secret or the admin password (README, deliberate differences).
+    # while they could begin a secret or the admin password (docs/openclaw.md, deliberate differences).
 ]
 
 

@@ -1,4 +1,4 @@
-"""``pass_mgr``: the vault's command line (commands and exit codes: DESIGN §4.3).
+"""``pass_mgr``: the vault's command line (commands and exit codes: docs/design.md §4.3).
 
 Agents run ``pass_mgr get KEY`` inside their commands many times, so ``get``
 has a hand-parsed fast path (``pass_mgr_get``) that imports neither click nor
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] and args[0] in SESSION_OPS:
         # Inside an agent session the session's supervisor answers, for its agent only
-        # (DESIGN §1); AGENT_ID there is informational. Logic: cli/session_channel.py.
+        # (docs/design.md §1); AGENT_ID there is informational. Logic: cli/session_channel.py.
         from . import session_channel
 
         if session_channel.in_session():

@@ -103,7 +103,7 @@ def get(key: str, version: int | None) -> None:
 
 
 def _refuse_print_to_agents() -> None:
-    """``generate --print`` shows plaintext: not inside an agent session (DESIGN §1).
+    """``generate --print`` shows plaintext: not inside an agent session (docs/design.md §1).
     AGENT_ID and AGENT_WORKSPACE alone are how a human names the store."""
     marker = next((name for name in AGENT_MARKERS if name in os.environ
                    and name not in ("AGENT_ID", "AGENT_WORKSPACE")), None)

@@ -53,7 +53,7 @@ def refuse_in_agent_context(what: str) -> None:
     if marker:
         fail(f"{what} is for humans only and refuses to run in an agent context ({marker} is "
               "set); run it in your own terminal", exits.FORBIDDEN)
-    # Not the environment: the process tree and the sandbox (DESIGN §4.3, agent_session).
+    # Not the environment: the process tree and the sandbox (docs/design.md §4.3, agent_session).
     from ..agent_session import inside_agent_session
 
     if inside_agent_session():

@@ -167,7 +167,7 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
 
 def _run_in_session(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
     """Inside an agent session: the session's channel forwards the request to the daemon
-    for the session's agent only (another agent's ``agentId``: exit 5, DESIGN §1)."""
+    for the session's agent only (another agent's ``agentId``: exit 5, docs/design.md §1)."""
     from ..execspec.results import ToolResult
     from . import session_channel
 
@@ -198,7 +198,7 @@ def _run_in_session(body: dict[str, Any], as_json: bool, raw_request: bool) -> i
 @click.option("--background", is_flag=True, help="Start in the daemon and return at once.")
 @click.option("--json", "as_json", is_flag=True, help="Print the exec result JSON instead of the output.")
 @click.option("--request", "request_file", type=click.File("r"), metavar="FILE|-",
-              help="Read an exec request JSON (DESIGN §4.1); print the exec result JSON.")
+              help="Read an exec request JSON (docs/design.md §4.1); print the exec result JSON.")
 @click.option("--agent-id", help="Agent identity (default: $AGENT_ID).")
 @click.option("--agent-workspace", help="Agent workspace (default: $AGENT_WORKSPACE).")
 @click.option("--session-key", help="OpenClaw session key (default: $OPENCLAW_SESSION_KEY).")

@@ -43,7 +43,7 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
     from .session_channel import ChannelError, in_session, request
 
     inside = in_session()
-    # Inside a session the session's agent is the only one (DESIGN §1): AGENT_ID is not
+    # Inside a session the session's agent is the only one (docs/design.md §1): AGENT_ID is not
     # consulted, and an explicit --agent-id for another agent is refused (exit 5).
     agent = agent_id if inside else (agent_id or os.environ.get("AGENT_ID"))
     if not agent and not inside:

@@ -131,7 +131,7 @@ class DaemonClient:
     def _call_via_channel(self, method: str, path: str, body: dict[str, Any] | None,
                           timeout: float | None) -> dict[str, Any]:
         """Inside an agent session: through the session's channel (the daemon's socket is
-        hidden by the sandbox; the session's agent is the only one), DESIGN §1."""
+        hidden by the sandbox; the session's agent is the only one), docs/design.md §1."""
         from ..cli.session_channel import ChannelError, request
 
         try:

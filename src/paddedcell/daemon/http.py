@@ -14,7 +14,7 @@ with keep-alive. HEAD is answered like GET without the body; a known path with
 another method is 405 with ``Allow``. A handler's exception becomes a status
 through the one table in ``validate`` (``HTTPError``, ``RequestError``,
 ``ExecRefused``, ``CoordinatorError``, ...); any other is logged and answered
-500 with one line, never a stack trace (DESIGN §4.4).
+500 with one line, never a stack trace (docs/design.md §4.4).
 
 A handler may instead return :class:`Streaming`: the answer is then sent with
 chunked transfer encoding, one chunk per ``write`` (``/exec`` with

@@ -71,7 +71,7 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/exec")
     async def exec_route(request: Request) -> dict[str, Any] | Streaming:
-        # Inside a session the caller's agent comes from the peer (DESIGN §4.4).
+        # Inside a session the caller's agent comes from the peer (docs/design.md §4.4).
         # RequestError and ExecRefused are answered by the edge's error table.
         body = bind_identity(supervisor, request, "exec")
         exec_request = parse_exec_request(body, settings)

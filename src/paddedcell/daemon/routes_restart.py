@@ -1,4 +1,4 @@
-"""Routes of the restart coordinator (DESIGN §4.4), thin over :mod:`paddedcell.restart.coordinator`.
+"""Routes of the restart coordinator (docs/design.md §4.4), thin over :mod:`paddedcell.restart.coordinator`.
 
 ``POST /query-restart`` takes the seed's body plus an optional ``job`` object;
 with it the daemon runs the restart job itself once the answer is OK, because

@@ -1,6 +1,6 @@
 """Who is calling the daemon: a human / the plugin, or a process inside a session.
 
-DESIGN §1 and §4.4: inside an agent session the daemon takes the caller's
+docs/design.md §1 and §4.4: inside an agent session the daemon takes the caller's
 agent from the peer, not from the body. Every connection on the main socket
 carries the peer's pid (``SO_PEERCRED``, ``Request.peer_pid``). We walk that
 pid's ``ppid`` chain up to the daemon:

@@ -9,7 +9,7 @@ callers hold exactly), whose every float is finite, and which is at most
 so encoding it cannot fail whatever a handler put in it, and an error message is
 always one line (control characters are escaped here, whoever wrote it).
 
-Non-UTF-8 file names (DESIGN-level rule). A Linux path is bytes; JSON carries
+Non-UTF-8 file names (docs/design.md §4.4: path fields). A Linux path is bytes; JSON carries
 text. A path field (:data:`PATH_FIELDS`: ``workdir``, ``agentWorkspace``,
 ``cwd``, ``log`` of a restart result, and the restart job's ``rollback`` and
 ``log``; top-level or in ``job`` only) carries each byte of a

@@ -34,7 +34,7 @@ redaction set).
 This is defence in depth. The boundary that holds against an agent that
 obfuscates on purpose (``eval "$(echo … | base64 -d)"``) is ``pass_mgr``
 itself, which refuses ``set`` and ``admin`` in an agent's environment
-(DESIGN §4.3). What the scanner buys is a clear refusal before anything runs,
+(docs/design.md §4.3). What the scanner buys is a clear refusal before anything runs,
 and the list of keys to resolve up front.
 
 Calls come in two kinds. A *direct* call is one bash will run as written:
@@ -710,7 +710,7 @@ def _skip_wrapper(name: str, words: list[_Word], idx: int) -> int | None:
     return j if j < len(words) else None
 
 
-#: Variables that tell pass_mgr whose store to open (DESIGN §4.3). A command
+#: Variables that tell pass_mgr whose store to open (docs/design.md §4.3). A command
 #: that sets or unsets them could read another agent's secrets unmasked.
 IDENTITY_VARIABLES = frozenset({"AGENT", "AGENT_ID", "AGENT_WORKSPACE", "OPENCLAW_SHELL"})
 _DECLARING = frozenset({"export", "unset", "declare", "typeset", "local", "readonly"})

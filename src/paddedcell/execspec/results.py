@@ -19,14 +19,14 @@ package; the original TypeScript file of each piece is named beside it):
 - ``infra/format-time/format-duration.ts`` — ``formatDurationCompact``.
 
 Where PaddedCell differs on purpose (each is also in the module's tests; the
-complete list, beyond these result shapes, is in the README's "Deliberate
+complete list, beyond these result shapes, is in docs/openclaw.md "Deliberate
 differences from native exec/process"):
 
 - the follow-up texts name ``pcprocess``/``pcexec`` instead of
   ``process``/``exec`` (they are the tools the agent has to call), and the
   timeout hint says "PaddedCell" where OpenClaw says "OpenClaw";
 - ``details.truncated`` is present on completed and failed exec results
-  (DESIGN §4.1); OpenClaw only signals truncation through the text note;
+  (docs/design.md §4.1); OpenClaw only signals truncation through the text note;
 - ``details.noOutputTimedOut`` is always false (PaddedCell has no
   no-output timeout), where OpenClaw reports its own;
 - ``failureKind`` may be ``secret-resolution`` (a ``pass_mgr get`` could not be
@@ -144,7 +144,7 @@ class ToolResult(_MappingABC):
 
     ``to_json()`` is the wire shape (``{"content": [{"type": "text", "text"}],
     "details"}``); ``exit_code`` is what a CLI that printed it exits with
-    (DESIGN §4.1: the command's code, 128+N after signal N, 124 after a
+    (docs/design.md §4.1: the command's code, 128+N after signal N, 124 after a
     timeout, 3 when a secret could not be resolved; 1 for a failed process
     action). Read-only mapping access (``result["details"]``) gives the same
     shape, so a result compares equal to its JSON.
@@ -198,7 +198,7 @@ def _text_result(text: str, details: dict[str, Any], exit_code: int | None = Non
     return ToolResult(text, details, exit_code)
 
 
-#: Exit codes of a CLI that ran the command (DESIGN §4.1).
+#: Exit codes of a CLI that ran the command (docs/design.md §4.1).
 EXIT_SECRET = 3
 EXIT_TIMEOUT = 124
 

@@ -70,7 +70,7 @@ def instructions() -> str:
 
 
 # Results are objects with a status; everything else depends on the status and the
-# action (DESIGN §4.1, §4.2). Clients validate structuredContent against these.
+# action (docs/design.md §4.1, §4.2). Clients validate structuredContent against these.
 DETAILS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"status": {"type": "string"}, "error": {"type": "string"}},

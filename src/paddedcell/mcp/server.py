@@ -42,7 +42,7 @@ from ..cli.pcexec import answer_within
 from ..daemon.client import DaemonClient, DaemonError, _UnixConnection, ensure_daemon
 from . import SERVER_NAME, Front, instructions, tool_list
 
-PROCESS_TIMEOUT_SECONDS = 45.0  # poll may wait 30 s (DESIGN §4.2)
+PROCESS_TIMEOUT_SECONDS = 45.0  # poll may wait 30 s (docs/design.md §4.2)
 
 
 def tools() -> list[types.Tool]:

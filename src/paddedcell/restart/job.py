@@ -211,7 +211,7 @@ def _rollback_argv(path: str) -> list[str]:
 
 def _rollback_sandbox(argv: list[str], env: dict[str, str] | None):
     """The rollback script is the agent's: it runs in the namespace sandbox, as the
-    agent's commands do (PADDEDCELL_HOME and the stores hidden, DESIGN §1), or None
+    agent's commands do (PADDEDCELL_HOME and the stores hidden, docs/design.md §1), or None
     where the sandbox is off or unavailable. Restart and status commands are the
     operator's and run as they are."""
     from .. import config

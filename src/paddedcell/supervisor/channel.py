@@ -1,6 +1,6 @@
 """The per-session channel: how processes inside a session reach their supervisor.
 
-Identity is a property of the session (DESIGN §1). Every session gets its own
+Identity is a property of the session (docs/design.md §1). Every session gets its own
 Unix socket, ``PADDEDCELL_HOME/run/sessions/<token>.sock`` (directory 0700),
 served by the supervisor that started the session (the daemon, or a
 foreground ``pcexec``). ``pass_mgr`` and the CLIs inside the session send one

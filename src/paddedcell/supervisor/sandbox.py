@@ -1,4 +1,4 @@
-"""The namespace sandbox every agent command runs in where the host allows it (DESIGN §1).
+"""The namespace sandbox every agent command runs in where the host allows it (docs/design.md §1).
 
 What the command sees: the host as it is (same paths, read-write, network
 on), except

@@ -1,4 +1,4 @@
-"""DESIGN §3 steps 1–2: resolve ``pass_mgr get`` before running, build the mask set.
+"""docs/design.md §3 steps 1–2: resolve ``pass_mgr get`` before running, build the mask set.
 
 Order matters: refuse first (``pass_mgr set``/``admin``, the mask replayed into
 a command), then resolve every static ``pass_mgr get KEY`` through the vault —
@@ -22,7 +22,7 @@ from typing import Any
 
 from ..execspec import commands
 
-#: Exit code of the plain CLI when a secret could not be resolved (DESIGN §4.1).
+#: Exit code of the plain CLI when a secret could not be resolved (docs/design.md §4.1).
 SECRET_RESOLUTION_EXIT = 3
 
 

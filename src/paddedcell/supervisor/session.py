@@ -524,5 +524,5 @@ class Session:
 
 
 def new_session_id() -> str:
-    """128 random bits, URL-safe (DESIGN §4.2)."""
+    """128 random bits, URL-safe (docs/design.md §4.2)."""
     return _secrets.token_urlsafe(16)

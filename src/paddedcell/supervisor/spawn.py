@@ -27,7 +27,7 @@ from typing import Callable, Mapping
 
 from .. import orphans
 
-#: The sandbox profiles. "auto" (the default, DESIGN §1): the namespace sandbox
+#: The sandbox profiles. "auto" (the default, docs/design.md §1): the namespace sandbox
 #: (supervisor/sandbox.py) where the host allows it, else none and one log line;
 #: "namespaces": that sandbox or refuse to run; "rlimits", "bwrap": as before.
 SANDBOX_PROFILES = ("auto", "namespaces", "none", "rlimits", "bwrap")

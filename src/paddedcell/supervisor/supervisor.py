@@ -94,7 +94,7 @@ class Supervisor:
         self._leftovers: list[procs.ProcessTree] = []
         self._cgroup_parent = procs.delegated_cgroup()
         self._wake = trio.Event()
-        #: Where a session's channel sends its ``exec``/``process`` requests (DESIGN §1).
+        #: Where a session's channel sends its ``exec``/``process`` requests (docs/design.md §1).
         self.forward = lambda op, body: forward_to_daemon(op, body, settings)
         if str(settings["supervisor.sandbox"]).strip().lower() == "auto":
             from . import sandbox as ns
@@ -211,7 +211,7 @@ class Supervisor:
 
     def _sandbox_entry(self, sandbox: Sandbox, cwd: str, channel_path: str, argv: list[str],
                        env: Mapping[str, str]):
-        """The namespace sandbox's pre-exec step for one command, or None (DESIGN §1)."""
+        """The namespace sandbox's pre-exec step for one command, or None (docs/design.md §1)."""
         from . import sandbox as ns
 
         if not sandbox.namespaces:  # "namespaces" unavailable raises SandboxUnavailable

@@ -1,6 +1,6 @@
 """Vault errors: each carries the ``pass_mgr`` exit code and a one-line message.
 
-Exit codes: :mod:`paddedcell.exits` (DESIGN §4.3).
+Exit codes: :mod:`paddedcell.exits` (docs/design.md §4.3).
 """
 
 from __future__ import annotations
