@@ -103,6 +103,20 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # command's daemonised children) are reaped after two sweeps.
         "orphan_sweep_seconds": 5.0,
     },
+    "egress": {
+        # "auto": a session whose agent has a bound secret gets placeholders and the
+        # intercepting proxy (where network namespaces allow it); "always"; "off".
+        "mode": "auto",
+        # The session proxy's bounds: resolving + connecting upstream, the request head,
+        # silence on a tunnel or exchange, connections served at once (the rest wait in
+        # the listener's backlog), one request head, one read of a splice.
+        "connect_timeout_seconds": 10.0,
+        "request_timeout_seconds": 30.0,
+        "idle_timeout_seconds": 300.0,
+        "max_connections": 64,
+        "max_header_bytes": 64 * 1024,
+        "chunk_bytes": 256 * 1024,
+    },
     "audit": {
         # Each string field of an audit record is cut to this many characters,
         # so a record stays one small write (commands can be 200 KB heredocs).
