@@ -196,14 +196,20 @@ def test_a_retired_entry_moved_elsewhere_fails_authentication(s, ws):
 # -- the leak lock is authenticated -------------------------------------------------
 
 
-def test_a_planted_lock_file_locks_but_does_not_skip_the_current_password(s, ws):
+def test_a_planted_lock_file_is_tampering_not_a_lock(s, ws):
+    """Issue 20: only a lock the vault wrote locks; anything else is tampering (exit 6)
+    and does not skip the current password."""
     from paddedcell.vault import Forbidden, check_leak, vault_status
 
     init_admin(PW, s)
+    set_secret("a1", ws, "db", "value-1234", PW, s)
     locked = Path(s.home) / "vault" / "locked.json"
     locked.write_text('{"source":"planted","time":"2026-01-01T00:00:00Z"}')
     os.chmod(locked, 0o600)
-    assert vault_status(s) == "locked"  # fail closed: it still locks
+    assert vault_status(s) == "tampered"
+    with pytest.raises(IntegrityError) as refused:
+        get_secret("a1", ws, "db", settings=s)
+    assert refused.value.exit_code == 6 and "tampered" in str(refused.value)
     with pytest.raises(Forbidden):
         init_admin("a brand new admin pw", s)  # not authentic: the old password is not burnt
     init_admin("a brand new admin pw", s, current_password=PW)

@@ -272,11 +272,12 @@ def admin_init(password_stdin: bool) -> None:
     settings = load_settings()
     state = vault_status(settings)
     current = None
+    asks_current = state in ("ready", "tampered")
     if password_stdin:
-        lines = _stdin_lines(2 if state == "ready" else 1)
-        password, current = lines[0], (lines[1] if state == "ready" else None)
+        lines = _stdin_lines(2 if asks_current else 1)
+        password, current = lines[0], (lines[1] if asks_current else None)
     else:
-        if state == "ready":
+        if asks_current:
             current = _vault_call(read_tty, "Current admin password: ")
         elif state == "locked":
             _say("the vault is locked after an admin password leak; choose a new password")
@@ -291,7 +292,7 @@ def admin_init(password_stdin: bool) -> None:
 
 @admin.command("status")
 def admin_status() -> None:
-    """Print uninitialized, ready or locked (and say so on stderr when an admin init
+    """Print uninitialized, ready, locked or tampered (and say so on stderr when an admin init
     was interrupted: the next admin init or recover finishes or undoes it)."""
     from ..vault.admin import AdminPaths
     from ..vault.api import vault_status

@@ -83,7 +83,7 @@ def register(router: Router, ctx: Any) -> None:
         session = request.require("requesterSessionKey")
         job = None
         if request.body.get("job") is not None:
-            job = job_spec_from_body(request.body["job"], ctx.settings)
+            job = job_spec_from_body(request.body["job"], ctx.settings, agent_id)
         return coordinator.query_restart(agent_id, session, job)
 
     @router.route("POST", "/restart-result")

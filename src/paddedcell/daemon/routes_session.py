@@ -124,6 +124,9 @@ async def refuse_input_when_locked(action: str, settings) -> None:
     if state == "locked":
         raise HTTPError(423, f"process {action} is stopped: the vault is locked after an admin "
                              "password leak; a human must run: pass_mgr admin init")
+    if state == "tampered":  # fail closed: junk in place of a real lock must not reopen input
+        raise HTTPError(423, f"process {action} is stopped: the vault's lock file was not "
+                             "written by pass_mgr; a human must check: pass_mgr admin status")
 
 
 #: What a caller inside an agent session may ask the daemon's socket (unsandboxed hosts;
@@ -176,8 +179,13 @@ def _guarded(method: str, path: str, handler, ctx):
             if claimed is not None and claimed != session.agent_id:
                 raise HTTPError(403, f"inside agent {session.agent_id or '(none)'}'s session "
                                      f"you act as that agent only, not {claimed}")
-            request = dataclasses.replace(request, body=dict(body, **{
-                field_name: session.agent_id}))
+            body = dict(body, **{field_name: session.agent_id})
+            if (method, path) == ("POST", "/query-restart"):  # its files are the session's
+                from ..restart.confine import bind_session_job, session_ids
+
+                workspace = getattr(getattr(session, "channel", None), "agent_workspace", None)
+                body = bind_session_job(body, workspace, *session_ids(session))
+            request = dataclasses.replace(request, body=body)
         return await handler(request)
 
     guarded.__name__ = getattr(handler, "__name__", "guarded")

@@ -200,6 +200,7 @@ ERROR_STATUSES: tuple[tuple[str, str, int | None], ...] = (
     ("paddedcell.supervisor.service", "ExecRefused", None),
     ("paddedcell.restart.coordinator", "CoordinatorError", None),
     ("paddedcell.restart.coordinator", "JobSpecError", 400),
+    ("paddedcell.restart.confine", "ConfinementError", 403),
     ("paddedcell.restart.machine", "IllegalTransition", 409),
     ("paddedcell.restart.machine", "RestartStatusError", 409),
     ("paddedcell.vault.errors", "VaultError", 409),

@@ -39,7 +39,8 @@ from typing import Any, Callable
 import trio
 
 from .. import AGENT_CONTEXT_VARIABLES, config
-from .job import JobLog, JobSpec, JobState, run_job, timestamp
+from . import confine
+from .job import JobSpec, JobState, run_job, timestamp
 from .machine import (FREEZE_FAMILY, AgentRecord, Answer, Fleet, GlobalRecord,
                       IllegalTransition, Notice, RestartStatus, RestartStatusError, State, Verdict)
 from .store import Store, boot_id
@@ -266,7 +267,7 @@ class Coordinator:
         self._persist(notices, force_global=answer is Answer.OK)
         if answer is Answer.OK and job is not None:
             # After the write: a failure before it must leave no trace.
-            JobLog(job.log, result["jobId"]).line(
+            job.joblog(result["jobId"]).line(
                 f"restart requested by agent {agent_id} (session {session}); every agent "
                 f"is frozen; restart in {job.delay_seconds:g} s")
             self._start_job()
@@ -322,7 +323,7 @@ class Coordinator:
                 except (KeyError, TypeError, ValueError):
                     log.error("the pending restart job's spec is unreadable: %r", self.job)
                 else:
-                    JobLog(spec.log, self.job["jobId"]).line(f"restart cancelled ({reason}); "
+                    spec.joblog(self.job["jobId"]).line(f"restart cancelled ({reason}); "
                                                              "every agent unfrozen")
             self.last_job = {"jobId": self.job["jobId"], "outcome": "cancelled",
                              "finishedAt": now, "detail": reason}
@@ -355,7 +356,7 @@ class Coordinator:
         job_id = self.job["jobId"]
         spec = JobSpec.from_json(self.job["spec"])
         state = JobState.from_json(self.job["state"])
-        joblog = JobLog(spec.log, job_id)
+        joblog = spec.joblog(job_id)
 
         def persist(new: JobState) -> None:
             if self.job is not None and self.job.get("jobId") == job_id:
@@ -517,12 +518,14 @@ class Coordinator:
         return {"ok": True, "acked": before - len(self.pending)}
 
 
-def job_spec_from_body(body: dict[str, Any], settings: config.Settings) -> JobSpec:
-    """The optional ``job`` object of ``POST /query-restart``; raises JobSpecError."""
+def job_spec_from_body(body: dict[str, Any], settings: config.Settings,
+                       agent_id: str | None = None) -> JobSpec:
+    """The optional ``job`` object of ``POST /query-restart``; raises JobSpecError, or
+    ConfinementError when a session's job names a file that is not its own to name."""
     if not isinstance(body, dict):
         raise JobSpecError("field 'job' must be an object")
     unknown = set(body) - {"rollback", "log", "delaySeconds", "recoverTimeoutSeconds",
-                           "restartCmd", "statusCmd"}
+                           "restartCmd", "statusCmd", confine.SESSION_FIELD}
     if unknown:
         raise JobSpecError(f"unknown job field(s) {sorted(unknown)}; allowed: rollback, log, "
                          "delaySeconds, recoverTimeoutSeconds, restartCmd, statusCmd")
@@ -530,9 +533,13 @@ def job_spec_from_body(body: dict[str, Any], settings: config.Settings) -> JobSp
     for name, value in (("rollback", rollback), ("log", log_path)):
         if not isinstance(value, str) or not os.path.isabs(value):
             raise JobSpecError(f"job.{name} must be an absolute path")
-    if not os.path.isfile(rollback):
+    confinement = None
+    session = body.get(confine.SESSION_FIELD)
+    if session is not None:  # bound by the session's channel or the daemon's session guard
+        confinement = _session_confinement(session, settings, agent_id, rollback, log_path)
+    elif not os.path.isfile(rollback):
         raise JobSpecError(f"rollback script {rollback} does not exist; give --rollback an existing file")
-    if not os.path.isdir(os.path.dirname(log_path)):
+    elif not os.path.isdir(os.path.dirname(log_path)):
         raise JobSpecError(f"the directory of log file {log_path} does not exist")
 
     def number(name: str, key: str) -> float:
@@ -557,7 +564,30 @@ def job_spec_from_body(body: dict[str, Any], settings: config.Settings) -> JobSp
         status_interval_seconds=float(settings["restart.status_interval_seconds"]),
         command_timeout_seconds=float(settings["restart.command_timeout_seconds"]),
         rollback_timeout_seconds=float(settings["restart.rollback_timeout_seconds"]),
+        confinement=confinement,
     )
+
+
+def _session_confinement(session: Any, settings: config.Settings, agent_id: str | None,
+                         rollback: str, log_path: str) -> confine.Confinement:
+    """A session's job: both files inside its workspace, opened the way the job will."""
+    if not isinstance(session, dict) or not agent_id:
+        raise JobSpecError("job.session is set by the session channel, not by hand")
+    workspace, uid, gid = session.get("workspace"), session.get("uid"), session.get("gid")
+    if not isinstance(workspace, str) or type(uid) is not int or type(gid) is not int:
+        raise JobSpecError("job.session is set by the session channel, not by hand")
+    confinement = confine.for_session(settings, agent_id, workspace, uid, gid)
+    for path, flags, missing in (
+            (rollback, confine.READ, f"rollback script {rollback} does not exist; give "
+                                     "--rollback an existing file"),
+            (log_path, confine.APPEND, f"the directory of log file {log_path} does not exist")):
+        try:
+            os.close(confine.open_confined(path, confinement, flags, workspace))
+        except FileNotFoundError:
+            raise JobSpecError(missing) from None
+        except OSError as exc:
+            raise JobSpecError(f"cannot open {path}: {exc.strerror or exc}") from None
+    return confinement
 
 
 __all__ = ["Coordinator", "CoordinatorError", "JobSpecError", "job_spec_from_body", "timestamp",

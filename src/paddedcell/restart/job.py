@@ -23,6 +23,7 @@ interactive ``safe-restart``) can follow it with ``tail -f``.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import signal
 import subprocess
@@ -33,8 +34,11 @@ from typing import Any, Callable
 import trio
 
 from .. import orphans
+from .confine import APPEND, READ, Confinement, ConfinementError, open_confined
 
 PHASES = ("delay", "restart", "status", "rollback", "report", "done")
+
+logger = logging.getLogger("paddedcell.restart")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +54,22 @@ class JobSpec:
     status_interval_seconds: float = 1.0
     command_timeout_seconds: float = 300.0
     rollback_timeout_seconds: float = 300.0
+    #: Set when an agent session asked: its files are confined to its workspace and
+    #: opened as its uid (``restart/confine.py``); None for a human's or the plugin's job.
+    confinement: Confinement | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "JobSpec":
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if fields.get("confinement") is not None:
+            fields["confinement"] = Confinement.from_json(fields["confinement"])
+        return cls(**fields)
+
+    def joblog(self, job_id: str) -> "JobLog":
+        return JobLog(self.log, job_id, self.confinement)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,15 +103,26 @@ def timestamp(now: float | None = None) -> str:
 
 @dataclass
 class JobLog:
-    """Appends timestamped lines to the job's ``--log`` file (opened per line)."""
+    """Appends timestamped lines to the job's ``--log`` file (opened per line).
+
+    With a ``confinement`` (a session's job) every line's open walks the path again
+    without following symlinks, as the session's uid (``restart/confine.py``): the
+    agent may swap a directory for a symlink at any time during the job."""
 
     path: str
     job_id: str
+    confinement: Confinement | None = None
 
     def line(self, text: str) -> None:
         entry = f"{timestamp()} [restart {self.job_id}] {text}\n"
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            if self.confinement is None:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            else:
+                fd = open_confined(self.path, self.confinement, APPEND)
+        except ConfinementError as exc:
+            logger.warning("restart %s: not writing its log: %s", self.job_id, exc)
+            return
         except OSError:
             return  # the daemon log still has the outcome
         try:
@@ -295,13 +319,15 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
         on_rollback()
         log.line(f"running rollback: {spec.rollback}")
         try:
+            if spec.confinement is not None:  # still the agent's own file, no symlink on the way
+                os.close(open_confined(spec.rollback, spec.confinement, READ))
             argv = _rollback_argv(spec.rollback)
             result = await run_command(argv, timeout=spec.rollback_timeout_seconds,
                                        log=log, label="rollback", env=env,
                                        preexec_fn=_rollback_sandbox(argv, env))
             detail = ("timed out" if result.returncode is None
                       else f"exited with code {result.returncode}")
-        except OSError as exc:
+        except (OSError, ConfinementError) as exc:
             detail = f"could not start: {exc}"
         log.line(f"rollback {detail}")
         state = replace(state, phase="report", outcome="failed", detail=f"rollback {detail}")

@@ -42,6 +42,7 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
+from ..restart.confine import bind_session_job, session_ids
 from . import procs
 
 log = logging.getLogger("paddedcell.supervisor")
@@ -282,6 +283,8 @@ class SessionChannel:
             body = dict(body, **{field_name: session.agent_id})
             if session.session_key and not body.get("requesterSessionKey"):
                 body["requesterSessionKey"] = session.session_key
+        # A restart job's files are the session's: its workspace, its uid (restart/confine.py).
+        body = bind_session_job(body, self.agent_workspace, *session_ids(session))
         settings = self.settings
 
         def call() -> dict[str, Any]:

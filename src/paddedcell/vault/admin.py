@@ -9,7 +9,8 @@ Layout (directories 0700, files 0600)::
                          the leak detector sealed under the host key; GMAC'd
     vault/admin.next.json
                          the journal of an admin init in progress (see api.init_admin)
-    vault/locked.json    present while the vault is locked after a leak
+    vault/locked.json    present while the vault is locked after a leak; MACed under
+                         the host key (any other file there is tampering, exit 6)
     vault/stores/<id>    one file per store ever created, holding its path, so
                          ``admin init`` can re-wrap every store it knows
     vault/generations/<store id>
@@ -19,7 +20,7 @@ Layout (directories 0700, files 0600)::
     security.log         JSON lines; CRITICAL on a leak (time and source only)
 
 Status is decided by two ``stat`` calls (locked.json, admin.json) so that
-``get`` stays cheap. Paths are strings (``os.path``): ``pathlib`` and ``json``
+``get`` stays cheap; only a present lock file is read and its MAC checked. Paths are strings (``os.path``): ``pathlib`` and ``json``
 would cost every ``get`` milliseconds of imports.
 """
 
@@ -71,9 +72,18 @@ class AdminPaths:
 
 
 def status(paths: AdminPaths) -> str:
-    """"locked" | "ready" | "uninitialized" (a leak lock outranks everything)."""
+    """"locked" | "tampered" | "ready" | "uninitialized".
+
+    Only a lock file the vault wrote (its MAC verifies under the host key) is a leak
+    lock. Any other file at ``vault/locked.json`` is "tampered": something other than
+    pass_mgr wrote there, which the vault refuses (exit 6) until a human looks, instead
+    of treating it as a leak whose password must be replaced."""
     if os.path.lexists(paths.locked_file):
-        return "locked"
+        try:
+            host = read_host_key(paths)
+        except VaultError:
+            return "tampered"
+        return "locked" if lock_is_authentic(paths, host) else "tampered"
     if os.path.lexists(paths.admin_file):
         return "ready"
     return "uninitialized"
@@ -83,6 +93,10 @@ def require_ready(paths: AdminPaths) -> None:
     state = status(paths)
     if state == "locked":
         raise Locked()
+    if state == "tampered":
+        raise IntegrityError(f"{paths.locked_file} was not written by pass_mgr (its MAC does not "
+                             "verify): someone tampered with the vault; a human must check it, "
+                             "then remove the file or run: pass_mgr admin init")
     if state == "uninitialized":
         raise NotInitialized()
 
@@ -211,8 +225,9 @@ def build_admin(settings: Any, password: str, host_key: bytes,
 
 
 def write_locked(paths: AdminPaths, source: str) -> None:
-    """The leak lock, MACed under the host key (without a readable host key: unsigned,
-    which still locks, but lets nobody skip the current password at ``admin init``)."""
+    """The leak lock, MACed under the host key. Without a readable host key nothing
+    could vouch for it, and ``get`` is refused (exit 6) by that missing key already:
+    the unsigned file written then reads as tampering once the key is back."""
     ensure_private_dir(paths.vault_dir)
     body = {"time": now_iso(), "source": source}
     try:
@@ -224,9 +239,8 @@ def write_locked(paths: AdminPaths, source: str) -> None:
 
 
 def lock_is_authentic(paths: AdminPaths, host_key: bytes) -> bool:
-    """True when locked.json was written by the vault (its MAC verifies): only then does
-    ``admin init`` treat the old password as burnt and not ask for it. Any locked.json
-    locks, authentic or not (fail closed)."""
+    """True when locked.json was written by the vault (its MAC verifies): only then is
+    the vault locked after a leak and ``admin init`` treats the old password as burnt."""
     try:
         raw = read_private(paths.locked_file)
         doc = crypto.parse_canonical(raw, "locked.json")

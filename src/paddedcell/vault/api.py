@@ -73,7 +73,7 @@ class InitReport:
 
 
 def vault_status(settings: Any = None) -> str:
-    """"uninitialized" | "ready" | "locked"."""
+    """"uninitialized" | "ready" | "locked" | "tampered" (a lock file pass_mgr did not write)."""
     return admin.status(_paths(_load_settings(settings)))
 
 
@@ -368,14 +368,15 @@ def init_admin(password: str, settings: Any = None, *,
                                 "needs the current one")
             host = admin.read_host_key(paths)
             admin.unlock_admin_private(admin.load_admin(paths, host), current_password)
+        elif previous == "tampered":
+            host = admin.read_host_key(paths)
+            if current_password is None:
+                raise Forbidden(f"{paths.locked_file} was not written by pass_mgr (its MAC "
+                                "does not verify); changing the admin password needs the "
+                                "current one (or remove the file if you know why it is there)")
+            admin.unlock_admin_private(admin.load_admin(paths, host), current_password)
         elif previous == "locked":
             host = admin.read_host_key(paths)
-            if not admin.lock_is_authentic(paths, host):
-                if current_password is None:
-                    raise Forbidden(f"{paths.locked_file} was not written by pass_mgr (its MAC "
-                                    "does not verify); changing the admin password needs the "
-                                    "current one (or remove the file if you know why it is there)")
-                admin.unlock_admin_private(admin.load_admin(paths, host), current_password)
         else:
             try:
                 host = admin.read_host_key(paths)
