@@ -160,6 +160,24 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # stays frozen for ever after a crash.
         "max_freeze_seconds": 3600.0,
     },
+    "remote": {
+        # `paddedcell remote` (docs/remote.md). The seed's timeouts, OpenClaw's client constants.
+        "connect_timeout_seconds": 10.0,      # opening the socket (TCP + TLS + upgrade)
+        "handshake_timeout_seconds": 15.0,    # the whole handshake, hello-ok included
+        # Wait this long for connect.challenge before a legacy (v1, no nonce) connect:
+        # only gateways older than the challenge stay silent.
+        "challenge_wait_seconds": 5.0,
+        "request_timeout_seconds": 30.0,      # one RPC
+        "max_frame_bytes": 25 * 1024 * 1024,  # OpenClaw's MAX_PAYLOAD_BYTES
+        "message_queue": 64,                  # frames buffered before the reader waits
+        "backoff_initial_seconds": 1.0,
+        "backoff_max_seconds": 30.0,
+        "max_reconnect_attempts": 10,
+        "pairing_timeout_seconds": 300.0,     # `remote pair` waits 5:00
+        "pairing_poll_seconds": 5.0,
+        "approval_timeout_seconds": 70.0,     # an unanswered approval is rejected
+        "chat_timeout_seconds": 600.0,        # one chat turn, start to final
+    },
     "messages": {
         "busy_reply": "在忙，无法应答",
         "restart_done": "restart 结束了，我们继续",

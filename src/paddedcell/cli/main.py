@@ -91,6 +91,11 @@ from .process import process as _process_command  # noqa: E402
 cli.add_command(_process_command)
 
 
+from .remote import remote as _remote_command  # noqa: E402
+
+cli.add_command(_remote_command)
+
+
 def main() -> None:
     cli(prog_name="paddedcell")
 
