@@ -418,6 +418,7 @@ class Decider:
         self.interactive = interactive
         self.lock = trio.Lock()
         self.waiting: dict[str, Any] = {}
+        self.early: list[tuple[str, str]] = []
         self._send, self._lines = trio.open_memory_channel[str](64)
 
     def start_reader(self, nursery) -> None:
@@ -439,11 +440,16 @@ class Decider:
     async def _dispatch(self) -> None:
         async for line in self._lines:
             parts = line.split()
-            if len(parts) != 2:
-                continue
-            matches = [key for key in self.waiting if key.startswith(parts[0])]
-            decision = _DECISION_WORDS.get(parts[1].lower())
-            if len(matches) == 1 and decision:
+            if len(parts) == 2 and parts[1].lower() in _DECISION_WORDS:
+                self.early.append((parts[0], _DECISION_WORDS[parts[1].lower()]))
+                self._match()
+
+    def _match(self) -> None:
+        """Pair decision lines with waiting requests (a line may come before its request)."""
+        for prefix, decision in list(self.early):
+            matches = [key for key in self.waiting if key.startswith(prefix)]
+            if len(matches) == 1:
+                self.early.remove((prefix, decision))
                 self.waiting.pop(matches[0]).send_nowait(decision)
 
     async def decide(self, approval) -> str:
@@ -452,6 +458,7 @@ class Decider:
         if not self.interactive:
             send, receive = trio.open_memory_channel[str](1)
             self.waiting[approval.id] = send
+            self._match()
             try:
                 return await receive.receive()
             finally:

@@ -198,9 +198,12 @@ class RemoteClient:
             try:
                 return await self.handshake("pair")
             except ConnectRefused as exc:
-                if exc.failure.kind != "pending":
-                    raise
-                request_id = exc.failure.request_id or request_id
+                if exc.failure.kind == "pending":
+                    request_id = exc.failure.request_id or request_id
+                elif exc.failure.retryable:
+                    self.emit("poll-error", {"message": str(exc)})
+                else:
+                    raise  # a wrong token does not fix itself by waiting
             except RemoteError as exc:  # shown, not swallowed (the seed's catch {})
                 self.emit("poll-error", {"message": str(exc)})
             next_poll = min(clock() + poll, deadline)

@@ -27,6 +27,7 @@ import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable
+from urllib.parse import urlsplit
 
 import trio
 import trio_websocket
@@ -149,6 +150,31 @@ def _describe_dial_error(exc: BaseException, url: str) -> str:
         cause = cause.__cause__ or cause.__context__
     text = str(exc) or type(exc).__name__
     return f"cannot connect to {url}: {text}"
+
+
+async def dial(nursery: trio.Nursery, url: str, allow_insecure: bool,
+               settings: Any) -> trio_websocket.WebSocketConnection:
+    """TCP, then TLS for wss: (its handshake done here, so a bad certificate is an
+    error now rather than a silent hang inside the WebSocket upgrade), then the upgrade."""
+    parts = urlsplit(url)
+    secure = parts.scheme.lower() == "wss"
+    port = parts.port or (443 if secure else 80)
+    host = parts.hostname or ""
+    resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    stream: trio.abc.Stream
+    if secure:
+        stream = await trio.open_ssl_over_tcp_stream(host, port, ssl_context=ssl_context_for(url, allow_insecure),
+                                                     https_compatible=True)
+        await stream.do_handshake()
+    else:
+        stream = await trio.open_tcp_stream(host, port)
+    host_header = host if port == (443 if secure else 80) else f"{host}:{port}"
+    if ":" in host and not host.startswith("["):
+        host_header = f"[{host}]" + host_header[len(host):]
+    return await trio_websocket.wrap_client_stream(
+        nursery, stream, host_header, resource,
+        max_message_size=int(settings["remote.max_frame_bytes"]),
+        message_queue_size=int(settings["remote.message_queue"]))
 
 
 class Gateway:
@@ -344,10 +370,7 @@ async def _dial_and_greet(nursery: trio.Nursery, url: str, credentials: Credenti
         with trio.fail_after(handshake_timeout):
             try:
                 with trio.fail_after(dial_timeout):
-                    ws = await trio_websocket.connect_websocket_url(
-                        nursery, url, ssl_context_for(url, allow_insecure),
-                        max_message_size=int(settings["remote.max_frame_bytes"]),
-                        message_queue_size=int(settings["remote.message_queue"]))
+                    ws = await dial(nursery, url, allow_insecure, settings)
             except trio.TooSlowError:
                 raise RemoteError(f"Connection timed out ({dial_timeout:g}s)") from None
             except (OSError, trio_websocket.HandshakeError, trio.BrokenResourceError) as exc:
@@ -420,9 +443,7 @@ async def probe_url(url: str, *, settings: Any, allow_insecure: bool = False) ->
     async with trio.open_nursery() as nursery:
         try:
             with trio.fail_after(dial_timeout):
-                ws = await trio_websocket.connect_websocket_url(
-                    nursery, url, ssl_context_for(url, allow_insecure),
-                    max_message_size=int(settings["remote.max_frame_bytes"]))
+                ws = await dial(nursery, url, allow_insecure, settings)
         except trio.TooSlowError:
             error = RemoteError(f"Connection timed out ({dial_timeout:g}s)")
         except (OSError, trio_websocket.HandshakeError, trio.BrokenResourceError) as exc:
