@@ -192,6 +192,13 @@ def _setup_mounts(plan: Plan) -> None:
         _read_only_root(plan)
 
 
+def _undumpable() -> None:
+    """Leader and init are copies of the supervisor's memory: not dumpable, so no
+    process of the command (same uid) may read their ``/proc/PID/mem``, maps or environ.
+    Set only after the process's last write to its own ``/proc/self`` (see ``enter``)."""
+    _check(_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+
+
 def _close_all_but(keep: int) -> None:
     """Close every fd but ``keep`` (two ``close_range`` calls)."""
     os.closerange(0, keep)
@@ -269,12 +276,10 @@ def enter(plan: Plan) -> None:
     except Exception as exc:  # noqa: BLE001 - nothing may return to exec half set up
         _fail(str(exc))
     _shield()  # leader and init; the command gets the defaults (posix_spawn setsigdef)
-    # Leader and init are copies of the supervisor's memory: not dumpable, so no
-    # process of the command (same uid) may read /proc/1/mem, maps or environ.
-    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     init_pid = _fork()
     if init_pid:
         # The leader: wait for the command's status (init reports it), die like it.
+        _undumpable()
         _close_all_but(report_r)
         status = None
         try:
@@ -295,7 +300,11 @@ def enter(plan: Plan) -> None:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         # No capability from here on: one more user namespace mapping root back to us.
         _check(_libc().unshare(CLONE_NEWUSER), "unshare (drop privileges)")
+        # Still dumpable here: a non-dumpable process's /proc/self files belong to root,
+        # so an ordinary user could not write its own id maps (issue 17). The command
+        # does not exist yet, so nothing of the session can read init in between.
         _map_ids(plan.uid, 0, plan.gid, 0)
+        _undumpable()
         try:
             # By path, after the mounts: an inherited working directory could lead into
             # a hidden one (and /proc/1/cwd with it).
@@ -359,8 +368,9 @@ _AVAILABLE: tuple[bool, str] | None = None
 def available() -> tuple[bool, str]:
     """``(True, "")`` when this host lets us build the sandbox, else ``(False, why)``.
 
-    Probed once per process in a forked child that builds a namespace like
-    :func:`enter` does (user, mount, PID, a tmpfs and ``/proc``).
+    Probed once per process by building a real sandbox with :func:`enter` itself
+    around ``true``: a probe that only imitates ``enter`` passed as root while every
+    command failed for ordinary users (issue 17), so "auto" never fell back.
     """
     global _AVAILABLE
     if _AVAILABLE is not None:
@@ -370,44 +380,31 @@ def available() -> tuple[bool, str]:
     except OSError as exc:
         _AVAILABLE = (False, f"no libc: {exc}")
         return _AVAILABLE
+    true = next((p for p in ("/bin/true", "/usr/bin/true") if os.access(p, os.X_OK)), None)
+    if true is None:
+        _AVAILABLE = (False, "no /bin/true to probe the sandbox with")
+        return _AVAILABLE
     r, w = os.pipe()
     pid = _fork()
     if pid == 0:  # pragma: no cover - runs in the probe child
         try:
             os.close(r)
-            libc = _libc()
-            _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID), "unshare")
-            _map_ids(0, _PROBE_UID, 0, _PROBE_GID)
-            _mount(None, "/", None, MS_REC | MS_PRIVATE)
-            inner = _fork()
-            if inner == 0:
-                try:
-                    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-                    _check(libc.unshare(CLONE_NEWUSER), "unshare (drop privileges)")
-                    os._exit(0)
-                except Exception as exc:  # noqa: BLE001
-                    os.write(w, str(exc).encode()[:200])
-                    os._exit(1)
-            _, status = os.waitpid(inner, 0)
-            os._exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 1)
-        except Exception as exc:  # noqa: BLE001
-            try:
-                os.write(w, str(exc).encode()[:200])
-            finally:
-                os._exit(1)
+            os.dup2(w, 2)  # _fail's one line is the reason
+            os.close(w)
+            enter(Plan(home="/nonexistent/paddedcell-probe", workdir="/", argv=(true,)))
+        finally:
+            os._exit(126)
     os.close(w)
     why = b""
     while True:
         chunk = os.read(r, 256)
         if not chunk:
             break
-        why += chunk
+        why += chunk[: max(0, 512 - len(why))]
     os.close(r)
     _, status = os.waitpid(pid, 0)
     ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    _AVAILABLE = (ok, "" if ok else (why.decode(errors="replace") or "namespace set-up failed"))
+    reason = why.decode(errors="replace").strip().removeprefix("paddedcell: sandbox: ")
+    _AVAILABLE = (ok, "" if ok else (reason or f"namespace set-up failed (status {status})"))
     return _AVAILABLE
 
-
-_PROBE_UID = os.getuid()
-_PROBE_GID = os.getgid()
