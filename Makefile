@@ -38,7 +38,8 @@ bench: venv
 PASS_MGR_SOURCES := $(wildcard src/paddedcell/__init__.py src/paddedcell/config.py \
 	src/paddedcell/exits.py src/paddedcell/agent_session.py src/paddedcell/cli/__init__.py \
 	src/paddedcell/cli/pass_mgr*.py src/paddedcell/cli/session_channel.py \
-	src/paddedcell/vault/*.py) \
+	src/paddedcell/vault/*.py src/paddedcell/egress/__init__.py \
+	src/paddedcell/egress/binding.py src/paddedcell/egress/policy.py) \
 	packaging/pass_mgr.spec packaging/pass_mgr_entry.py
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 1700000000)
 PYINSTALLER := PYTHONHASHSEED=1 SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/pyinstaller \

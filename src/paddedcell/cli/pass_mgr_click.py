@@ -179,12 +179,14 @@ def rotate(key: str | None) -> None:
 
 @cli.command("list")
 def list_() -> None:
-    """Key names, one per line (no values)."""
-    from ..vault.api import list_keys
+    """Key names, one per line (no values); a bound key adds a tab and its hosts."""
+    from ..egress.binding import list_line
+    from ..vault.api import key_bindings, list_keys
 
     settings, agent_id, workspace = _agent_command()
+    bound = _vault_call(key_bindings, agent_id, workspace, settings=settings)
     for key in _vault_call(list_keys, agent_id, workspace, settings=settings):
-        click.echo(key)
+        click.echo(list_line(key, bound.get(key)))
 
 
 @cli.command()
@@ -199,6 +201,66 @@ def history(key: str) -> None:
         click.echo(f"{version}\t{created}" + ("\tcurrent" if index == 0 else ""))
 
 
+def _binding_options(command: Callable) -> Callable:
+    """--hosts, --inject and --allow-plain-http, shared by set and bind."""
+    command = click.option("--allow-plain-http", is_flag=True,
+                           help="Also send the value to its hosts over plain http://.")(command)
+    command = click.option("--inject", type=click.Choice(["header", "basic", "body"]),
+                           default="header", show_default=True,
+                           help="Where the proxy puts the value: headers and URL; only "
+                                "Authorization: Basic; or headers, URL and body.")(command)
+    return click.option("--hosts", metavar="HOST[,HOST...]",
+                        help="Bind the value to these hosts (api.github.com, *.example.com, "
+                             "host:port).")(command)
+
+
+def _binding(hosts: str | None, inject: str, allow_plain_http: bool):
+    """The Binding the options describe (None without --hosts); a bad one exits 2."""
+    if hosts is None:
+        if inject != "header" or allow_plain_http:
+            fail("--inject and --allow-plain-http need --hosts", exits.USAGE)
+        return None
+    from ..egress.binding import Binding, BindingError
+
+    try:
+        return Binding.parse(hosts, inject, allow_plain_http)
+    except BindingError as exc:
+        fail(str(exc), exits.USAGE)
+
+
+@cli.command("bind")
+@click.argument("agent_id")
+@click.argument("agent_workspace")
+@click.argument("key")
+@click.argument("admin_passwd", default="-")
+@_binding_options
+@click.option("--unbind", is_flag=True, help="Remove KEY's binding (the value stays).")
+def bind(agent_id: str, agent_workspace: str, key: str, admin_passwd: str, hosts: str | None,
+         inject: str, allow_plain_http: bool, unbind: bool) -> None:
+    """Human only: bind an existing KEY to the hosts its value may travel to.
+
+    The admin password is asked at the terminal (or given, like set's). Inside a session
+    with egress on, the agent then gets a placeholder for KEY, and the session's proxy
+    puts the real value only into requests to these hosts (docs/design.md §6).
+    """
+    from ..vault.api import bind_secret
+
+    refuse_in_agent_context("pass_mgr bind")
+    if unbind == (hosts is not None):
+        fail("give --hosts HOST[,HOST...] or --unbind", exits.USAGE)
+    binding = None if unbind else _binding(hosts, inject, allow_plain_http)
+    settings = load_settings()
+    require_ready(settings)
+    if admin_passwd != "-":
+        _say(ARGV_WARNING)
+    else:
+        admin_passwd = _vault_call(read_tty, "Admin password: ")
+    workspace = os.path.abspath(os.path.expanduser(agent_workspace))
+    _vault_call(bind_secret, agent_id, workspace, key, binding, admin_passwd, settings=settings)
+    _say(f"unbound {key} for {agent_id}" if binding is None
+         else f"bound {key} for {agent_id} to {binding.describe()}")
+
+
 @cli.command("set")
 @click.argument("agent_id")
 @click.argument("agent_workspace")
@@ -207,15 +269,19 @@ def history(key: str) -> None:
 @click.argument("admin_passwd")
 @click.option("--allow-short", is_flag=True,
               help="Store a value under vault.min_length (8) characters anyway.")
+@_binding_options
 def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passwd: str,
-         allow_short: bool) -> None:
+         allow_short: bool, hosts: str | None, inject: str, allow_plain_http: bool) -> None:
     """Human only: set KEY for an agent. Give - for a password to type it at the terminal.
 
     Values under vault.min_length (8) characters are refused unless --allow-short.
+    With --hosts the value is bound: inside a session with egress on, the agent gets a
+    placeholder and the proxy sends the value to those hosts only (docs/design.md §6).
     """
     from ..vault.api import set_secret
 
     refuse_in_agent_context("pass_mgr set")
+    binding = _binding(hosts, inject, allow_plain_http)
     settings = load_settings()
     require_ready(settings)
     if passwd != "-" or admin_passwd != "-":
@@ -226,8 +292,9 @@ def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passw
         admin_passwd = _vault_call(read_tty, "Admin password: ")
     workspace = os.path.abspath(os.path.expanduser(agent_workspace))
     change = _vault_call(set_secret, agent_id, workspace, key, passwd, admin_passwd,
-                         settings=settings, allow_short=allow_short)
-    _say(f"set {key} for {agent_id} (version {change.version})")
+                         settings=settings, allow_short=allow_short, binding=binding)
+    _say(f"set {key} for {agent_id} (version {change.version})"
+         + (f", bound to {binding.describe()}" if binding else ""))
     for line in _short_secret_notes(len(passwd), settings):
         _say(line)
 
@@ -293,7 +360,8 @@ def admin_init(password_stdin: bool) -> None:
 @admin.command("status")
 def admin_status() -> None:
     """Print uninitialized, ready, locked or tampered (and say so on stderr when an admin init
-    was interrupted: the next admin init or recover finishes or undoes it)."""
+    was interrupted: the next admin init or recover finishes or undoes it); for a human,
+    then one line per bound key: bound, agent, key, hosts, store directory."""
     from ..vault.admin import AdminPaths
     from ..vault.api import vault_status
 
@@ -301,6 +369,22 @@ def admin_status() -> None:
     click.echo(_vault_call(vault_status, settings))
     if os.path.lexists(AdminPaths(settings.home_text).admin_next_file):
         _say("an admin init was interrupted before it finished; run pass_mgr admin init again")
+    if not _in_agent_context():  # other agents' bindings are not an agent's business
+        from ..egress.binding import describe_record
+        from ..vault.api import all_bindings
+
+        for agent_id, directory, bound in _vault_call(all_bindings, settings):
+            for key, record in bound.items():
+                click.echo(f"bound\t{agent_id}\t{key}\t{describe_record(record)}\t{directory}")
+
+
+def _in_agent_context() -> bool:
+    """An agent's marker variable or an agent session (AGENT_ID and AGENT_WORKSPACE alone
+    are how a human names a store, as for generate --print)."""
+    from ..agent_session import inside_agent_session
+
+    return any(name in os.environ for name in AGENT_MARKERS
+               if name not in ("AGENT_ID", "AGENT_WORKSPACE")) or inside_agent_session()
 
 
 @admin.command("check-leak")

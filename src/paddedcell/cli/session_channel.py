@@ -216,8 +216,9 @@ def run_pass_mgr(args: list[str]) -> int:
     elif op == "unset":
         err.write(f"pass_mgr: removed {key}\n")
     elif op == "list":
+        bound = answer.get("bound") or {}
         for name in answer.get("keys", []):
-            out.write(f"{name}\n")
+            out.write(f"{name}\t{bound[name]}\n" if name in bound else f"{name}\n")
     elif op == "history":
         for index, (version, created) in enumerate(answer.get("versions", [])):
             out.write(f"{version}\t{created}" + ("\tcurrent" if index == 0 else "") + "\n")

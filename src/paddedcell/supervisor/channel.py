@@ -137,7 +137,11 @@ def _vault_call(op: str, agent_id: str, workspace: str, request: dict[str, Any],
             api.unset_secret(agent_id, workspace, key, settings=settings)
             return {}, []
         if op == "list":
-            return {"keys": api.list_keys(agent_id, workspace, settings=settings)}, []
+            from ..egress.binding import describe_record
+
+            bound = api.key_bindings(agent_id, workspace, settings=settings)
+            return {"keys": api.list_keys(agent_id, workspace, settings=settings),
+                    "bound": {k: describe_record(r) for k, r in bound.items()}}, []
         versions = api.key_history(agent_id, workspace, key, settings=settings)
         return {"versions": [[v, created] for v, created in versions]}, []
     except vault.VaultError as exc:

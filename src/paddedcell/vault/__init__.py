@@ -11,8 +11,9 @@ agents' ``pass_mgr get`` works without a password). Use a separate Unix user
 for agents when that matters.
 """
 
-from .api import (Change, InitReport, agent_secret_values, check_leak, find_leaks,
-                  generate_secret, get_secret, init_admin, key_history, list_keys, output_guard,
+from .api import (Change, InitReport, agent_secret_values, bind_secret, check_leak, find_leaks,
+                  generate_secret, get_secret, init_admin, key_bindings, key_history, list_keys,
+                  output_guard,
                   random_value,
                   recover, rotate_secret, rotate_store, set_secret, unset_secret, vault_status)
 from .errors import (Busy, Forbidden, IntegrityError, Locked, NoSuchKey, NotInitialized,
@@ -20,8 +21,9 @@ from .errors import (Busy, Forbidden, IntegrityError, Locked, NoSuchKey, NotInit
 
 __all__ = [
     "Busy", "Change", "Forbidden", "InitReport", "IntegrityError", "Locked", "NoSuchKey",
-    "NotInitialized", "UnsafePermissions", "VaultError", "agent_secret_values", "check_leak",
-    "find_leaks", "generate_secret", "get_secret", "init_admin", "key_history", "list_keys",
+    "NotInitialized", "UnsafePermissions", "VaultError", "agent_secret_values", "bind_secret",
+    "check_leak", "find_leaks", "generate_secret", "get_secret", "init_admin", "key_bindings",
+    "key_history", "list_keys",
     "output_guard",
     "random_value", "recover", "rotate_secret", "rotate_store", "set_secret", "unset_secret",
     "vault_status",

@@ -17,7 +17,7 @@ from .errors import Busy, Forbidden, IntegrityError, NoSuchKey, VaultError
 from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
                     remove_stale_temps)
 from .settings import VaultSettings
-from .store import OpenStore, StoreRef, check_key_name, locate
+from .store import STORE_FILE, OpenStore, StoreRef, check_key_name, locate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -136,6 +136,48 @@ def agent_secret_values(agent_id: str, workspace: str, *, settings: Any = None) 
 def list_keys(agent_id: str, workspace: str, *, settings: Any = None) -> list[str]:
     store = _read_store(_load_settings(settings), agent_id, workspace)
     return [] if store is None else store.keys()
+
+
+def key_bindings(agent_id: str, workspace: str, *,
+                 settings: Any = None) -> dict[str, dict[str, Any]]:
+    """The bound keys of the agent's store and their binding records (no values)."""
+    store = _read_store(_load_settings(settings), agent_id, workspace)
+    return {} if store is None else store.bindings()
+
+
+def all_bindings(settings: Any = None) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
+    """(agent id, store directory, its bindings) for every known store that has any: what
+    ``admin status`` shows a human (names and hosts, never values). Unreadable stores are
+    skipped (``pass_mgr list`` in that agent's context says why)."""
+    settings = _load_settings(settings)
+    paths = _paths(settings)
+    if admin.status(paths) != "ready":
+        return []
+    host = admin.read_host_key(paths)
+    found = []
+    for directory in admin.known_stores(paths):
+        path = os.path.join(str(directory), STORE_FILE)
+        try:
+            raw = read_private(path)
+            store = OpenStore.load(raw, _agent_id_of(raw), path,
+                                   host_wrap_key=admin.subkey(host, "wrap"),
+                                   host_mac_key=admin.subkey(host, "admin-mac"))
+        except (OSError, VaultError):
+            continue
+        if store.bindings():
+            found.append((store.agent_id, str(directory), store.bindings()))
+    return found
+
+
+def _binding_record(binding: Any) -> dict[str, Any]:
+    """A checked binding record (``egress.binding.Binding`` or its record)."""
+    from ..egress.binding import Binding, BindingError
+
+    try:
+        parsed = binding if isinstance(binding, Binding) else Binding.from_record(binding)
+    except BindingError as exc:
+        raise VaultError(str(exc)) from None
+    return parsed.to_record()
 
 
 def key_history(agent_id: str, workspace: str, key: str, *,
@@ -280,10 +322,14 @@ def unset_secret(agent_id: str, workspace: str, key: str, *, settings: Any = Non
 
 
 def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_password: str,
-               settings: Any = None, *, allow_short: bool = False) -> Change:
+               settings: Any = None, *, allow_short: bool = False,
+               binding: Any = None) -> Change:
     """A human sets ``key`` to ``value``; the admin password must be right (else Forbidden).
-    A value under ``vault.min_length`` characters is refused unless ``allow_short``."""
+    A value under ``vault.min_length`` characters is refused unless ``allow_short``.
+    ``binding`` (hosts the value may travel to) replaces the key's binding; without it a
+    key keeps the binding it had."""
     settings = _load_settings(settings)
+    record = None if binding is None else _binding_record(binding)
     check_key_name(key, show=False)  # swapped arguments would put the value here
     if not isinstance(value, str) or not value:
         raise VaultError("the secret value is empty; give a value")
@@ -304,9 +350,32 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
     def change(store: OpenStore) -> Change:
         version = store.put(key, value, depth=VaultSettings.of(settings).history_depth,
                             created=admin.now_iso(), retire_until=_retire_until(settings))
+        if record is not None:
+            store.set_binding(key, record)
         return Change(key, version, 0)
 
     return _mutate(settings, agent_id, workspace, change, create=True)
+
+
+def bind_secret(agent_id: str, workspace: str, key: str, binding: Any, admin_password: str,
+                settings: Any = None) -> Change:
+    """A human binds ``key`` to hosts (``binding`` None: unbinds it); the admin password
+    must be right (else Forbidden). The key must exist; its value does not change."""
+    settings = _load_settings(settings)
+    check_key_name(key)
+    record = None if binding is None else _binding_record(binding)
+    paths = _paths(settings)
+    admin.require_ready(paths)
+    admin.unlock_admin_private(admin.load_admin(paths, admin.read_host_key(paths)),
+                               admin_password)
+
+    def change(store: OpenStore) -> Change:
+        if key not in store.entries:
+            raise _no_store(agent_id, key)
+        store.set_binding(key, record)
+        return Change(key, None, 0)
+
+    return _mutate(settings, agent_id, workspace, change, create=False, missing_key=key)
 
 
 # -- admin -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ before they are parsed), then canonical JSON::
      "wrap_admin_next"?: the same to the key of an ``admin init`` in progress (see
                        api.init_admin: it becomes wrap_admin once admin.json is replaced),
      "entries": {KEY: {"next": N, "length"?, "symbols"?,
+                       "bind"?: {"hosts": [...], "inject", "plain_http"} (egress/binding.py),
                        "versions": [{"v", "created", "nonce", "ct"}, ...newest first]}},
      "retired"?: [{"k": KEY, "v", "until": unix time, "nonce", "ct"}, ...],
      "mac": GMAC over the rest under the data key's MAC half}
@@ -240,6 +241,25 @@ class OpenStore:
 
     def keys(self) -> list[str]:
         return sorted(self.entries)
+
+    def binding(self, key: str) -> dict[str, Any] | None:
+        """The stored binding record of ``key`` (hosts the value may travel to), or None."""
+        record = self._entry(key).get("bind")
+        return record if isinstance(record, dict) else None
+
+    def bindings(self) -> dict[str, dict[str, Any]]:
+        """Every bound key's binding record."""
+        return {key: entry["bind"] for key, entry in sorted(self.entries.items())
+                if isinstance(entry, dict) and isinstance(entry.get("bind"), dict)}
+
+    def set_binding(self, key: str, record: dict[str, Any] | None) -> None:
+        """Bind ``key`` (None: unbind). The record lives in the entry, so it is covered by
+        the store's MAC and kept by ``put`` (rotate, generate --force, set)."""
+        entry = self._entry(key)
+        if record is None:
+            entry.pop("bind", None)
+        else:
+            entry["bind"] = dict(record)
 
     # -- changing ----------------------------------------------------------------
 
