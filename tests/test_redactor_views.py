@@ -154,6 +154,27 @@ def test_curl_style_query_with_a_literal_percent_nearby():
     check([secret], b"%%" + shown + b"%4", "url")
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 64, 4096])
+def test_url_forms_far_from_the_end_of_a_feed(chunk):
+    """The %XX view runs only in windows around its triggers: forms planted
+    deep inside big feeds, among stray %XX of the secret's bytes, next to
+    feed boundaries, are masked as the oracle says."""
+    rng = random.Random(chunk)
+    filler = bytes(rng.choice(b"abcdefZq8x %41%5a%7A\n") for _ in range(3000))
+    pieces = [filler[:900], mixed_url(SECRET, rng), filler[900:2000], b"%5Aq8", mixed_url(SECRET, rng),
+              filler[2000:], mixed_url(SECRET, rng)[:-1]]
+    text = b"".join(pieces)
+    patterns = patterns_for([SECRET])
+    expected = naive_redact(text, patterns)
+    assert expected.count(M) >= 2
+    r, out = StreamRedactor([SECRET]), []
+    for i in range(0, len(text), chunk):
+        out.append(r.feed(text[i:i + chunk]))
+        if chunk >= 64:
+            assert r.held == naive_held(text[:i + chunk], patterns)
+    assert b"".join(out) + r.flush() == expected
+
+
 # -- (d) SGR/CSI inside a secret -----------------------------------------------
 
 def test_grep_color_inside_a_secret_is_one_mask():

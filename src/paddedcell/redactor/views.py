@@ -62,7 +62,11 @@ view of that buffer agree with the view of the whole stream:
 Costs (measured, see the issue 9 note): the line-break view shares its one
 scan with the literals (:class:`ThroughLineBreaks`), so a buffer costs one
 ``bytes.replace`` more than before; the ``%XX`` and CSI views cost a
-transform and a scan each, only on buffers holding a whole ``%XX`` / an ESC.
+transform and a scan each, the CSI view only on buffers holding an ESC, the
+``%XX`` view only over windows around its *triggers* (two adjacent bytes of a
+secret, at least one of them ``%XX``: a few hundred short literals found by one
+engine scan of the raw buffer) and over the last few dozen bytes for the hold;
+``%`` in ordinary text (``100%``, ``%d``, stray ``%41``) costs that one scan.
 The exact hold for a line break inside an encoded form means a line that
 ends in a character that starts some encoded form keeps that character
 *and its newline* until the next byte (8 % of the lines of a token-heavy
@@ -190,6 +194,23 @@ class PercentView(View):
         decoded = self._decoded
         return self.token.sub(lambda m: decoded[m.group()], part)
 
+    @staticmethod
+    def triggers(patterns: Iterable[bytes]) -> set[bytes]:
+        """What an occurrence with a ``%XX`` token must contain: two adjacent
+        bytes of a pattern, at least one of them ``%XX`` (either hex case)."""
+        def forms(c: int, encoded: bool) -> set[bytes]:
+            if not encoded:
+                return {bytes((c,))}
+            hi, lo = b"%02x" % c, b"%02X" % c
+            return {b"%" + bytes((x, y)) for x in {hi[0], lo[0]} for y in {hi[1], lo[1]}}
+
+        pairs = {(p[i], p[i + 1]) for p in patterns for i in range(len(p) - 1)}
+        out: set[bytes] = set()
+        for c, d in pairs:
+            for ec, ed in ((True, False), (False, True), (True, True)):
+                out |= {x + y for x in forms(c, ec) for y in forms(d, ed)}
+        return out
+
     def incomplete(self, buf):
         if buf[-1:] == b"%":
             return 1
@@ -255,6 +276,18 @@ def view_patterns(
         if variants.csi:
             out.setdefault("csi", set()).add(s)
     return out
+
+
+def _token_edge(view: View, buf: bytes, i: int, forward: bool = False) -> int:
+    """``i``, or the start (end, ``forward``) of the token of ``view`` holding it:
+    a window cut there is tokenized as the whole stream is (tokens are local)."""
+    for m in view.token.finditer(buf, max(0, i - view.reach), min(len(buf), i + view.reach)):
+        s, e = m.span()
+        if s < i < e:
+            return e if forward else s
+        if s >= i:
+            break
+    return i
 
 
 _BREAKS = re.compile(rb"[\r\n]")
@@ -408,6 +441,12 @@ class Viewed(_matcher._Engine):
             self._proper.append(index)
         self.patterns = base.patterns
         self._wrap_in_base = isinstance(base, ThroughLineBreaks)
+        # The %XX view runs only around its triggers (see PercentView.triggers).
+        self._percent_triggers = None
+        if "percent" in families:
+            pats = families["percent"]
+            self._percent_reach = max(len(p) for p in pats) + PercentView.reach
+            self._percent_triggers = _matcher.build(PercentView.triggers(pats), engine)
 
     def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
         if name == "base":
@@ -437,6 +476,9 @@ class Viewed(_matcher._Engine):
                     h = proper.hold(buf[:n])
                     best = max(best, cut + h)
                 continue
+            if view.name == "percent" and self._percent_triggers is not None:
+                best = max(best, self._percent_scan(view, m, proper, full, buf, final, found))
+                continue
             if view.name == "wrap" and self._wrap_in_base:
                 # Spans come from the base's one scan of this view; the hold
                 # needs only the view of the tail.
@@ -463,6 +505,59 @@ class Viewed(_matcher._Engine):
             if cut > best:
                 best = cut
         return best, found
+
+    def _percent_scan(self, view: View, m, proper, full, buf: bytes, final: bool,
+                      found: list[tuple[int, int]]) -> int:
+        """The %XX view over the windows that can hold an occurrence; returns its hold.
+
+        An occurrence with a ``%XX`` token holds a trigger (two view-adjacent
+        bytes of a pattern, one of them encoded) and lies within ``reach`` raw
+        bytes of its triggers: the windows are the trigger clusters widened by
+        ``reach``. One without a token is the secret itself, a literal the
+        base finds. The hold looks at the end alone (a proper prefix is
+        shorter than ``reach`` raw bytes). Text without triggers costs one
+        scan for a few thousand short literals.
+        """
+        size, reach = len(buf), self._percent_reach
+        windows: list[list[int]] = []
+        for s, e in sorted(self._percent_triggers.spans(buf)):
+            if windows and s <= windows[-1][1] + reach:
+                windows[-1][1] = max(windows[-1][1], e)
+            else:
+                windows.append([s, e])
+        tail = max(0, size - 3 * reach)
+        if windows and windows[-1][1] + reach >= tail:
+            tail = min(tail, windows.pop()[0] - reach)
+        for s, e in windows:
+            a, b = _token_edge(view, buf, max(0, s - reach)), _token_edge(view, buf, min(size, e + reach), True)
+            self._view_hits(view, m, full, buf, a, b, found)
+        a = _token_edge(view, buf, max(0, tail))
+        cut = 0 if final else view.incomplete(buf)
+        n = size - cut
+        seen = self._view_hits(view, m, full, buf, a, n, found) if a < n else b""
+        if final:
+            return 0
+        h = proper.hold(seen)
+        if h:
+            cut = max(cut, size - self._tail_start(view, buf, n, h))
+        return cut
+
+    @staticmethod
+    def _view_hits(view: View, m, full, buf: bytes, a: int, b: int,
+                   found: list[tuple[int, int]]) -> bytes:
+        """Occurrences in the view of ``buf[a:b]`` (token-aligned ends), mapped
+        to raw spans and added to ``found``; returns the view."""
+        seen = view.view(buf[a:b])
+        hits = []
+        for s, e in m.spans(seen):
+            for p in full[seen[s:e]]:
+                if len(p) == e - s or seen.startswith(p, s):
+                    hits.append((s, s + len(p)))
+        if hits:
+            tokens, starts, _ = view.layout(buf, a, b)
+            for s, e in hits:
+                found.append((_to_raw(tokens, starts, a, s)[0], _to_raw(tokens, starts, a, e - 1)[1]))
+        return seen
 
     def _wrap_hold(self, view: View, proper, buf: bytes) -> int:
         """The line-break view's hold from the view of a window at the end
