@@ -306,7 +306,7 @@ def test_multi_line_secret_printed_with_any_whitespace_is_one_mask():
 
 def test_forms_switch_off_from_settings():
     from paddedcell import config
-    from paddedcell.supervisor.secretflow import redactor_options
+    from paddedcell.redactor.filters import filter_options as redactor_options
 
     v = Variants.from_settings(True, "fragments, url")
     assert not v.fragments and not v.url and v.hex and v.shell

@@ -1,9 +1,12 @@
-"""The supervisor's pump redacts in bounded slices: no task step of a flooding
-session sanitizes or redacts more than a slice, whatever the read size, so
-every other task (the daemon's routes) runs between two slices. Counted in
-bytes per task step with a trio instrument, not timed."""
+"""The supervisor's pump sanitizes and redacts off the event loop: every
+sanitizer and redactor call of a flooding session with a secret runs in a
+worker thread, never in a task step of the loop, so the daemon's routes run
+meanwhile; without a secret, plain ASCII needs no work and stays on the loop.
+Checked by thread identity and a trio instrument, not timed."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 import trio
@@ -11,43 +14,41 @@ import trio
 from paddedcell.execspec.ansi import OutputSanitizer
 from paddedcell.redactor import StreamRedactor
 from paddedcell.supervisor import LaunchSpec, Supervisor
-from paddedcell.supervisor import session as session_module
 
 from supervisor_helpers import make_settings
 
 SECRET = "pump-secret-Zq8xv2NmP4tR7yWb"
 
 
-class BytesPerStep(trio.abc.Instrument):
-    """The most bytes the sanitizer and the redactor got during one task step."""
+class WorkPerStep(trio.abc.Instrument):
+    """Bytes the sanitizer and the redactor got on the loop thread during a task step."""
 
     def __init__(self):
-        self.sanitized = self.redacted = 0
-        self.max_sanitized = self.max_redacted = 0
-        self.steps_with_work = 0
-        self._at = (0, 0)
+        self.on_loop = 0
+        self.in_workers = 0
+        self.loop_thread = None
 
     def before_task_step(self, task):
-        self._at = (self.sanitized, self.redacted)
+        self.loop_thread = threading.get_ident()
 
-    def after_task_step(self, task):
-        s, r = self.sanitized - self._at[0], self.redacted - self._at[1]
-        self.max_sanitized = max(self.max_sanitized, s)
-        self.max_redacted = max(self.max_redacted, r)
-        self.steps_with_work += bool(s or r)
+    def count(self, n: int) -> None:
+        if threading.get_ident() == self.loop_thread:
+            self.on_loop += n
+        else:
+            self.in_workers += n
 
 
 @pytest.mark.parametrize("pty", [False, True], ids=["pipes", "pty"])
-async def test_a_flood_is_sanitized_and_redacted_in_bounded_slices(tmp_path, monkeypatch, pty):
-    counter = BytesPerStep()
+async def test_a_flood_is_sanitized_and_redacted_in_worker_threads(tmp_path, monkeypatch, pty):
+    counter = WorkPerStep()
     sanitize, redact = OutputSanitizer.feed, StreamRedactor.feed
 
     def counting_sanitize(self, data):
-        counter.sanitized += len(data)
+        counter.count(len(data))
         return sanitize(self, data)
 
     def counting_redact(self, data):
-        counter.redacted += len(data)
+        counter.count(len(data))
         return redact(self, data)
 
     monkeypatch.setattr(OutputSanitizer, "feed", counting_sanitize)
@@ -68,8 +69,32 @@ async def test_a_flood_is_sanitized_and_redacted_in_bounded_slices(tmp_path, mon
     assert s.outcome.exit_code == 0
     tail = s.buffer.tail(200)
     assert SECRET.encode() not in s.buffer.held() and tail.rstrip().endswith(b"######"), tail
-    assert counter.sanitized >= size  # the flood went through the counted path
-    assert counter.max_sanitized <= session_module.WORK_SLICE
-    assert counter.max_redacted <= session_module.REDACT_BATCH + session_module.WORK_SLICE
-    # Many steps, not a few big ones: every other task could run between them.
-    assert counter.steps_with_work >= size // (session_module.REDACT_BATCH + session_module.WORK_SLICE)
+    assert counter.in_workers >= 2 * size  # sanitizer and redactor both saw the flood
+    # The loop only flushes at the end of the stream (the held tail, a few bytes).
+    assert counter.on_loop <= 2 * len(SECRET) + 64
+
+
+async def test_plain_ascii_without_secrets_stays_on_the_loop(tmp_path, monkeypatch):
+    counter = WorkPerStep()
+    sanitize = OutputSanitizer.feed
+
+    def counting_sanitize(self, data):
+        counter.count(len(data))
+        return sanitize(self, data)
+
+    monkeypatch.setattr(OutputSanitizer, "feed", counting_sanitize)
+    settings = make_settings(tmp_path / "home", supervisor__sandbox="none")
+    trio.lowlevel.add_instrument(counter)
+    try:
+        async with trio.open_nursery() as nursery:
+            sup = Supervisor(settings, nursery)
+            s = sup.start(LaunchSpec(command="head -c 1000000 /dev/zero | tr '\\0' a; printf 'é'",
+                                     timeout_seconds=60))
+            with trio.fail_after(60):
+                await s.done.wait()
+            nursery.cancel_scope.cancel()
+    finally:
+        trio.lowlevel.remove_instrument(counter)
+    assert s.buffer.end == 1_000_002
+    assert counter.on_loop >= 1_000_000 - 64 * 1024  # ASCII reads: no thread round trip
+    assert counter.in_workers >= 2  # the read holding "é" went to a worker

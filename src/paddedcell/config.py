@@ -102,6 +102,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # Zombies reparented to the daemon that no one waits for (a restart
         # command's daemonised children) are reaped after two sweeps.
         "orphan_sweep_seconds": 5.0,
+        # Worker threads that sanitize and redact output off the event loop
+        # (all sessions share them; the engine's scans run in parallel).
+        "filter_threads": 2,
     },
     "egress": {
         # "auto": a session whose agent has a bound secret gets placeholders and the

@@ -56,24 +56,21 @@ def redact(secrets_files: tuple[str, ...], secrets: tuple[str, ...], mask: str |
     """
     # Imported here: Hyperscan and pyahocorasick would slow every other
     # `paddedcell` subcommand's start-up.
-    from ..redactor import ShortSecretWarning, StreamRedactor, Variants
+    from ..redactor import ShortSecretWarning, new_filter
 
     settings = config.load()
     values: list[bytes] = [os.fsencode(s) for s in secrets]
     for path in secrets_files:
         values.extend(_read_secrets_file(path))
+    overrides: dict = {"warn_below_length": int(settings["redactor.warn_below_length"])}
+    if mask is not None:
+        overrides["mask"] = mask
+    if no_variants:
+        overrides["variants"] = False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ShortSecretWarning)
         try:
-            redactor = StreamRedactor(
-                values,
-                mask=settings["redactor.mask"] if mask is None else mask,
-                variants=False if no_variants else Variants.from_settings(
-                    settings["redactor.variants"], settings["redactor.forms_off"]),
-                variant_min_length=settings["redactor.variant_min_length"],
-                warn_below_length=settings["redactor.warn_below_length"],
-                fragment_min=settings["redactor.fragment_min"],
-            )
+            redactor = new_filter(values, settings, **overrides)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
     for w in caught:

@@ -5,7 +5,9 @@ reaches the output under any chunking of the input. See
 :class:`~paddedcell.redactor.stream.StreamRedactor`.
 """
 
+from .filters import OutputFilter, Passthrough, filter_options, new_filter
 from .stream import RedactorStateError, ShortSecretWarning, StreamRedactor, redact
 from .variants import Variants
 
-__all__ = ["StreamRedactor", "redact", "Variants", "ShortSecretWarning", "RedactorStateError"]
+__all__ = ["StreamRedactor", "redact", "Variants", "ShortSecretWarning", "RedactorStateError",
+           "OutputFilter", "Passthrough", "new_filter", "filter_options"]

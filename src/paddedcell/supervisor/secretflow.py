@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
 
 from ..execspec import commands
+from ..redactor.filters import OutputFilter, new_filter  # plain Python: no engine import
 
 #: Exit code of the plain CLI when a secret could not be resolved (docs/design.md §4.1).
 SECRET_RESOLUTION_EXIT = 3
@@ -28,19 +29,6 @@ SECRET_RESOLUTION_EXIT = 3
 
 #: The command may not run at all (a request error: nothing was started).
 CommandRefused = commands.CommandRefused
-
-
-def redactor_options(settings) -> dict:
-    """The ``redactor.*`` settings as keyword arguments of ``StreamRedactor``/``redact``.
-    No ShortSecretWarning (warn_below_length 0): it would reach the agent's stderr at
-    every run; the human hears about short values at ``pass_mgr set`` instead."""
-    from ..redactor.variants import Variants  # no Hyperscan import: variants.py is plain Python
-
-    variants = Variants.from_settings(settings["redactor.variants"], settings["redactor.forms_off"])
-    return {"mask": settings["redactor.mask"], "variants": variants,
-            "variant_min_length": int(settings["redactor.variant_min_length"]),
-            "warn_below_length": 0,
-            "fragment_min": int(settings["redactor.fragment_min"])}
 
 
 class SecretResolutionError(Exception):
@@ -52,13 +40,13 @@ class SecretResolutionError(Exception):
 @dataclass(frozen=True)
 class Prepared:
     """The secrets to mask (plaintext: hand straight to the supervisor), the calls,
-    and a redactor already built for the secrets (None without any): building
-    its matcher takes milliseconds, which belong in this worker thread, not in
-    the daemon's event loop."""
+    and the output filter already built for the secrets: building its matcher
+    takes milliseconds, which belong in this worker thread, not in the daemon's
+    event loop."""
 
     secrets: list[str] = field(repr=False)
     calls: list = field(default_factory=list)
-    redactor: Any = field(default=None, repr=False)
+    redactor: OutputFilter | None = field(default=None, repr=False)
 
 
 def prepare(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
@@ -72,15 +60,10 @@ def prepare(command: str, agent_id: str | None, workspace: str | None, settings)
     try:
         guard = vault.output_guard(prepared.redactor, f"pcexec output ({agent_id or 'no agent'})",
                                    settings=settings,
-                                   new_redactor=lambda values: _redactor(values, settings))
+                                   new_redactor=partial(new_filter, settings=settings))
     except vault.VaultError as exc:
         raise SecretResolutionError(str(exc)) from None
     return Prepared(prepared.secrets, prepared.calls, guard)
-
-
-def _redactor(values: list[str], settings) -> Any:
-    from ..redactor import StreamRedactor
-    return StreamRedactor(values, **redactor_options(settings))
 
 
 def _resolve(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
@@ -94,7 +77,7 @@ def _resolve(command: str, agent_id: str | None, workspace: str | None, settings
             "pass_mgr get needs the agent's identity; set AGENT_ID and AGENT_WORKSPACE "
             "(or pass --agent-id and --agent-workspace)")
     if not identity:
-        return Prepared([], calls)  # no agent, no store: nothing to resolve or mask
+        return Prepared([], calls, new_filter((), settings))  # no agent, no store: nothing to mask
     from .. import vault  # only now: its crypto imports cost a plain run ~50 ms
     values: list[str] = []
     try:
@@ -109,7 +92,4 @@ def _resolve(command: str, agent_id: str | None, workspace: str | None, settings
         raise SecretResolutionError(str(exc)) from None
     # Distinct, longest first: the order does not change what is masked, only the work.
     unique = sorted({v for v in values if v}, key=len, reverse=True)
-    if not unique:
-        return Prepared(unique, calls)
-    from ..redactor import StreamRedactor
-    return Prepared(unique, calls, StreamRedactor(unique, **redactor_options(settings)))
+    return Prepared(unique, calls, new_filter(unique, settings))

@@ -23,6 +23,7 @@ from ..execspec.process import ProcessStep, in_scope, process_step
 from ..execspec.request import HOST_SANDBOX_UNAVAILABLE, ExecRequest, ProcessAction, RequestError
 from ..execspec.results import ToolResult
 from . import secretflow
+from ..redactor.filters import filter_options
 from .session import OutputCallback, Session
 from .spawn import SpawnError
 from .supervisor import LaunchSpec, LimitReached, Supervisor
@@ -223,7 +224,7 @@ class ExecService:
                 secrets = []
             except vault.VaultError:
                 secrets = None  # cannot mask: do not write the command at all
-        options = secretflow.redactor_options(self.settings)
+        options = filter_options(self.settings)
 
         def masked(text: str) -> str:
             return redact(text.encode(), secrets, **options).decode("utf-8", "replace") \

@@ -7,8 +7,15 @@ close our end. EIO on a PTY master means every slave holder is gone: EOF.
 
 Reads loop on ``os.read`` until EAGAIN and only then wait for readability;
 waiting before every read costs an event-loop round trip per chunk, which at
-PTY chunk sizes (~4 KiB) would halve throughput. A checkpoint after every
-slice of output work keeps a flood from starving other sessions.
+PTY chunk sizes (~4 KiB) would halve throughput.
+
+Output work runs in worker threads: each read is sanitized and filtered
+(redactor, admin-password guard) by ``trio.to_thread`` under one limiter of
+``supervisor.filter_threads`` threads, so the event loop only reads, appends
+and answers routes, and the engine's scans (which release the GIL) use the
+other cores. Plain ASCII without escapes and without a secret to mask, which
+needs no work, stays on the loop. A stream's reads are filtered in order, one
+at a time; ``add_secrets`` waits for the read in progress (a lock).
 
 Kill: SIGTERM to the session's process tree (see :mod:`.procs`), then SIGKILL
 to whatever is left after ``supervisor.kill_grace_seconds``, then reap.
@@ -22,9 +29,10 @@ import logging
 import os
 import secrets as _secrets
 import signal
+import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import trio
 
@@ -35,8 +43,7 @@ from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
 from .spawn import Spawned
 
-if TYPE_CHECKING:  # the redactor (Hyperscan) is imported only when there is a secret
-    from ..redactor import StreamRedactor
+from ..redactor.filters import OutputFilter, Passthrough, new_filter
 
 log = logging.getLogger("paddedcell.supervisor")
 
@@ -44,20 +51,10 @@ log = logging.getLogger("paddedcell.supervisor")
 #: flight; large enough that per-chunk overhead stays small at GB/s.
 PIPE_READ_SIZE = 64 * 1024
 PTY_READ_SIZE = 64 * 1024
-#: Bytes per pipe read when the session masks secrets (fewer syscalls and
-#: wakeups). Sessions without secrets keep 64 KiB: 256 KiB reads grew a
-#: 64-session flood's RSS by ~12 MiB.
+#: Bytes per pipe read when the session masks secrets: one worker-thread
+#: round trip (~50 us) per read. Sessions without secrets keep 64 KiB:
+#: 256 KiB reads grew a 64-session flood's RSS by ~12 MiB.
 REDACTED_READ_SIZE = 256 * 1024
-#: Output work per event-loop turn: each read is sanitized and redacted in
-#: slices of this size with a checkpoint after each. Every pump that has data
-#: runs once per turn, so a route waits for the sum of their slices at each
-#: of its steps. 4 KiB is ~60 us (the sanitizer ~75 MB/s, the redactor
-#: ~100 MB/s on its worst 4 KiB input, 50 JWT secrets), ~0.5 ms for 8 busy
-#: sessions; 16 KiB slices doubled the routes' p99 under that load
-#: (benchmarks/supervisor.py --only-latency) for ~20 % more throughput.
-WORK_SLICE = 4 * 1024
-#: Sanitized bytes gathered into one redactor feed (~0.1 ms on its worst input).
-REDACT_BATCH = 32 * 1024
 #: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
@@ -99,16 +96,17 @@ def classify(exit_code: int | None, signum: int | None, *, timed_out: bool,
     return "completed", "exit"
 
 
-class _Passthrough:
-    """The redactor of an empty secret set: every byte is safe at once."""
+_FILTER_LIMITER: trio.lowlevel.RunVar = trio.lowlevel.RunVar("paddedcell_filter_limiter")
 
-    @staticmethod
-    def feed(data: bytes) -> bytes:
-        return bytes(data)
 
-    @staticmethod
-    def flush() -> bytes:
-        return b""
+def _filter_limiter(settings) -> trio.CapacityLimiter:
+    """The worker threads that sanitize and filter output (one set per Trio run)."""
+    try:
+        return _FILTER_LIMITER.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(max(1, int(settings["supervisor.filter_threads"])))
+        _FILTER_LIMITER.set(limiter)
+        return limiter
 
 
 class Session:
@@ -116,7 +114,7 @@ class Session:
 
     def __init__(self, *, session_id: str, agent_id: str | None, session_key: str | None,
                  command: str, display_command: str, cwd: str, use_pty: bool, spawned: Spawned,
-                 tree: procs.ProcessTree, buffer: OutputBuffer, redactor: StreamRedactor | None,
+                 tree: procs.ProcessTree, buffer: OutputBuffer, redactor: OutputFilter | None,
                  settings, timeout_seconds: float, name: str | None,
                  on_output: OutputCallback | None = None,
                  cgroup: procs.CgroupScope | None = None):
@@ -170,10 +168,12 @@ class Session:
         #: escape sequences go, controls become ``\xNN`` (see execspec.ansi).
         self._sanitizers = {name: OutputSanitizer(self._on_csi if name == "pty" else None)
                             for name in streams}
-        if redactor is not None:  # one fresh stream each, sharing the built matcher
-            self._redactors = {name: redactor.fresh() for name in streams}
-        else:  # nothing to mask: skip the matcher (and its import) entirely
-            self._redactors = {name: _Passthrough() for name in streams}
+        if redactor is None:
+            redactor = new_filter((), settings)
+        # One fresh stream each, sharing the built matcher.
+        self._redactors: dict[str, OutputFilter] = {name: redactor.fresh() for name in streams}
+        #: Held by the worker filtering a read, and by add_secrets.
+        self._filter_lock = threading.Lock()
 
     def add_secrets(self, values: list[str]) -> None:
         """Mask these too from the next byte on: a value the supervisor handed to
@@ -181,17 +181,8 @@ class Session:
         values = [v for v in values if v]
         if not values or not self._redactors:
             return
-        from ..redactor import StreamRedactor
-        from .secretflow import redactor_options
-
-        built = None
-        for name, redactor in list(self._redactors.items()):
-            if isinstance(redactor, _Passthrough):
-                # Nothing is held back by a passthrough: switching now loses no byte.
-                if built is None:
-                    built = StreamRedactor(values, **redactor_options(self.settings))
-                self._redactors[name] = built.fresh()
-            else:
+        with self._filter_lock:  # not while a worker filters a read with the old set
+            for redactor in self._redactors.values():
                 redactor.add_secrets(values)
 
     # --- state ------------------------------------------------------------
@@ -284,12 +275,28 @@ class Session:
                         await self._wait_exit()
                 self._finish()
 
+    def _filter(self, stream: str, data: bytes) -> bytes:
+        """Sanitize and filter one read (in a worker thread unless it is trivial)."""
+        with self._filter_lock:
+            redactor = self._redactors.get(stream)
+            if redactor is None:  # finished meanwhile: nothing more is shown
+                return b""
+            return redactor.feed(self._sanitizers[stream].feed(data))
+
+    def _trivial(self, stream: str, data: bytes) -> bool:
+        """No work worth a thread: nothing to mask, and ASCII the sanitizer passes as is."""
+        redactor = self._redactors.get(stream)
+        return (isinstance(redactor, Passthrough) and redactor.idle and data.isascii()
+                and b"\x1b" not in data)
+
     async def _pump(self, stream: str, fd: int) -> None:
         redactor = self._redactors[stream]
         if self.pty:
             size = PTY_READ_SIZE
         else:
-            size = PIPE_READ_SIZE if isinstance(redactor, _Passthrough) else REDACTED_READ_SIZE
+            idle = isinstance(redactor, Passthrough) and redactor.idle
+            size = PIPE_READ_SIZE if idle else REDACTED_READ_SIZE
+        limiter = _filter_limiter(self.settings)
         if stream == "stdout":
             try:  # a bigger pipe: fewer wakeups at gigabyte rates
                 fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
@@ -318,34 +325,25 @@ class Session:
                         break
                 if chunks:
                     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-                    # Bounded work per event-loop turn: sanitize and redact one
-                    # slice, then let every other task run. Nothing is read
-                    # meanwhile, so a child that outruns us fills its pipe and
-                    # blocks (back-pressure) instead of the loop stalling routes.
-                    # The redactor gets larger feeds than the sanitizer (its cost is
-                    # mostly per call: 4 KiB feeds run at a quarter of 64 KiB ones on
-                    # its worst input), all before the next read: no output waits.
-                    sanitized, pending = [], 0
-                    for i in range(0, len(data), WORK_SLICE):
-                        if i:
-                            await trio.lowlevel.checkpoint()
-                        piece = self._sanitizers[stream].feed(data[i:i + WORK_SLICE])
-                        sanitized.append(piece)
-                        pending += len(piece)
-                        if pending >= REDACT_BATCH or i + WORK_SLICE >= len(data):
-                            piece = sanitized[0] if len(sanitized) == 1 else b"".join(sanitized)
-                            sanitized, pending = [], 0
-                            redactor = self._redactors.get(stream, redactor)  # add_secrets may swap it
-                            self._emit(stream, redactor.feed(piece))
+                    # Nothing is read while a worker filters this read, so a
+                    # child that outruns us fills its pipe and blocks
+                    # (back-pressure); the loop meanwhile serves everything else.
+                    if self._trivial(stream, data):
+                        shown = self._filter(stream, data)
+                    else:
+                        shown = await trio.to_thread.run_sync(self._filter, stream, data,
+                                                              limiter=limiter)
+                    self._emit(stream, shown)
                     await trio.lowlevel.checkpoint()
                 if eof:
                     break
                 if not chunks:
                     await trio.lowlevel.wait_readable(fd)
         finally:
-            rest = self._sanitizers[stream].flush()
-            last = self._redactors.get(stream, redactor)
-            self._emit(stream, (last.feed(rest) if rest else b"") + last.flush())
+            with self._filter_lock:
+                rest = self._sanitizers[stream].flush()
+                last = self._redactors.get(stream, redactor)
+                self._emit(stream, (last.feed(rest) if rest else b"") + last.flush())
             self._open_pumps -= 1
             if self._open_pumps == 0:
                 self._pumps_done.set()

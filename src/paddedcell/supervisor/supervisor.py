@@ -33,7 +33,7 @@ import trio
 from . import procs
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
 from .channel import CHANNEL_VARIABLE, SessionChannel, channel_dir, forward_to_daemon
-from .secretflow import redactor_options
+from ..redactor.filters import OutputFilter, new_filter
 from .session import OutputCallback, Session, new_session_id
 from .spawn import PtyUnavailable, Sandbox, SpawnError, child_environment, pick_shell, spawn
 
@@ -72,8 +72,8 @@ class LaunchSpec:
     name: str | None = None
     #: Plaintext values to mask; the Session keeps them only inside its redactors.
     secrets: list[str] = field(default_factory=list)
-    #: A ``StreamRedactor`` already built for ``secrets`` (else built here).
-    redactor: Any = None
+    #: The output filter already built for ``secrets`` (else built here).
+    redactor: OutputFilter | None = None
     on_output: OutputCallback | None = None
     #: Pipes only: give the child this fd as stdin instead of a writable pipe.
     stdin_fd: int | None = None
@@ -146,15 +146,11 @@ class Supervisor:
         except BaseException:
             channel.close()
             raise
-        display, redactor = spec.command, spec.redactor
-        if redactor is None and spec.secrets:
-            from ..redactor import StreamRedactor
-            redactor = StreamRedactor(spec.secrets, **redactor_options(settings))
-        if redactor is not None:
-            # Built once: the command line and every output stream get a fresh()
-            # stream of it (the matcher is the expensive part).
-            shown = redactor.fresh()
-            display = (shown.feed(spec.command.encode()) + shown.flush()).decode("utf-8", "replace")
+        redactor = spec.redactor if spec.redactor is not None else new_filter(spec.secrets, settings)
+        # Built once: the command line and every output stream get a fresh()
+        # stream of it (the matcher is the expensive part).
+        shown = redactor.fresh()
+        display = (shown.feed(spec.command.encode()) + shown.flush()).decode("utf-8", "replace")
         try:
             buffer = OutputBuffer(int(settings["supervisor.ring_buffer_bytes"]), self.budget,
                                   int(settings["supervisor.session_buffer_floor_bytes"]))
