@@ -29,12 +29,6 @@ def test_chunk_bigger_than_capacity_keeps_its_tail():
     assert (buf.start, buf.end) == (8, 12)
 
 
-def test_dropped_lines_are_counted():
-    buf = OutputBuffer(6, BufferBudget(100), floor=6)
-    buf.append(b"a\nb\nc\nd\ne\n")
-    assert buf.dropped_lines + buf.held().count(b"\n") == 5
-
-
 def test_growth_stops_at_the_budget_and_evicts_instead():
     budget = BufferBudget(150)
     a = OutputBuffer(100, budget, floor=50)
@@ -80,7 +74,6 @@ def test_budget_never_exceeded_and_tail_is_exact(chunks, capacity, total):
         assert len(buf) <= buf.reserved <= capacity
         assert buf.end == len(everything)
         assert buf.read(0) == everything[buf.start:]
-        assert buf.dropped_lines == everything[:buf.start].count(b"\n")
 
 
 def test_decode_tail_drops_a_cut_character():
@@ -115,7 +108,7 @@ def test_growth_leaves_the_protected_part_and_gives_back_when_short():
     assert budget.used == a.reserved + b.reserved <= budget.total
 
 
-def test_dropped_lines_on_large_evictions():
+def test_large_evictions_keep_the_newest_bytes():
     import random
     rng = random.Random(3)
     budget = BufferBudget(1 << 20)
@@ -125,5 +118,4 @@ def test_dropped_lines_on_large_evictions():
         chunk = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(1, 30000)))
         buf.append(chunk)
         everything += chunk
-        assert buf.dropped_lines == everything[:buf.start].count(b"\n")
         assert buf.held() == bytes(everything[buf.start:])

@@ -22,11 +22,6 @@ Pure: no I/O, no Trio. Bytes in; decoding happens at the edges.
 from __future__ import annotations
 
 
-def _count_newlines(buf: bytearray, a: int, b: int) -> int:
-    """Newlines in ``buf[a:b]`` (``bytearray.count`` runs in C at memchr speed)."""
-    return buf.count(b"\n", a, b)
-
-
 class BudgetExhausted(Exception):
     """No room for another session's buffer floor; ``str()`` is one line."""
 
@@ -75,7 +70,7 @@ class OutputBuffer:
     """
 
     __slots__ = ("capacity", "budget", "floor", "reserved", "_buf", "_head", "_len", "start",
-                 "dropped_lines", "_released")
+                 "_released")
 
     def __init__(self, capacity: int, budget: BufferBudget, floor: int):
         floor = min(floor, capacity)
@@ -93,8 +88,6 @@ class OutputBuffer:
         self._len = 0
         #: Absolute offset of the first byte still held.
         self.start = 0
-        #: Newlines in the bytes evicted so far: line numbers stay absolute too.
-        self.dropped_lines = 0
         self._released = False
 
     @property
@@ -116,8 +109,6 @@ class OutputBuffer:
     def _evict(self, n: int) -> None:
         if n <= 0:
             return
-        for a, b in self._span(0, n):
-            self.dropped_lines += _count_newlines(self._buf, a, b)
         self._head = (self._head + n) % len(self._buf)
         self._len -= n
         self.start += n
@@ -145,7 +136,6 @@ class OutputBuffer:
         if n >= self.reserved:
             # Only the newest ``reserved`` bytes can survive.
             cut = n - self.reserved
-            self.dropped_lines += data.count(b"\n", 0, cut)
             self._evict(self._len)
             self.start += cut
             data = memoryview(data)[cut:]
