@@ -46,6 +46,8 @@ class EchoHandler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _answer(self) -> None:
+        if self.headers.get("Upgrade", "").lower() == "websocket":
+            return self._websocket()
         body = self._body()
         record = {"method": self.command, "path": self.path,
                   "headers": [[k, v] for k, v in self.headers.items()],
@@ -70,6 +72,25 @@ class EchoHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
+
+    def _websocket(self) -> None:
+        """Record the handshake, answer 101, then echo raw bytes (enough for a tunnel test:
+        the proxy relays bytes after the handshake, it does not parse frames)."""
+        self.server.received.append({"method": self.command, "path": self.path,  # type: ignore[attr-defined]
+                                     "headers": [[k, v] for k, v in self.headers.items()],
+                                     "body": ""})
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.end_headers()
+        self.wfile.flush()
+        while True:
+            data = self.rfile.read1(65536)
+            if not data:
+                break
+            self.wfile.write(b"echo:" + data)
+            self.wfile.flush()
+        self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = _answer
 

@@ -119,6 +119,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_connections": 64,
         "max_header_bytes": 64 * 1024,
         "chunk_bytes": 256 * 1024,
+        # Tests only: a CA file upstream servers may also be signed by (besides the
+        # system's trust), so loopback TLS servers can stand in for api.github.com.
+        "extra_upstream_ca_file": "",
     },
     "audit": {
         # Each string field of an audit record is cut to this many characters,

@@ -260,9 +260,6 @@ def authority(host: str, port: int, default: int) -> bytes:
 
 # -- one client connection ----------------------------------------------------------------
 
-RequestHook = Callable[[h11.Request, str, int], Awaitable[h11.Request]]
-
-
 async def handle_client(stream: trio.SocketStream, ctx: ProxyContext) -> None:
     limits = ctx.limits
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
@@ -282,6 +279,13 @@ async def handle_client(stream: trio.SocketStream, ctx: ProxyContext) -> None:
             return
         if event.method == b"CONNECT":
             await _tunnel(stream, conn, event, ctx)
+        elif ctx.session is not None:
+            # Plain HTTP is seen whole: placeholders are swapped (bindings that allow
+            # http://) or refused, and answers masked, as inside an intercepted tunnel.
+            from .intercept import SubstitutingExchange
+
+            await HttpRelay(stream, conn, ctx, fixed=None,
+                            exchange=SubstitutingExchange(ctx.session)).run(event)
         else:
             await HttpRelay(stream, conn, ctx, fixed=None).run(event)
     except ProxyError as exc:
@@ -307,6 +311,16 @@ async def _tunnel(stream: trio.SocketStream, conn: h11.Connection, request: h11.
     event = await next_event(stream, conn, ctx.limits.chunk_bytes)
     if not isinstance(event, h11.EndOfMessage):
         raise ProxyError(400, "egress: a CONNECT request cannot have a body")
+    if ctx.session is not None and ctx.session.intercepts(host, port):
+        # A bound host: TLS ends here (intercept.py). The policy still decides first, and
+        # nothing goes upstream before the client's handshake names the same host.
+        from .intercept import serve_intercepted
+
+        await resolve_allowed(ctx, host, port)
+        await stream.send_all(conn.send(h11.Response(status_code=200, headers=[],
+                                                     reason=b"Connection established")))
+        await serve_intercepted(stream, conn.trailing_data[0], host, port, ctx)
+        return
     upstream = await open_upstream(ctx, host, port)
     async with upstream:
         await stream.send_all(conn.send(h11.Response(status_code=200, headers=[],
@@ -404,16 +418,24 @@ class HttpRelay:
         """Relay one exchange; True when both connections may carry another."""
         host, port, path = self._target_of(request)
         scheme = self.fixed[2] if self.fixed is not None else "http"
-        request = await self.exchange.request(request, host, port, scheme, self.ctx)
         default = 443 if scheme == "https" else 80
+        upgrade = self.exchange.upgrade(request)
+        keep = frozenset({b"upgrade", b"connection"}) if upgrade else frozenset()
         headers = forward_headers(list(request.headers), host=authority(host, port, default),
-                                  keep=self.exchange.keep_headers(request))
+                                  keep=keep)
+        if upgrade:
+            headers = [(n, v) for n, v in headers if n != b"connection"] \
+                + [(b"connection", b"Upgrade")]
+        # The exchange sees (and may rewrite or refuse) the request as it will go upstream.
+        outgoing = await self.exchange.request(
+            h11.Request(method=request.method, target=path, headers=headers),
+            host, port, scheme, self.ctx)
+        body = self.exchange.body(outgoing, host, port, self.ctx)
         upstream, up = await self._upstream_stream(host, port)
-        outgoing = h11.Request(method=request.method, target=path, headers=headers)
-        body = self.exchange.body(request, host, port, self.ctx)
         await upstream.send_all(up.send(outgoing))
         chunk, idle = self.ctx.limits.chunk_bytes, self.ctx.limits.idle_timeout
         started = False
+        switched = False
         failures: list[BaseException] = []
 
         async def send_body() -> None:
@@ -432,18 +454,25 @@ class HttpRelay:
                     raise trio.BrokenResourceError("the client left mid-request")
 
         async def relay_response() -> None:
-            nonlocal started
+            nonlocal started, switched
             redact = self.exchange.response(self.ctx)
             while True:
                 event = await next_event(upstream, up, chunk)
                 scope.deadline = trio.current_time() + idle
                 if isinstance(event, h11.InformationalResponse):
+                    if event.status_code == 101 and upgrade:
+                        headers = [(n, redact.header(v)) for n, v in event.headers]
+                        await self.stream.send_all(self.conn.send(h11.InformationalResponse(
+                            status_code=101, headers=headers, reason=event.reason)))
+                        switched = True
+                        return
                     if event.status_code == 100 and self.conn.they_are_waiting_for_100_continue:
                         await self.stream.send_all(self.conn.send(event))
                     continue
                 if isinstance(event, h11.Response):
                     drop = HOP_BY_HOP | redact.drop_headers
-                    headers = [(n, v) for n, v in event.headers if n.lower() not in drop]
+                    headers = [(n, redact.header(v)) for n, v in event.headers
+                               if n.lower() not in drop]
                     started = True
                     await self.stream.send_all(self.conn.send(h11.Response(
                         status_code=event.status_code, headers=headers, reason=event.reason)))
@@ -482,6 +511,13 @@ class HttpRelay:
             if started:
                 raise trio.BrokenResourceError("idle timeout mid-response")
             raise ProxyError(504, f"egress: {host}:{port} did not answer in time")
+        if switched:  # a WebSocket: the handshake went through the exchange, now bytes
+            if up.trailing_data[0]:
+                await self.stream.send_all(up.trailing_data[0])
+            if self.conn.trailing_data[0]:
+                await upstream.send_all(self.conn.trailing_data[0])
+            await splice(self.stream, upstream, chunk=chunk, idle=idle)
+            return False
         if self.conn.our_state is not h11.DONE:
             raise trio.BrokenResourceError("the response did not complete")
         reusable = (self.conn.our_state is h11.DONE and self.conn.their_state is h11.DONE)
@@ -505,11 +541,14 @@ class BodyFilter:
 
 
 class ResponseFilter:
-    """Response body bytes as they pass (redaction inside intercepted connections).
-    A filter that can change the length names ``content-length`` in ``drop_headers``
-    (h11 then sends the body chunked)."""
+    """Response body bytes and header values as they pass (redaction inside intercepted
+    connections). A filter that can change the length names ``content-length`` in
+    ``drop_headers`` (h11 then sends the body chunked)."""
 
     drop_headers: frozenset[bytes] = frozenset()
+
+    def header(self, value: bytes) -> bytes:
+        return value
 
     def feed(self, data: bytes) -> bytes:
         return data
@@ -524,10 +563,12 @@ class Exchange:
 
     async def request(self, request: h11.Request, host: str, port: int, scheme: str,
                       ctx: ProxyContext) -> h11.Request:
+        """The request as it goes upstream (origin-form target, forwarded headers)."""
         return request
 
-    def keep_headers(self, request: h11.Request) -> frozenset[bytes]:
-        return frozenset()
+    def upgrade(self, request: h11.Request) -> bool:
+        """Whether to relay this request's ``Upgrade`` (then tunnel after a 101)."""
+        return False
 
     def body(self, request: h11.Request, host: str, port: int, ctx: ProxyContext) -> BodyFilter:
         return BodyFilter()

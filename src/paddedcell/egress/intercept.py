@@ -1,0 +1,215 @@
+"""TLS interception for bound hosts: the only place a real value joins a request.
+
+Theory of operation, for a CONNECT to a host a binding names (the policy already allowed
+the target):
+
+1. The client's TLS ends here with a leaf for the CONNECT target from the session CA;
+   the handshake fails unless its SNI is that target (``ca._sni_must_be``); ALPN offers
+   ``http/1.1`` only, so HTTP/2 clients fall back.
+2. Each request is read with h11. Authorisation is by the CONNECT target: the request's
+   own ``Host`` is replaced by it. :class:`SubstitutingExchange` swaps placeholders for
+   values where the bindings allow and refuses the request otherwise (403 inside the
+   tunnel, one line, audited with the key and host, never the value).
+3. The upstream connection opens at the first request: TCP to an address the policy
+   allowed, then TLS verified against the system trust (``ProxySession.upstream_context``)
+   before any request byte is written, so a substituted value never reaches a server that
+   could not prove it is the host.
+4. Responses come back through the session's masks (store values and placeholders), so an
+   endpoint that echoes the request shows ``######``. Requests ask for
+   ``Accept-Encoding: identity``: a compressed answer would hide what the mask looks for.
+5. A WebSocket upgrade: the handshake goes through steps 2–4, then bytes are spliced.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import h11
+import trio
+
+from .proxy import (BodyFilter, Exchange, HttpRelay, ProxyContext, ProxyError, ResponseFilter,
+                    answer, next_event, open_upstream)
+from .session import ProxySession
+from .substitute import Destination, Refused, Substituter
+
+
+class PrefixedStream(trio.abc.Stream):
+    """``stream`` with ``prefix`` (bytes the h11 reader already took) read first."""
+
+    def __init__(self, stream: trio.abc.Stream, prefix: bytes):
+        self._stream = stream
+        self._prefix = prefix
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._prefix:
+            data, self._prefix = self._prefix, b""
+            return data
+        return await self._stream.receive_some(max_bytes)
+
+    async def send_all(self, data: bytes) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class _Masked(ResponseFilter):
+    """Response bytes through a fresh stream of the session's masks."""
+
+    drop_headers = frozenset({b"content-length"})  # masking may change the length
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def feed(self, data: bytes) -> bytes:
+        return self._stream.feed(data)
+
+    def finish(self) -> bytes:
+        return self._stream.flush()
+
+    def header(self, value: bytes) -> bytes:
+        shown = self._stream.fresh() if hasattr(self._stream, "fresh") else None
+        if shown is None:
+            return value
+        return shown.feed(value) + shown.flush()
+
+
+class _SubstitutedBody(BodyFilter):
+    def __init__(self, stream):
+        self._stream = stream
+
+    def feed(self, data: bytes) -> list[bytes]:
+        return self._stream.feed(data)
+
+    def finish(self) -> list[bytes]:
+        return self._stream.finish()
+
+
+class SubstitutingExchange(Exchange):
+    """Placeholders swapped or refused (:mod:`.substitute`), answers masked."""
+
+    def __init__(self, session: ProxySession):
+        self.session = session
+        self._substituter: Substituter | None = None
+
+    async def request(self, request: h11.Request, host: str, port: int, scheme: str,
+                      ctx: ProxyContext) -> h11.Request:
+        substituter = Substituter(self.session.grants(), Destination(host, port, scheme))
+        self._substituter = substituter
+        try:
+            headers = substituter.headers(list(request.headers))
+            target = substituter.target(request.target)
+        except Refused as exc:
+            self.session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
+                               method=request.method.decode("ascii", "replace"))
+            raise ProxyError(403, exc.line) from None
+        if self.session.grants():
+            headers = [(n, v) for n, v in headers if n != b"accept-encoding"] \
+                + [(b"accept-encoding", b"identity")]
+        if substituter.substituted:
+            self.session.audit("egress.substituted", keys=sorted(substituter.substituted),
+                               host=host, port=port,
+                               method=request.method.decode("ascii", "replace"))
+        return h11.Request(method=request.method, target=target, headers=headers)
+
+    def upgrade(self, request: h11.Request) -> bool:
+        return any(n == b"upgrade" and v.lower() == b"websocket" for n, v in request.headers)
+
+    def body(self, request: h11.Request, host: str, port: int, ctx: ProxyContext) -> BodyFilter:
+        substituter = self._substituter
+        if substituter is None or not substituter.grants:
+            return BodyFilter()
+        session, stream = self.session, substituter.body()
+
+        class Audited(_SubstitutedBody):
+            def feed(self, data: bytes) -> list[bytes]:
+                try:
+                    return super().feed(data)
+                except Refused as exc:
+                    session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
+                                  part="body")
+                    raise ProxyError(403, exc.line) from None
+
+        return Audited(stream)
+
+    def response(self, ctx: ProxyContext) -> ResponseFilter:
+        stream = self.session.response_filter()
+        return ResponseFilter() if stream is None else _Masked(stream)
+
+
+async def open_tls_upstream(ctx: ProxyContext, host: str, port: int) -> trio.SSLStream:
+    """TCP to an allowed address, then TLS verified for ``host`` (HTTP/1.1 by ALPN)."""
+    assert ctx.session is not None
+    tcp = await open_upstream(ctx, host, port)
+    tls = trio.SSLStream(tcp, ctx.session.upstream_context(), server_hostname=host,
+                         https_compatible=True)
+    try:
+        with trio.fail_after(ctx.limits.connect_timeout):
+            await tls.do_handshake()
+    except trio.TooSlowError:
+        await trio.aclose_forcefully(tcp)
+        raise ProxyError(504, f"egress: the TLS handshake with {host}:{port} timed out") \
+            from None
+    except trio.BrokenResourceError as exc:
+        await trio.aclose_forcefully(tcp)
+        cause = exc.__cause__
+        why = getattr(cause, "verify_message", None) or getattr(cause, "reason", None) \
+            or str(cause or exc)
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            ctx.audit("egress.upstream-unverified", host=host, port=port, reason=str(why))
+            raise ProxyError(502, f"egress: {host}'s certificate does not verify ({why}); "
+                                  "nothing was sent") from None
+        raise ProxyError(502, f"egress: TLS with {host}:{port} failed ({why})") from None
+    if tls.selected_alpn_protocol() not in (None, "http/1.1"):
+        await trio.aclose_forcefully(tls)
+        raise ProxyError(502, f"egress: {host} would not speak HTTP/1.1")
+    return tls
+
+
+async def serve_intercepted(client: trio.abc.Stream, leftover: bytes, host: str, port: int,
+                            ctx: ProxyContext) -> None:
+    """Terminate the client's TLS for ``host`` and relay its requests (module docstring)."""
+    session = ctx.session
+    assert session is not None
+    stream = PrefixedStream(client, leftover) if leftover else client
+    tls = trio.SSLStream(stream, session.ca.server_context(host), server_side=True,
+                         https_compatible=True)
+    limits = ctx.limits
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+    request = None
+    with trio.move_on_after(limits.request_timeout):
+        try:
+            await tls.do_handshake()
+        except trio.BrokenResourceError as exc:
+            # A wrong SNI, a client that does not trust the session CA, or one that left.
+            ctx.audit("egress.handshake-failed", host=host, port=port,
+                      reason=str(exc.__cause__ or exc))
+            return
+        try:
+            request = await next_event(tls, conn, limits.chunk_bytes)
+        except h11.RemoteProtocolError as exc:
+            await _say(tls, conn, exc.error_status_hint, f"egress: bad request ({exc})")
+            return
+    if not isinstance(request, h11.Request):
+        await trio.aclose_forcefully(tls)
+        return
+    relay = HttpRelay(tls, conn, ctx, fixed=(host, port, "https"),
+                      upstream_for=lambda h, p: open_tls_upstream(ctx, h, p),
+                      exchange=SubstitutingExchange(session))
+    try:
+        await relay.run(request)
+    except ProxyError as exc:
+        ctx.audit("egress.answered", host=host, port=port, status=exc.status, line=exc.line)
+        await _say(tls, conn, exc.status, exc.line)
+    finally:
+        await trio.aclose_forcefully(tls)
+
+
+async def _say(tls: trio.SSLStream, conn: h11.Connection, status: int, line: str) -> None:
+    try:
+        await tls.send_all(answer(conn, status, line))
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
