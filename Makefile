@@ -25,6 +25,7 @@ test: venv binary
 	@scripts/mcp-clients-env.sh >/dev/null || { echo "make test: cannot install the MCP clients (TypeScript SDK, Codex, Claude Code; see the message above); tests/e2e/test_mcp_clients.py needs them" >&2; exit 1; }
 	$(BIN)/pytest -q
 	eval "$$(scripts/openclaw-env.sh)" && node --test 'openclaw-plugin/test/*.test.js'
+	scripts/portable-engine-check.sh $(PYTHON)
 
 bench: venv
 	$(BIN)/python benchmarks/redaction.py

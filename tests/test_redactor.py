@@ -15,14 +15,16 @@ from paddedcell.redactor import RedactorStateError, ShortSecretWarning, StreamRe
 from paddedcell.redactor import matcher
 from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
 from paddedcell.redactor.variants import base64_inner_forms, expand
+from redactor_engines import NEEDS_HYPERSCAN
 
 M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 
 
-@pytest.fixture(autouse=True, params=[(matcher.HyperscanMatcher, True), (matcher.AhoMatcher, True),
-                                       (matcher.HyperscanMatcher, False)],
-                ids=["hyperscan", "portable", "hyperscan-large-set-paths"])
+@pytest.fixture(autouse=True, params=[
+    pytest.param((matcher.HyperscanMatcher, True), id="hyperscan", marks=NEEDS_HYPERSCAN),
+    pytest.param((matcher.AhoMatcher, True), id="portable"),
+    pytest.param((matcher.HyperscanMatcher, False), id="hyperscan-large-set-paths", marks=NEEDS_HYPERSCAN)])
 def engine(request, monkeypatch):
     """Run every test on the fast engine and on the portable one, and once
     with the paths a large pattern set takes (short tails bisected, literals

@@ -12,14 +12,12 @@ from paddedcell.redactor import ShortSecretWarning, StreamRedactor, redact
 from paddedcell.redactor import matcher
 from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
 from paddedcell.redactor.variants import Variants, expand
+from redactor_engines import BOTH
 
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 
 
-ENGINES = [matcher.HyperscanMatcher, matcher.AhoMatcher]
-
-
-@pytest.fixture(autouse=True, scope="module", params=ENGINES, ids=["hyperscan", "portable"])
+@pytest.fixture(autouse=True, scope="module", params=BOTH)
 def engine(request):
     """Every property runs on the fast engine and on the portable one."""
     saved = matcher.ENGINE
