@@ -84,13 +84,21 @@ def base_env(home: Path, **extra: str) -> dict[str, str]:
 class Daemon:
     """A daemon in a temp PADDEDCELL_HOME, stopped with SIGTERM to its own pid."""
 
-    def __init__(self, home: Path, **env: str):
+    def __init__(self, home: Path, open_files: int | None = None, **env: str):
+        """``open_files``: the daemon's RLIMIT_NOFILE (floods run out of it sooner)."""
         self.home = home
         self.env = base_env(home, **env)
         self.log = open(home / "daemon-test.log", "ab")
+
+        def limit() -> None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
         self.proc = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
                                      env=self.env, stdout=self.log, stderr=self.log,
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     preexec_fn=limit if open_files else None)
         from paddedcell.daemon.client import DaemonClient
         self.client = DaemonClient(config.load(environ=self.env), timeout=60)
         deadline = time.monotonic() + 15

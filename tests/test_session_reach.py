@@ -150,6 +150,128 @@ def test_a_lock_file_pass_mgr_did_not_write_is_tampering(world):
     assert not locked.exists()
 
 
+# -- the channel survives any client -------------------------------------------------------
+
+#: Opens argv[1] processes x argv[2] connections to the channel, each sent argv[3] bytes of a
+#: line that never ends, and holds them; prints FLOODING n once they are made.
+FLOODER = """
+import os, socket, sys, time
+procs, per, partial = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+made = 0
+r, w = os.pipe()
+for _ in range(procs):
+    if os.fork() == 0:
+        held = []
+        for _ in range(per):
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(0.2)
+                s.connect(os.environ["PADDEDCELL_CHANNEL"])
+                if partial:
+                    s.sendall(b"x" * partial)
+                held.append(s)
+            except OSError:
+                pass
+        os.write(w, b"%d\\n" % len(held))
+        time.sleep(600)
+        os._exit(0)
+counts = b""
+while counts.count(b"\\n") < procs:
+    counts += os.read(r, 64)
+total = sum(map(int, counts.split()))
+print("FLOODING", total, flush=True)
+time.sleep(600)
+"""
+
+WHOAMI = json.dumps({"op": "whoami"})
+
+
+def start_flood(daemon: Daemon, ws: Path, procs: int, per: int, partial: int = 0) -> str:
+    path = ws / "flood.py"
+    path.write_text(FLOODER)
+    sid = daemon.call("/exec", {"command": f"{BIN / 'python'} {path} {procs} {per} {partial}",
+                                "agentId": "a1", "agentWorkspace": str(ws),
+                                "background": True})["details"]["sessionId"]
+    deadline = time.monotonic() + 60
+    while True:
+        text = daemon.call("/process", {"action": "log", "sessionId": sid,
+                                        "agentId": "a1"})["content"][0]["text"]
+        if "FLOODING" in text:
+            return sid
+        assert time.monotonic() < deadline, text
+        time.sleep(0.1)
+
+
+def others_still_served(daemon: Daemon, ws: Path) -> None:
+    assert daemon.client.healthy()
+    answers = run_in_session(daemon, ws, CHANNEL_CLIENT, WHOAMI, agent="b2")
+    assert answers == [{"ok": True, "agentId": "b2", "agentWorkspace": str(ws),
+                        "sessionKey": answers[0]["sessionKey"]}], answers
+
+
+@pytest.mark.parametrize("cap", ["default", "none"])
+def test_a_channel_flood_at_a_low_file_limit_ends_only_that_channel(world, cap):
+    """3 x 120 idle connections to one session's channel of a daemon limited to 128
+    descriptors: with the default per-session cap the daemon's descriptors are never
+    exhausted; with no cap accept() fails with EMFILE and backs off instead of ending
+    the daemon. Either way other sessions are served, during the flood or after it."""
+    home, ws = world
+    extra = {} if cap == "default" else {"PADDEDCELL_SUPERVISOR_CHANNEL_MAX_CONNECTIONS": "100000"}
+    with Daemon(home, open_files=128, PADDEDCELL_SUPERVISOR_SANDBOX="none", **extra) as daemon:
+        sid = start_flood(daemon, ws, 3, 120)
+        if cap == "default":
+            others_still_served(daemon, ws)
+        daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "a1"})
+        time.sleep(0.5)
+        others_still_served(daemon, ws)
+        assert daemon.proc.poll() is None
+        if cap == "none":
+            assert "EMFILE" in (home / "daemon-test.log").read_text()
+
+
+def test_the_daemon_socket_survives_a_flood_at_a_low_file_limit(world):
+    """400 idle connections to the daemon's own socket at 128 descriptors: accept() runs
+    out (EMFILE), backs off, and every request after the flood is answered."""
+    import socket
+
+    home, ws = world
+    with Daemon(home, open_files=128, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
+        held = []
+        for _ in range(400):
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(0.2)
+            try:
+                s.connect(daemon.client.path)
+                s.sendall(b"POST /exec HTTP/1.1\r\nhost: x\r\ncontent-length: 99\r\n\r\n{")
+            except OSError:
+                s.close()
+                continue
+            held.append(s)
+        time.sleep(0.5)
+        for s in held:
+            s.close()
+        daemon.client.close()
+        deadline = time.monotonic() + 10
+        while not daemon.client.healthy():
+            assert time.monotonic() < deadline and daemon.proc.poll() is None
+            time.sleep(0.1)
+        others_still_served(daemon, ws)
+
+
+def test_partial_lines_hold_a_bounded_amount_of_memory(world):
+    """128 connections each sending 1 MiB of a line that never ends: the session's channel
+    holds at most supervisor.channel_session_buffer_bytes (8 MiB), not 128 MiB."""
+    home, ws = world
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
+        run_in_session(daemon, ws, CHANNEL_CLIENT, WHOAMI)  # warm: first session's costs
+        before = daemon.rss_kib()
+        start_flood(daemon, ws, 2, 64, 1 << 20)
+        time.sleep(0.5)
+        grown_mib = (daemon.rss_kib() - before) / 1024
+        assert grown_mib < 40, f"the daemon grew {grown_mib:.0f} MiB"
+        others_still_served(daemon, ws)
+
+
 # -- the confined open itself -------------------------------------------------------------
 
 

@@ -105,6 +105,17 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # Worker threads that sanitize and redact output off the event loop
         # (all sessions share them; the engine's scans run in parallel).
         "filter_threads": 2,
+        # Each session's channel ($PADDEDCELL_CHANNEL): connections served at once
+        # (more are closed on accept), one request line (an exec with a long command),
+        # all unfinished lines of one session together, and how long a line may take.
+        # A flooding session so holds at most 8 MiB and 16 descriptors of the daemon.
+        "channel_max_connections": 16,
+        "channel_max_request_bytes": 4 * 1024 * 1024,
+        "channel_session_buffer_bytes": 8 * 1024 * 1024,
+        "channel_idle_seconds": 30.0,
+        # accept() out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM):
+        # retry after 10 ms, doubling up to this (channels and the daemon socket).
+        "accept_backoff_max_seconds": 1.0,
     },
     "egress": {
         # "auto": a session whose agent has a bound secret gets placeholders and the

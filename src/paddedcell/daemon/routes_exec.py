@@ -51,7 +51,12 @@ async def _sweep_orphans(interval: float) -> None:
     reaper = OrphanReaper()
     while True:
         await trio.sleep(interval)
-        for pid in reaper.sweep():
+        try:
+            reaped = reaper.sweep()
+        except OSError as exc:  # out of descriptors for a moment (a flood): next sweep
+            log.warning("orphan sweep skipped: %s", exc)
+            continue
+        for pid in reaped:
             log.info("reaped orphaned process %d", pid)
 
 

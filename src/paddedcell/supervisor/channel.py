@@ -32,6 +32,7 @@ own socket is hidden: this channel is the only way out.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -49,8 +50,8 @@ log = logging.getLogger("paddedcell.supervisor")
 
 #: The environment variable that locates the channel (a locator, not a credential).
 CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
-#: Largest request line accepted (an exec request with a long command).
-MAX_REQUEST_BYTES = 4 * 1024 * 1024
+#: accept() errors that mean "out of descriptors or memory for now": back off, retry.
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 EXIT_FORBIDDEN = 5
 VAULT_OPS = ("get", "generate", "rotate", "unset", "list", "history")
 
@@ -69,6 +70,38 @@ def forward_limiter() -> trio.CapacityLimiter:
         limiter = trio.CapacityLimiter(32)
         _FORWARD_LIMITER.set(limiter)
         return limiter
+
+
+class ChannelLimits:
+    """What one session's channel may hold, from the ``supervisor.channel_*`` settings.
+
+    A session could otherwise open thousands of connections and feed each a line
+    that never ends: the daemon's descriptors (EMFILE ends ``accept`` for everyone)
+    and memory (4 MiB each) would go. So each channel serves at most
+    ``max_connections`` at once (more are closed on accept: only this session
+    waits), a request line is at most ``max_request_bytes``, all of a session's
+    unfinished lines together at most ``session_buffer_bytes``, and a line must
+    arrive whole within ``idle_seconds``.
+    """
+
+    __slots__ = ("max_connections", "max_request_bytes", "session_buffer_bytes",
+                 "idle_seconds", "accept_backoff_max")
+
+    def __init__(self, max_connections: int, max_request_bytes: int, session_buffer_bytes: int,
+                 idle_seconds: float, accept_backoff_max: float):
+        self.max_connections = max_connections
+        self.max_request_bytes = max_request_bytes
+        self.session_buffer_bytes = session_buffer_bytes
+        self.idle_seconds = idle_seconds
+        self.accept_backoff_max = accept_backoff_max
+
+    @classmethod
+    def from_settings(cls, settings) -> "ChannelLimits":
+        return cls(int(settings["supervisor.channel_max_connections"]),
+                   int(settings["supervisor.channel_max_request_bytes"]),
+                   int(settings["supervisor.channel_session_buffer_bytes"]),
+                   float(settings["supervisor.channel_idle_seconds"]),
+                   float(settings["supervisor.accept_backoff_max_seconds"]))
 
 
 class ChannelRefusal(Exception):
@@ -162,6 +195,9 @@ class SessionChannel:
         self.forward = forward
         self.agent_workspace = agent_workspace
         self._sock = None
+        #: Connections being served, and request bytes they hold (ChannelLimits).
+        self._open = 0
+        self._buffered = 0
 
     def open(self) -> None:
         """Bind and listen now (before the command starts, so it can connect at once)."""
@@ -195,39 +231,82 @@ class SessionChannel:
                 pass
 
     async def serve(self) -> None:
+        """Accept and answer until cancelled; whatever a client does ends at most this
+        channel, never the supervisor (see :class:`ChannelLimits`)."""
+        limits = ChannelLimits.from_settings(self.settings)
         try:
             async with trio.open_nursery() as nursery:
-                while True:
-                    conn, _ = await self._sock.accept()
-                    nursery.start_soon(self._handle, conn)
+                await self._accept_loop(nursery, limits)
+        except Exception:
+            log.exception("the channel of session %s failed; it is closed, the session goes "
+                          "on without it", getattr(self.session, "id", "?"))
         finally:
             self.close()
 
-    async def _handle(self, conn) -> None:
-        with conn:
+    async def _accept_loop(self, nursery, limits: "ChannelLimits") -> None:
+        backoff = 0.0
+        while True:
             try:
-                with trio.fail_after(30):
-                    line = await self._read_line(conn)
-                answer = await self._answer(conn, line)
-            except trio.TooSlowError:
-                return
-            except (OSError, trio.BrokenResourceError):
-                return
-            try:
-                await conn.send(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
-            except OSError:
-                pass
+                conn, _ = await self._sock.accept()
+            except OSError as exc:
+                if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                # Out of descriptors or kernel memory (a flood, here or anywhere in the
+                # daemon): wait for some to come back instead of ending the channel.
+                backoff = min(max(backoff * 2, 0.01), limits.accept_backoff_max)
+                if backoff == limits.accept_backoff_max or backoff == 0.01:
+                    log.warning("session channel accept failed (%s); retrying in %.2f s",
+                                errno.errorcode.get(exc.errno, exc.errno), backoff)
+                await trio.sleep(backoff)
+                continue
+            backoff = 0.0
+            if self._open >= limits.max_connections:
+                conn.close()  # over supervisor.channel_max_connections: this client waits
+                continue
+            self._open += 1
+            nursery.start_soon(self._handle, conn, limits)
 
-    async def _read_line(self, conn) -> bytes:
-        data = b""
-        while b"\n" not in data:
-            chunk = await conn.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-            if len(data) > MAX_REQUEST_BYTES:
-                raise OSError("request too large")
-        return data.split(b"\n", 1)[0]
+    async def _handle(self, conn, limits: "ChannelLimits") -> None:
+        try:
+            with conn:
+                try:
+                    with trio.fail_after(limits.idle_seconds):
+                        line = await self._read_line(conn, limits)
+                    if line is None:
+                        return
+                    answer = await self._answer(conn, line)
+                except (trio.TooSlowError, OSError, trio.BrokenResourceError):
+                    return
+                try:
+                    await conn.send(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+                except OSError:
+                    pass
+        except Exception:
+            log.exception("a session channel connection failed; it is closed")
+        finally:
+            self._open -= 1
+
+    async def _read_line(self, conn, limits: "ChannelLimits") -> bytes | None:
+        """The request line; None (the connection is dropped) past the per-connection cap
+        or the session's buffer budget."""
+        data = bytearray()
+        try:
+            while True:
+                chunk = await conn.recv(65536)
+                if not chunk:
+                    return bytes(data)
+                end = chunk.find(b"\n")
+                if end >= 0:
+                    chunk = chunk[:end]
+                if (len(data) + len(chunk) > limits.max_request_bytes
+                        or self._buffered + len(chunk) > limits.session_buffer_bytes):
+                    return None
+                data += chunk
+                self._buffered += len(chunk)
+                if end >= 0:
+                    return bytes(data)
+        finally:
+            self._buffered -= len(data)
 
     async def _answer(self, conn, line: bytes) -> dict[str, Any]:
         session = self.session

@@ -323,7 +323,12 @@ class Supervisor:
             produced = total
             trees = [s.tree for s in self.sessions.values() if s.running] + self._leftovers
             if trees:
-                table = procs.scan()
+                try:
+                    table = procs.scan()
+                except OSError as exc:  # out of descriptors for a moment (a flood): next tick
+                    log.warning("process scan skipped: %s", exc)
+                    await trio.sleep(interval)
+                    continue
                 me = os.getpid()
                 for tree in trees:
                     tree.refresh(table, me)
