@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from paddedcell.vault.leak import LeakDetector, LeakStream
+from paddedcell.vault.leak import HOLD_BYTES, LeakDetector, LeakStream
 from supervisor_helpers import BIN, base_env, init_vault
 
 PW = "Adm1n-leak-output-pw-77"
@@ -53,7 +53,7 @@ def test_output_that_cannot_begin_the_password_shows_at_once():
 
 
 def test_the_hold_is_exactly_the_tail_that_could_begin_the_password():
-    # After every byte, what is held is the longest tail of at most len-1 bytes after the
+    # After every byte, what is held is the longest tail of at most HOLD_BYTES after the
     # last newline that starts with neither whitespace nor "#" (PW starts with neither).
     detector = LeakDetector.create(PW)
     rng = random.Random(11)
@@ -66,13 +66,22 @@ def test_the_hold_is_exactly_the_tail_that_could_begin_the_password():
             shown += guard.feed(text[i:i + 1])
             seen = text[:i + 1]
             want = 0
-            for size in range(min(len(seen), len(PW) - 1), 0, -1):
+            for size in range(min(len(seen), HOLD_BYTES), 0, -1):
                 tail = seen[-size:]
                 if b"\n" not in tail and tail[0] not in b" \t\n\r\x0b\x0c#":
                     want = size
                     break
             assert len(seen) - len(shown) == want, (seen, shown)
         assert shown + guard.flush() == text
+
+
+def test_the_held_tail_is_the_same_for_passwords_of_different_lengths():
+    """Issue 20: 200 and 2,000 characters without a newline, then a poll: two passwords of
+    8 and 60 characters hold the same tail (it told the length, len - 1, before)."""
+    for text in (b"x" * 200, b"y" * 2000, b"ab cd " * 300):
+        shown = {LeakStream(LeakDetector.create(pw), None, lambda: None).feed(text)
+                 for pw in ("8chars-!", "a much longer admin password of sixty characters, 0123456")}
+        assert len(shown) == 1, text[:10]
 
 
 def test_what_is_held_does_not_depend_on_the_password():

@@ -385,6 +385,11 @@ def _check_new_password(password: str, settings: Any) -> None:
     minimum = VaultSettings.of(settings).admin_password_min_length
     if not isinstance(password, str) or len(password) < minimum:
         raise VaultError(f"the admin password is too short: use at least {minimum} characters")
+    from .leak import MAX_PASSWORD_BYTES
+
+    if len(password.encode("utf-8", "surrogatepass")) > MAX_PASSWORD_BYTES:
+        raise VaultError(f"the admin password is too long: use at most {MAX_PASSWORD_BYTES} "
+                         "bytes (UTF-8)")
     if password != password.strip() or "\n" in password or "\0" in password:
         raise VaultError("the admin password must not start or end with spaces "
                          "or contain a newline")

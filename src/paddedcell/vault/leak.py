@@ -32,9 +32,9 @@ stored sealed under the host key (see ``admin.py``), and the vault refuses
 admin passwords shorter than ``vault.admin_password_min_length``.
 
 :class:`LeakStream` runs a detector over a byte stream (command output), holding
-back only a tail that could begin the password (at most ``L - 1`` bytes, none
-after a newline), so a password split across two reads is found and output
-that cannot be one shows at once.
+back only a tail that could begin the password (at most ``HOLD_BYTES``, the same
+for every password, none after a newline), so a password split across two reads
+is found and output that cannot be one shows at once.
 """
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ WEIGHT_BITS = 16
 _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
 CHUNK = 1 << 14  # window sums are built for this many positions at a time
 MASK = "######"
+#: The longest admin password ``admin init`` accepts, in UTF-8 bytes, and what a stream
+#: holds back of an unfinished line: the same for every password (the hold is visible to
+#: an agent that prints, then polls; a hold of ``len - 1`` told it the password's length).
+#: Every encoded form of a password of MAX_PASSWORD_BYTES fits (JSON and %XX triple it).
+MAX_PASSWORD_BYTES = 128
+HOLD_BYTES = 3 * MAX_PASSWORD_BYTES + 127
 
 Span = tuple[int, int]
 
@@ -117,14 +123,14 @@ class LeakDetector:
     def pending(self, data: bytes) -> int:
         """How many trailing bytes of ``data`` could still begin a form: hold those back.
 
-        A candidate is a proper prefix of a form, so it holds no newline and does not
-        start with whitespace (``_check_new_password`` refuses both in the password)
-        nor, when the password does not start with it, with ``#`` (a mask's end). The
-        answer uses only those rules, never the class patterns or digests: an agent
-        can watch what is held (print, then poll), and a hold that depended on the
-        password's classes would tell it one bit per character.
+        Public rules only, the same for every password: at most ``HOLD_BYTES`` (more only
+        for a password longer than ``admin init`` accepts today), none across a newline
+        (no form holds one), not from whitespace (a password neither starts with it nor
+        holds a newline: ``_check_new_password``) nor, when the password does not start
+        with it, from ``#`` (a mask's end). Never the class patterns, digests or length:
+        an agent can watch what is held (print, then poll).
         """
-        limit = min(len(data), self.longest - 1)
+        limit = min(len(data), max(HOLD_BYTES, self.longest - 1))
         if limit <= 0:
             return 0
         newline = data.rfind(b"\n", len(data) - limit)
@@ -281,7 +287,7 @@ class LeakStream:
     ``feed`` returns the bytes that are safe to show, with every hit replaced by
     ``mask``; it holds back the trailing bytes that could be the start of a
     password the next read completes (``LeakDetector.pending``: at most
-    ``longest - 1``, none after a newline or from whitespace), and ``flush``
+    ``HOLD_BYTES``, none after a newline or from whitespace), and ``flush``
     releases them.
     ``on_hit()`` runs once per stream, on its first hit. ``fresh()`` is a new
     stream over the same detector, and ``add_secrets(values)`` masks more values
