@@ -67,13 +67,12 @@ class CertificateAuthority:
     common_name: str = "PaddedCell session CA"
     permitted: tuple[str, ...] = ()
     _key: ec.EllipticCurvePrivateKey = field(init=False, repr=False)
-    _leaf_key: ec.EllipticCurvePrivateKey = field(init=False, repr=False)
+    _leaf_key: ec.EllipticCurvePrivateKey | None = field(init=False, repr=False, default=None)
     certificate: x509.Certificate = field(init=False, repr=False)
     _contexts: dict[str, ssl.SSLContext] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._key = ec.generate_private_key(ec.SECP256R1())
-        self._leaf_key = ec.generate_private_key(ec.SECP256R1())  # one key for all leaves
         now = datetime.datetime.now(datetime.timezone.utc)
         builder = (x509.CertificateBuilder()
                    .subject_name(_name(self.common_name)).issuer_name(_name(self.common_name))
@@ -101,6 +100,8 @@ class CertificateAuthority:
     def issue(self, host: str) -> tuple[bytes, bytes]:
         """A leaf certificate for ``host`` and its key, both PEM (the key unencrypted:
         callers keep it in memory)."""
+        if self._leaf_key is None:  # one key for all leaves, made at the first
+            self._leaf_key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.timezone.utc)
         leaf = (x509.CertificateBuilder()
                 .subject_name(_name(host)).issuer_name(self.certificate.subject)
@@ -160,13 +161,23 @@ def _sni_must_be(host: str):
     return check
 
 
+_SYSTEM_CACHE: dict[str, tuple[tuple[int, int], bytes]] = {}
+
+
 def bundle_text(ca_pem: bytes, system_bundle: str | None = None) -> bytes:
-    """System trust followed by ``ca_pem``: what the session's clients are told to trust."""
+    """System trust followed by ``ca_pem``: what the session's clients are told to trust.
+    The system file (~200 KB) is read once per process while its size and mtime hold."""
     path = system_bundle or default_system_bundle()
     system = b""
     if path:
-        with open(path, "rb") as handle:
-            system = handle.read()
+        st = os.stat(path)
+        stamp = (st.st_size, st.st_mtime_ns)
+        cached = _SYSTEM_CACHE.get(path)
+        if cached is None or cached[0] != stamp:
+            with open(path, "rb") as handle:
+                cached = (stamp, handle.read())
+            _SYSTEM_CACHE[path] = cached
+        system = cached[1]
     if system and not system.endswith(b"\n"):
         system += b"\n"
     return system + ca_pem

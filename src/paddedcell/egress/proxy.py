@@ -23,7 +23,9 @@ listener's backlog (nothing is read from them until a slot frees).
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
+import os
 import socket
 import time
 from dataclasses import dataclass
@@ -185,9 +187,16 @@ async def open_upstream(ctx: ProxyContext, host: str, port: int) -> trio.SocketS
 
 # -- byte and h11 plumbing --------------------------------------------------------------------
 
+_SPLICE_FLAGS = getattr(os, "SPLICE_F_MOVE", 1) | getattr(os, "SPLICE_F_NONBLOCK", 2)
+
+
 async def splice(a: trio.abc.Stream, b: trio.abc.Stream, *, chunk: int, idle: float) -> None:
     """Copy both ways until both sides ended (half-closes forwarded) or ``idle`` seconds
-    pass with no byte either way."""
+    pass with no byte either way. Two TCP sockets are joined in the kernel (``splice(2)``
+    through a pipe: no byte is copied into Python); other streams (TLS) by large reads."""
+    if isinstance(a, trio.SocketStream) and isinstance(b, trio.SocketStream) \
+            and hasattr(os, "splice"):
+        return await _kernel_splice(a.socket, b.socket, chunk=chunk, idle=idle)
     with trio.CancelScope(deadline=trio.current_time() + idle) as scope:
 
         async def pump(source: trio.abc.Stream, sink: trio.abc.Stream) -> None:
@@ -206,6 +215,44 @@ async def splice(a: trio.abc.Stream, b: trio.abc.Stream, *, chunk: int, idle: fl
             except (AttributeError, trio.BrokenResourceError, trio.ClosedResourceError,
                     OSError):
                 nursery.cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, a, b)
+            nursery.start_soon(pump, b, a)
+
+
+async def _kernel_splice(a: Any, b: Any, *, chunk: int, idle: float) -> None:
+    with trio.CancelScope(deadline=trio.current_time() + idle) as scope:
+
+        async def pump(source: Any, sink: Any) -> None:
+            read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                try:
+                    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, chunk)  # Linux: 1 MiB max
+                except OSError:
+                    pass  # the default 64 KiB pipe works, in more rounds
+                while True:
+                    await trio.lowlevel.wait_readable(source)
+                    try:
+                        count = os.splice(source.fileno(), write_end, chunk, flags=_SPLICE_FLAGS)
+                    except BlockingIOError:
+                        continue
+                    if count == 0:
+                        break
+                    scope.deadline = trio.current_time() + idle
+                    while count:
+                        await trio.lowlevel.wait_writable(sink)
+                        try:
+                            count -= os.splice(read_end, sink.fileno(), count,
+                                               flags=_SPLICE_FLAGS)
+                        except BlockingIOError:
+                            continue
+                sink.shutdown(socket.SHUT_WR)
+            except OSError:
+                nursery.cancel_scope.cancel()
+            finally:
+                os.close(read_end)
+                os.close(write_end)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pump, a, b)
@@ -432,23 +479,29 @@ class HttpRelay:
             host, port, scheme, self.ctx)
         body = self.exchange.body(outgoing, host, port, self.ctx)
         upstream, up = await self._upstream_stream(host, port)
-        await upstream.send_all(up.send(outgoing))
         chunk, idle = self.ctx.limits.chunk_bytes, self.ctx.limits.idle_timeout
         started = False
         switched = False
         failures: list[BaseException] = []
 
+        # Bytes for one side collect in a Batch and go out when the next event needs a
+        # read: a small exchange is one write each way (one TLS record, one wake-up of
+        # the peer) instead of one per h11 event.
+        to_upstream = Batch(upstream, up.send(outgoing))
+        to_client = Batch(self.stream)
+
         async def send_body() -> None:
             while True:
-                event = await next_event(self.stream, self.conn, chunk)
+                event = await to_upstream.next_event(self.stream, self.conn, chunk)
                 scope.deadline = trio.current_time() + idle
                 if isinstance(event, h11.Data):
                     for piece in body.feed(bytes(event.data)):
-                        await upstream.send_all(up.send(h11.Data(data=piece)))
+                        to_upstream.add(up.send(h11.Data(data=piece)))
                 elif isinstance(event, h11.EndOfMessage):
                     for piece in body.finish():
-                        await upstream.send_all(up.send(h11.Data(data=piece)))
-                    await upstream.send_all(up.send(h11.EndOfMessage(headers=event.headers)))
+                        to_upstream.add(up.send(h11.Data(data=piece)))
+                    to_upstream.add(up.send(h11.EndOfMessage(headers=event.headers)))
+                    await to_upstream.flush()
                     return
                 else:  # ConnectionClosed
                     raise trio.BrokenResourceError("the client left mid-request")
@@ -457,34 +510,38 @@ class HttpRelay:
             nonlocal started, switched
             redact = self.exchange.response(self.ctx)
             while True:
-                event = await next_event(upstream, up, chunk)
+                event = await to_client.next_event(upstream, up, chunk)
                 scope.deadline = trio.current_time() + idle
                 if isinstance(event, h11.InformationalResponse):
                     if event.status_code == 101 and upgrade:
-                        headers = [(n, redact.header(v)) for n, v in event.headers]
-                        await self.stream.send_all(self.conn.send(h11.InformationalResponse(
+                        headers = list(zip([n for n, _ in event.headers],
+                                           redact.headers([v for _, v in event.headers])))
+                        to_client.add(self.conn.send(h11.InformationalResponse(
                             status_code=101, headers=headers, reason=event.reason)))
+                        await to_client.flush()
                         switched = True
                         return
                     if event.status_code == 100 and self.conn.they_are_waiting_for_100_continue:
-                        await self.stream.send_all(self.conn.send(event))
+                        to_client.add(self.conn.send(event))
                     continue
                 if isinstance(event, h11.Response):
                     drop = HOP_BY_HOP | redact.drop_headers
-                    headers = [(n, redact.header(v)) for n, v in event.headers
-                               if n.lower() not in drop]
+                    kept = [(n, v) for n, v in event.headers if n.lower() not in drop]
+                    headers = list(zip([n for n, _ in kept],
+                                       redact.headers([v for _, v in kept])))
                     started = True
-                    await self.stream.send_all(self.conn.send(h11.Response(
+                    to_client.add(self.conn.send(h11.Response(
                         status_code=event.status_code, headers=headers, reason=event.reason)))
                 elif isinstance(event, h11.Data):
                     data = redact.feed(bytes(event.data))
                     if data:
-                        await self.stream.send_all(self.conn.send(h11.Data(data=data)))
+                        to_client.add(self.conn.send(h11.Data(data=data)))
                 elif isinstance(event, h11.EndOfMessage):
                     tail = redact.finish()
                     if tail:
-                        await self.stream.send_all(self.conn.send(h11.Data(data=tail)))
-                    await self.stream.send_all(self.conn.send(h11.EndOfMessage()))
+                        to_client.add(self.conn.send(h11.Data(data=tail)))
+                    to_client.add(self.conn.send(h11.EndOfMessage()))
+                    await to_client.flush()
                     return
                 else:  # ConnectionClosed
                     raise ProxyError(502, f"egress: {host}:{port} closed the connection "
@@ -529,6 +586,33 @@ class HttpRelay:
         return reusable
 
 
+class Batch:
+    """Bytes for ``sink``, written when the reader needs more input (or on ``flush``)."""
+
+    def __init__(self, sink: trio.abc.Stream, first: bytes | None = b""):
+        self.sink = sink
+        self.parts: list[bytes] = [first] if first else []
+
+    def add(self, data: bytes | None) -> None:
+        if data:
+            self.parts.append(data)
+
+    async def flush(self) -> None:
+        if self.parts:
+            data = b"".join(self.parts)
+            self.parts.clear()
+            await self.sink.send_all(data)
+
+    async def next_event(self, stream: trio.abc.Stream, conn: h11.Connection,
+                         chunk: int) -> Any:
+        """:func:`next_event`, flushing first whenever it would have to read."""
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            await self.flush()
+            event = await next_event(stream, conn, chunk)
+        return event
+
+
 class BodyFilter:
     """Request body bytes as they pass: ``feed`` returns pieces to send, ``finish`` the
     rest. This one passes everything through unchanged."""
@@ -547,8 +631,8 @@ class ResponseFilter:
 
     drop_headers: frozenset[bytes] = frozenset()
 
-    def header(self, value: bytes) -> bytes:
-        return value
+    def headers(self, values: list[bytes]) -> list[bytes]:
+        return values
 
     def feed(self, data: bytes) -> bytes:
         return data

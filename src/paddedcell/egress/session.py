@@ -19,6 +19,7 @@ from __future__ import annotations
 import ssl
 from typing import Any, Callable
 
+from . import egress_wanted
 from .binding import Binding
 from .ca import CertificateAuthority, bundle_text
 from .placeholders import make_placeholder
@@ -58,7 +59,7 @@ class ProxySession:
         self._mask_values = [v for v in mask_values if v]
         self._new_mask = new_mask
         self._redactor: Any = None
-        self._audit = audit
+        self.audit_sink = audit
         hosts = sorted({_constraint_host(h) for b in self.bindings.values() for h in b.hosts})
         self.ca = CertificateAuthority("PaddedCell session CA", permitted=tuple(hosts))
         self._upstream_cafile = upstream_cafile
@@ -98,8 +99,8 @@ class ProxySession:
         return any(b.allows(host, port) for b in self.bindings.values())
 
     def audit(self, event: str, **fields: Any) -> None:
-        if self._audit is not None:
-            self._audit(event, agentId=self.agent_id, **fields)
+        if self.audit_sink is not None:
+            self.audit_sink(event, agentId=self.agent_id, **fields)
 
     def response_filter(self) -> Any:
         """A fresh stream that masks the store's values and the placeholders (an echo
@@ -135,32 +136,33 @@ class ProxySession:
 
 
 
-def load_session(agent_id: str | None, workspace: str | None, settings, *,
-                 audit: Audit | None = None) -> ProxySession | None:
-    """The ProxySession for a new session of this agent, or None when egress is off for it:
-    ``egress.mode`` "off"; "auto" and the agent has no bound secret. Reads the vault (a
-    worker thread's job); raises the vault's errors."""
-    mode = settings["egress.mode"]
-    if mode not in ("auto", "always", "off"):
-        raise ValueError(f"egress.mode must be auto, always or off, not {mode!r}")
-    if mode == "off":
-        return None
-    bound: dict[str, Any] = {}
-    values: list[str] = []
-    if agent_id and workspace:
-        from ..vault import NotInitialized, api
-
-        try:
-            bound = api.key_bindings(agent_id, workspace, settings=settings)
-            if bound or mode == "always":
-                values = api.agent_secret_values(agent_id, workspace, settings=settings)
-        except NotInitialized:
-            bound = {}
-    if not bound and mode == "auto":
+def session_for(agent_id: str | None, settings, *, values: list[str],
+                bindings: dict[str, Any], audit: Audit | None = None) -> ProxySession | None:
+    """The ProxySession for a new session of this agent, or None when egress is off for
+    it: ``egress.mode`` "off", or "auto" and the agent has no bound secret. ``values`` and
+    ``bindings`` come from one read of its store (``vault.agent_values_and_bindings``)."""
+    if not egress_wanted(settings, bindings):
         return None
     from ..redactor.filters import new_filter
 
-    return ProxySession(agent_id, {k: Binding.from_record(r) for k, r in bound.items()},
+    return ProxySession(agent_id, {k: Binding.from_record(r) for k, r in bindings.items()},
                         mask_values=values, new_mask=lambda v: new_filter(v, settings),
                         audit=audit,
                         upstream_cafile=settings["egress.extra_upstream_ca_file"] or None)
+
+
+def load_session(agent_id: str | None, workspace: str | None, settings, *,
+                 audit: Audit | None = None) -> ProxySession | None:
+    """:func:`session_for` after reading the agent's store (a worker thread's job; raises
+    the vault's errors; an uninitialized vault has nothing bound)."""
+    values: list[str] = []
+    bindings: dict[str, Any] = {}
+    if agent_id and workspace and settings["egress.mode"] != "off":
+        from ..vault import NotInitialized
+        from ..vault.api import agent_values_and_bindings
+
+        try:
+            values, bindings = agent_values_and_bindings(agent_id, workspace, settings=settings)
+        except NotInitialized:
+            pass
+    return session_for(agent_id, settings, values=values, bindings=bindings, audit=audit)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from ..execspec import commands
 from ..redactor.filters import OutputFilter, new_filter  # plain Python: no engine import
@@ -47,6 +48,10 @@ class Prepared:
     secrets: list[str] = field(repr=False)
     calls: list = field(default_factory=list)
     redactor: OutputFilter | None = field(default=None, repr=False)
+    #: The egress side of the session (``egress.session.ProxySession``: bindings, the
+    #: session CA, placeholders to come) when egress is on for this agent (docs/design.md
+    #: §6.7); the supervisor uses it only where the sandbox gives the session its proxy.
+    egress: Any = field(default=None, repr=False)
 
 
 def prepare(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
@@ -63,7 +68,7 @@ def prepare(command: str, agent_id: str | None, workspace: str | None, settings)
                                    new_redactor=partial(new_filter, settings=settings))
     except vault.VaultError as exc:
         raise SecretResolutionError(str(exc)) from None
-    return Prepared(prepared.secrets, prepared.calls, guard)
+    return Prepared(prepared.secrets, prepared.calls, guard, prepared.egress)
 
 
 def _resolve(command: str, agent_id: str | None, workspace: str | None, settings) -> Prepared:
@@ -80,16 +85,26 @@ def _resolve(command: str, agent_id: str | None, workspace: str | None, settings
         return Prepared([], calls, new_filter((), settings))  # no agent, no store: nothing to mask
     from .. import vault  # only now: its crypto imports cost a plain run ~50 ms
     values: list[str] = []
+    bindings: dict = {}
     try:
         for call in static:
             values.append(vault.get_secret(agent_id, workspace, call.key, version=call.version,
                                            settings=settings))
         try:
-            values.extend(vault.agent_secret_values(agent_id, workspace, settings=settings))
+            stored, bindings = vault.agent_values_and_bindings(agent_id, workspace,
+                                                               settings=settings)
+            values.extend(stored)
         except vault.NotInitialized:
             pass  # no vault, no secrets to mask (static gets already failed above)
     except vault.VaultError as exc:
         raise SecretResolutionError(str(exc)) from None
     # Distinct, longest first: the order does not change what is masked, only the work.
     unique = sorted({v for v in values if v}, key=len, reverse=True)
-    return Prepared(unique, calls, new_filter(unique, settings))
+    egress = None
+    from ..egress import egress_wanted  # cheap: the proxy and the CA load only when wanted
+
+    if egress_wanted(settings, bindings):
+        from ..egress.session import session_for
+
+        egress = session_for(agent_id, settings, values=unique, bindings=bindings)
+    return Prepared(unique, calls, new_filter(unique, settings), egress)

@@ -11,7 +11,8 @@ agents' ``pass_mgr get`` works without a password). Use a separate Unix user
 for agents when that matters.
 """
 
-from .api import (Change, InitReport, agent_secret_values, bind_secret, check_leak, find_leaks,
+from .api import (Change, InitReport, agent_secret_values, agent_values_and_bindings,
+                  bind_secret, check_leak, find_leaks,
                   generate_secret, get_secret, init_admin, key_bindings, key_history, list_keys,
                   output_guard,
                   random_value,
@@ -21,7 +22,8 @@ from .errors import (Busy, Forbidden, IntegrityError, Locked, NoSuchKey, NotInit
 
 __all__ = [
     "Busy", "Change", "Forbidden", "InitReport", "IntegrityError", "Locked", "NoSuchKey",
-    "NotInitialized", "UnsafePermissions", "VaultError", "agent_secret_values", "bind_secret",
+    "NotInitialized", "UnsafePermissions", "VaultError", "agent_secret_values",
+    "agent_values_and_bindings", "bind_secret",
     "check_leak", "find_leaks", "generate_secret", "get_secret", "init_admin", "key_bindings",
     "key_history", "list_keys",
     "output_guard",

@@ -138,6 +138,14 @@ def list_keys(agent_id: str, workspace: str, *, settings: Any = None) -> list[st
     return [] if store is None else store.keys()
 
 
+def agent_values_and_bindings(agent_id: str, workspace: str, *, settings: Any = None
+                              ) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """``agent_secret_values`` and ``key_bindings`` from one read of the store (what a
+    session start needs: its masks, and whether egress is on for it)."""
+    store = _read_store(_load_settings(settings), agent_id, workspace)
+    return ([], {}) if store is None else (store.all_values(), store.bindings())
+
+
 def key_bindings(agent_id: str, workspace: str, *,
                  settings: Any = None) -> dict[str, dict[str, Any]]:
     """The bound keys of the agent's store and their binding records (no values)."""
