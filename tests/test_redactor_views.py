@@ -236,6 +236,9 @@ def shown_forms(draw, secret: bytes):
         forms.append(b"".join(bytes([c]) + (rng.choice(SEP["wrap"]) if rng.random() < 0.3 else b"")
                               for c in enc))
     forms.append(mixed_url(secret, rng))
+    if b"\n" not in secret and b"\r" not in secret:  # fold -w N, any N
+        forms.append(b"".join(bytes([c]) + (rng.choice(SEP["wrap"]) if rng.random() < 0.3 else b"")
+                              for c in secret))
     forms.append(b"".join(bytes([c]) + (rng.choice(SEP["csi"]) if rng.random() < 0.3 else b"")
                           for c in secret))
     return forms

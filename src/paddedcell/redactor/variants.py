@@ -64,6 +64,7 @@ import codecs
 import html
 import json
 import re
+import unicodedata
 import warnings
 from dataclasses import dataclass, fields, replace
 from typing import Iterable
@@ -102,6 +103,16 @@ class Variants:
     fragments: bool = True  # distinctive runs of >= fragment_min bytes (see module docstring)
     wrapped: bool = True  # base64/hex with \r/\n anywhere inside (any column, any offset; see views.py)
     csi: bool = True  # SGR/CSI escape sequences anywhere inside the secret (grep --color; see views.py)
+    base32: bool = True  # RFC 4648 base32 (`base32`), all five byte alignments, wrapped too with `wrapped`
+    unicode_escapes: bool = True  # every character as \uXXXX (either hex case); HTML-safe JSON (Go \u0026 \u003c \u003e, gson also = ')
+    octal: bool = True  # C octal escapes as bash prints them in the C locale: printf %q, set -x ($'Gehe\303\257m')
+    python_ascii: bool = True  # Python ascii()/repr under ASCII output: \xef, \u20ac, \U0001f600
+    caret: bool = True  # cat -v / less notation: M-CM-/ for non-ASCII bytes, ^X for controls
+    normalized: bool = True  # a non-ASCII secret in NFC and in NFD (macOS file names, copy-paste)
+    utf16: bool = True  # UTF-16LE and UTF-16BE (iconv -t UTF-16LE, Windows tools)
+    mojibake: bool = True  # UTF-8 read as Latin-1 or CP1252 and written out as UTF-8 again
+    folded: bool = True  # the secret with line breaks anywhere inside (fold -w N; see views.py)
+    runner_quote: bool = True  # '"' as '\"' with backslashes left alone (GitHub's runner masks that form)
 
     @classmethod
     def none(cls) -> "Variants":
@@ -180,6 +191,107 @@ def _c_escaped(secret: bytes) -> bytes:
         else:
             out.append(c)
     return bytes(out)
+
+
+def base32_inner_forms(secret: bytes) -> list[bytes]:
+    """Base32 of ``secret`` at byte offsets 0 to 4, cut to the characters that lie
+    wholly inside its bits (as :func:`base64_inner_forms`, five bits a character)."""
+    forms = []
+    n = len(secret)
+    for a in range(5):
+        encoded = base64.b32encode(b"\0" * a + secret)
+        first = (8 * a + 4) // 5
+        last = (8 * (a + n)) // 5
+        forms.append(encoded[first:last])
+    return forms
+
+
+#: bash's ansic_quote: these controls by letter, every other non-printable byte in octal.
+_ANSI_C = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v", 0x0C: b"\\f",
+           0x0D: b"\\r", 0x1B: b"\\E", 0x27: b"\\'", 0x5C: b"\\\\"}
+#: Characters JSON encoders escape for HTML safety: Go's encoding/json; gson adds = and '.
+_HTML_SAFE = (b"<>&", b"<>&='")
+
+
+def _ansi_c_quoted(secret: bytes) -> bytes:
+    """The inside of bash's ``$'...'`` in the C locale (``printf %q``, ``set -x``)."""
+    out = bytearray()
+    for c in secret:
+        if c in _ANSI_C:
+            out += _ANSI_C[c]
+        elif 0x20 <= c < 0x7F:
+            out.append(c)
+        else:
+            out += b"\\%03o" % c
+    return bytes(out)
+
+
+def _caret(secret: bytes) -> bytes:
+    """``cat -v``: ``M-`` before bytes >= 0x80, ``^X`` for controls but tab and newline."""
+    out = bytearray()
+    for c in secret:
+        if c >= 0x80:
+            out += b"M-"
+            c -= 0x80
+        if c == 0x7F:
+            out += b"^?"
+        elif c < 0x20 and c not in (0x09, 0x0A):
+            out += b"^" + bytes((c + 0x40,))
+        else:
+            out.append(c)
+    return bytes(out)
+
+
+def _every_char_escaped(text: str, upper: bool) -> bytes:
+    units = text.encode("utf-16-be", "surrogatepass")
+    fmt = "\\u%04X" if upper else "\\u%04x"
+    return "".join(fmt % int.from_bytes(units[i:i + 2], "big") for i in range(0, len(units), 2)).encode()
+
+
+def _cp1252_read(secret: bytes) -> str:
+    """The bytes as a CP1252 reader shows them (its five holes read as Latin-1, as Windows does)."""
+    return "".join(bytes((c,)).decode("cp1252", "strict") if c not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+                   else chr(c) for c in secret)
+
+
+def encoding_forms(secret: bytes, text: str | None, variants: Variants) -> set[bytes]:
+    """The forms of issue 21: base32, per-character escapes, C octal, Python
+    ascii(), cat -v, NFC/NFD, UTF-16, mojibake, the runner's ``\\"``."""
+    forms: set[bytes] = set()
+    if variants.base32:
+        forms.update(f for f in base32_inner_forms(secret) if f)
+    if variants.octal and any(c >= 0x7F or (c < 0x20 and c not in _ANSI_C) for c in secret):
+        forms.add(_ansi_c_quoted(secret))  # else it is the shell or escapes form
+    if variants.caret:
+        forms.add(_caret(secret))
+    if variants.runner_quote and b'"' in secret:
+        forms.add(secret.replace(b'"', b'\\"'))
+    if text is None:
+        return forms  # not UTF-8: no text serialiser prints it
+    if variants.unicode_escapes:
+        forms.add(_every_char_escaped(text, upper=False))
+        forms.add(_every_char_escaped(text, upper=True))
+        for unsafe in _HTML_SAFE:
+            if any(c in secret for c in unsafe):
+                body = json.dumps(text, ensure_ascii=True)[1:-1].encode("ascii")
+                for c in unsafe:
+                    body = body.replace(bytes((c,)), b"\\u%04x" % c)
+                forms.add(body)
+                forms.add(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass")
+                          .replace(b"&", b"\\u0026").replace(b"<", b"\\u003c").replace(b">", b"\\u003e"))
+    if variants.python_ascii and not secret.isascii():  # else ascii() is repr() (escapes)
+        forms.add(ascii(text)[1:-1].encode("ascii"))
+    if not secret.isascii():
+        if variants.normalized:
+            for form in ("NFC", "NFD"):
+                forms.add(unicodedata.normalize(form, text).encode("utf-8", "surrogatepass"))
+        if variants.mojibake:
+            forms.add(secret.decode("latin-1").encode("utf-8"))
+            forms.add(_cp1252_read(secret).encode("utf-8"))
+    if variants.utf16:
+        forms.add(text.encode("utf-16-le", "surrogatepass"))
+        forms.add(text.encode("utf-16-be", "surrogatepass"))
+    return forms
 
 
 def expand(secret: bytes, variants: Variants) -> set[bytes]:
@@ -268,6 +380,7 @@ def expand(secret: bytes, variants: Variants) -> set[bytes]:
         forms.add(secret.replace(b"$", b"$$"))
         if len(secret) >= 2 and secret[:1] == secret[-1:] and secret[:1] in (b"'", b'"'):
             forms.add(secret[1:-1])  # quote-trimmed (GitHub's runner)
+    forms |= encoding_forms(secret, text, variants)
     forms.discard(secret)
     forms.discard(b"")
     return forms

@@ -86,7 +86,7 @@ from itertools import accumulate
 from typing import Iterable
 
 from . import matcher as _matcher
-from .variants import Variants, base64_inner_forms, _URLSAFE
+from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
 #: Whitespace as ``bytes.split()`` sees it.
 WS = b" \t\n\r\x0b\x0c"
@@ -271,6 +271,10 @@ def view_patterns(
                         out.setdefault("wrap", set()).update((inner, inner.translate(_URLSAFE)))
             if variants.hex:
                 out.setdefault("wrap", set()).update((s.hex().encode(), s.hex().upper().encode()))
+            if variants.base32:
+                out.setdefault("wrap", set()).update(f for f in base32_inner_forms(s) if f)
+        if variants.folded and b"\n" not in s and b"\r" not in s:
+            out.setdefault("wrap", set()).add(s)
         if variants.url:
             out.setdefault("percent", set()).add(s)
         if variants.csi:
@@ -291,8 +295,6 @@ def _token_edge(view: View, buf: bytes, i: int, forward: bool = False) -> int:
 
 
 _BREAKS = re.compile(rb"[\r\n]")
-#: Every character of a base64 (both alphabets, no padding) or hex form.
-_ENCODING = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 
 
 def _has_break(p: bytes) -> bool:
@@ -441,6 +443,8 @@ class Viewed(_matcher._Engine):
             self._proper.append(index)
         self.patterns = base.patterns
         self._wrap_in_base = isinstance(base, ThroughLineBreaks)
+        #: Every byte of a line-break view pattern (an encoding's alphabet, a folded secret's bytes).
+        self._wrap_bytes = bytes(sorted(set(b"".join(families.get("wrap", ())))))
         # The %XX view runs only around its triggers (see PercentView.triggers).
         self._percent_triggers = None
         if "percent" in families:
@@ -568,12 +572,12 @@ class Viewed(_matcher._Engine):
         # forms too. Spanning one needs encoding characters after the last
         # break and right before it.
         last = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
-        if last < 0 or buf[last + 1 :].translate(None, _ENCODING):
+        if last < 0 or buf[last + 1 :].translate(None, self._wrap_bytes):
             return 0
         j = last
         while j >= 0 and buf[j] in b"\r\n":
             j -= 1
-        if j < 0 or buf[j] not in _ENCODING:
+        if j < 0 or buf[j] not in self._wrap_bytes:
             return 0
         while True:
             a = max(0, size - width)
