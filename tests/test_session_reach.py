@@ -272,6 +272,81 @@ def test_partial_lines_hold_a_bounded_amount_of_memory(world):
         others_still_served(daemon, ws)
 
 
+# -- every new value reaches every running session that could print it ---------------------
+
+
+def session_log(daemon: Daemon, sid: str, agent: str) -> str:
+    return daemon.call("/process", {"action": "log", "sessionId": sid, "agentId": agent,
+                                    "limit": 100000})["content"][0]["text"]
+
+
+def wait_for_lines(daemon: Daemon, sid: str, agent: str, needle: str, count: int) -> str:
+    deadline = time.monotonic() + 20
+    while True:
+        text = session_log(daemon, sid, agent)
+        if text.count(needle) >= count:
+            return text
+        assert time.monotonic() < deadline, text[-2000:]
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_a_value_changed_elsewhere_is_masked_in_running_sessions(world, sandbox):
+    """Background loops (a1's own, and agent b2's) print a1's app.env every 0.2 s; another
+    a1 session rotates TOKEN and writes the new value there, then a human sets it with
+    pass_mgr set and writes that: the loops only ever show TOKEN=######."""
+    home, ws = world
+    human = base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws))
+    subprocess.run([str(BIN / "pass_mgr"), "set", "a1", str(ws), "TOKEN", "first-token-value-1",
+                    ADMIN], env=base_env(home), check=True, capture_output=True)
+    (ws / "app.env").write_text("TOKEN=first-token-value-1\n")
+    os.chmod(ws, 0o755)
+    loop = f"while :; do cat {ws}/app.env; sleep 0.2; done"
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox) as daemon:
+        loops = [(daemon.call("/exec", {"command": loop, "agentId": agent,
+                                        "agentWorkspace": str(where), "background": True}
+                              )["details"]["sessionId"], agent)
+                 for agent, where in (("a1", ws), ("b2", ws.parent))]
+        for sid, agent in loops:
+            wait_for_lines(daemon, sid, agent, "TOKEN=", 2)
+        rotate = daemon.call("/exec", {
+            "command": f"pass_mgr rotate TOKEN && printf 'TOKEN=%s\\n' \"$(pass_mgr get TOKEN)\" "
+                       f"> {ws}/app.env.new && mv {ws}/app.env.new {ws}/app.env && echo rotated",
+            "agentId": "a1", "agentWorkspace": str(ws), "awaitResults": True})
+        assert "rotated" in rotate["content"][0]["text"], rotate
+        rotated = subprocess.run([str(BIN / "pass_mgr"), "get", "TOKEN"], env=human,
+                                 check=True, capture_output=True, text=True).stdout.strip()
+        assert rotated and rotated != "first-token-value-1"
+        for sid, agent in loops:
+            seen = session_log(daemon, sid, agent).count("TOKEN=")
+            wait_for_lines(daemon, sid, agent, "TOKEN=", seen + 3)
+        subprocess.run([str(BIN / "pass_mgr"), "set", "a1", str(ws), "TOKEN",
+                        "human-set-token-2", ADMIN], env=base_env(home), check=True,
+                       capture_output=True)
+        (ws / "app.env.new").write_text("TOKEN=human-set-token-2\n")
+        (ws / "app.env.new").rename(ws / "app.env")
+        for sid, agent in loops:
+            seen = session_log(daemon, sid, agent).count("TOKEN=")
+            wait_for_lines(daemon, sid, agent, "TOKEN=", seen + 3)
+        # Another process writes the store and tells no one: the daemon's store check.
+        subprocess.run([sys.executable, "-c", "import sys; from paddedcell.vault import "
+                        "set_secret; set_secret('a1', sys.argv[1], 'TOKEN', "
+                        "'quiet-writer-token-3', sys.argv[2])", str(ws), ADMIN],
+                       env=base_env(home), check=True, capture_output=True)
+        time.sleep(2.5)  # supervisor.scan_interval_seconds (1 s), twice over
+        (ws / "app.env.new").write_text("TOKEN=quiet-writer-token-3\n")
+        (ws / "app.env.new").rename(ws / "app.env")
+        for sid, agent in loops:
+            seen = session_log(daemon, sid, agent).count("TOKEN=")
+            text = wait_for_lines(daemon, sid, agent, "TOKEN=", seen + 3)
+            assert "quiet-writer-token-3" not in text, (agent, text[-1500:])
+            # (b2's session started with its own values: a1's first one is not new to it)
+            for value in ("first-token-value-1", rotated, "human-set-token-2")[agent == "b2":]:
+                assert value not in text, (agent, value, text[-1500:])
+            assert "TOKEN=######" in text
+            daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": agent})
+
+
 # -- the confined open itself -------------------------------------------------------------
 
 

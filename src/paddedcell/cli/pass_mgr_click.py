@@ -144,6 +144,7 @@ def generate(key: str, length: int | None, no_symbols: bool, force: bool, show: 
     settings, agent_id, workspace = _agent_command()
     change = _vault_call(generate_secret, agent_id, workspace, key, length=length,
                          symbols=not no_symbols, force=force, settings=settings)
+    _tell_daemon(settings, agent_id, workspace)
     if show:
         click.echo(change.value)
     _say(f"generated {key} (version {change.version}, {len(change.value)} characters)"
@@ -173,6 +174,7 @@ def rotate(key: str | None) -> None:
         _say(f"re-encrypted the store of {agent_id} under a fresh data key")
     else:
         change = _vault_call(rotate_secret, agent_id, workspace, key, settings=settings)
+        _tell_daemon(settings, agent_id, workspace)
         _say(f"rotated {key} to version {change.version}; the previous value stays in its "
              "history")
 
@@ -293,10 +295,29 @@ def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passw
     workspace = os.path.abspath(os.path.expanduser(agent_workspace))
     change = _vault_call(set_secret, agent_id, workspace, key, passwd, admin_passwd,
                          settings=settings, allow_short=allow_short, binding=binding)
+    _tell_daemon(settings, agent_id, workspace)
     _say(f"set {key} for {agent_id} (version {change.version})"
          + (f", bound to {binding.describe()}" if binding else ""))
     for line in _short_secret_notes(len(passwd), settings):
         _say(line)
+
+
+def _tell_daemon(settings, agent_id: str, workspace: str) -> None:
+    """A running daemon masks the new value in every live session that could print it
+    before this command returns (``POST /vault/changed``: names the store, never a
+    value). No daemon, or one that does not answer: its store check notices within
+    supervisor.scan_interval_seconds."""
+    if not os.path.exists(settings.home / "run" / settings["daemon.socket_name"]):
+        return
+    from ..daemon.client import DaemonClient, DaemonError
+
+    try:
+        with DaemonClient(settings, timeout=10.0) as client:
+            client.call("POST", "/vault/changed", {"agentId": agent_id,
+                                                  "agentWorkspace": workspace})
+    except (DaemonError, OSError) as exc:
+        _say(f"note: the daemon was not told of the new value ({exc}); its store check "
+             "masks it in running sessions within a second or so")
 
 
 def _short_secret_notes(length: int, settings) -> list[str]:

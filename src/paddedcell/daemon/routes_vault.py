@@ -1,4 +1,7 @@
-"""``POST /vault/check-leak {text, source}`` → ``{leak: bool}`` (a hit locks the vault).
+"""``POST /vault/check-leak {text, source}`` → ``{leak: bool}`` (a hit locks the vault);
+``POST /vault/changed {agentId, agentWorkspace}`` → ``{ok: true}``: a store changed outside
+the daemon (``pass_mgr set``): its values join every live session that could print them
+before the answer (the body names the store, never a value).
 
 On a hit the answer also says where, so the caller can mask just the password
 without asking again: ``redacted`` is the text with each hit run replaced by
@@ -68,3 +71,12 @@ def register(router: Router, ctx: Any) -> None:
             return await trio.to_thread.run_sync(
                 scan, limiter=cpu_limiter if len(text) > BIG_SCAN_CHARS else None)
         return scan()
+
+    @router.route("POST", "/vault/changed")
+    async def vault_changed(request: Request) -> dict[str, Any]:
+        # Not in SESSION_ROUTES: a command inside a session gets 403 from the guard.
+        agent_id, workspace = request.require("agentId"), request.require("agentWorkspace")
+        supervisor = ctx.services.get("supervisor")
+        if supervisor is not None:
+            await supervisor.refresh_store(agent_id, workspace)
+        return {"ok": True}

@@ -195,6 +195,9 @@ class SessionChannel:
         self.forward = forward
         self.agent_workspace = agent_workspace
         self._sock = None
+        #: ``share(agent_id, workspace, values)``: the supervisor's broadcast of values
+        #: this channel handed out to every other live session that could print them.
+        self.share: Callable[[str, str, list[str]], None] | None = None
         #: Connections being served, and request bytes they hold (ChannelLimits).
         self._open = 0
         self._buffered = 0
@@ -333,8 +336,11 @@ class SessionChannel:
                 answer, values = await trio.to_thread.run_sync(
                     _vault_call, op, agent_id, workspace, request, self.settings)
                 if values:
-                    # Masked before the value leaves: from its first byte on.
+                    # Masked before the value leaves: from its first byte on, in this
+                    # session and in every other live one that could print it.
                     session.add_secrets(values)
+                    if self.share is not None:
+                        self.share(agent_id, workspace, values)
                 return {"ok": True, **answer}
             if op in ("exec", "process"):
                 return await self._forward(op, request.get("body"))

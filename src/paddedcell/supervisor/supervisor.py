@@ -90,6 +90,9 @@ class Supervisor:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.budget = BufferBudget(int(settings["supervisor.global_buffer_bytes"]))
         self.sessions: dict[str, Session] = {}
+        #: (agent, workspace) of live sessions → their store file's (inode, mtime, size),
+        #: so a value written by another process joins the sessions (``watch_stores``).
+        self._store_stamps: dict[tuple[str, str], tuple[int, int, int] | None] = {}
         #: Trees of finished sessions that left processes behind (reaped when they exit).
         self._leftovers: list[procs.ProcessTree] = []
         self._cgroup_parent = procs.delegated_cgroup()
@@ -196,7 +199,12 @@ class Supervisor:
                           on_output=spec.on_output, cgroup=cgroup)
         session.warnings = warnings
         channel.session = session
+        channel.share = self.share_values
         session.channel = channel  # its agent workspace, for the daemon's peer identity
+        if spec.agent_id and spec.agent_workspace:  # store changes from now on are noticed
+            self._store_stamps.setdefault((spec.agent_id, spec.agent_workspace),
+                                          _store_stamp(settings, spec.agent_id,
+                                                       spec.agent_workspace))
         self.nursery.start_soon(self._serve_channel, session, channel)
         self.sessions[session_id] = session
         self._protect_floors()
@@ -311,6 +319,47 @@ class Supervisor:
         for session in background[:max(0, len(background) - keep)]:
             self._drop(session)
 
+    def share_values(self, agent_id: str, workspace: str | None, values: list[str]) -> None:
+        """Values new to ``agent_id``'s store (set, generated, rotated by anyone) join every
+        live session that could print them: the agent's own, and any other whose user can
+        read the agent's workspace (where the value may be written, e.g. ``app.env``).
+        Synchronous: the caller answers whoever changed the value after this returns."""
+        values = [v for v in values if v]
+        if not values:
+            return
+        for session in list(self.sessions.values()):
+            if session.running and (session.agent_id == agent_id
+                                    or _can_read(session, workspace)):
+                session.add_secrets(values)
+
+    async def refresh_store(self, agent_id: str, workspace: str) -> None:
+        """Re-read ``agent_id``'s store and share its values (``POST /vault/changed``, or a
+        changed stamp seen by ``watch_stores``)."""
+        from ..vault.api import agent_secret_values
+
+        self._store_stamps[(agent_id, workspace)] = _store_stamp(self.settings, agent_id,
+                                                                 workspace)
+        values = await trio.to_thread.run_sync(
+            lambda: agent_secret_values(agent_id, workspace, settings=self.settings))
+        self.share_values(agent_id, workspace, values)
+
+    async def watch_stores(self) -> None:
+        """One cheap check (a ``stat`` per live agent): a store another process changed
+        (a human's ``pass_mgr set`` when no daemon was told) is re-read and shared."""
+        live = {(s.agent_id, getattr(s.channel, "agent_workspace", None))
+                for s in self.sessions.values() if s.running and s.agent_id}
+        for agent_id, workspace in live:
+            key = (agent_id, workspace)
+            if not workspace or key not in self._store_stamps:
+                continue
+            if _store_stamp(self.settings, agent_id, workspace) != self._store_stamps[key]:
+                try:
+                    await self.refresh_store(agent_id, workspace)
+                except Exception as exc:  # a locked or damaged vault: its own errors say so
+                    log.warning("could not re-read the store of agent %s: %s", agent_id, exc)
+        for key in set(self._store_stamps) - live:
+            del self._store_stamps[key]
+
     async def maintain(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Rescan live trees (so orphans are known), reap them, prune old sessions."""
         interval = float(self.settings["supervisor.scan_interval_seconds"])
@@ -335,11 +384,43 @@ class Supervisor:
                 procs.reap_orphans(trees, table, me)
                 self._leftovers = [t for t in self._leftovers if t.live(table)]
             self._prune()
+            if trees:
+                await self.watch_stores()
             if not trees and not any(not s.running for s in self.sessions.values()):
                 self._wake = trio.Event()
                 await self._wake.wait()
             else:
                 await trio.sleep(interval)
+
+
+def _store_stamp(settings, agent_id: str, workspace: str) -> tuple[int, int, int] | None:
+    """(inode, mtime, size) of the agent's store file; None when it has none (yet)."""
+    from ..vault.settings import VaultSettings
+    from ..vault.store import locate
+
+    try:
+        st = os.stat(locate(VaultSettings.of(settings).path_template, agent_id,
+                            workspace).file)
+    except Exception:  # no file, or an agent id / workspace the vault refuses
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _can_read(session: Session, workspace: str | None) -> bool:
+    """Could the session's user read files in ``workspace``? (Its own uid when the
+    sandbox gives it one, else the supervisor's: then every session can.)"""
+    if not workspace:
+        return False
+    try:
+        st = os.stat(workspace)
+    except OSError:
+        return False
+    uid, gid = getattr(session, "uid", None), getattr(session, "gid", None)
+    uid = os.getuid() if uid is None else uid
+    gid = os.getgid() if gid is None else gid
+    if uid in (0, st.st_uid):
+        return True
+    return bool(st.st_mode & 0o004 or (st.st_gid == gid and st.st_mode & 0o040))
 
 
 __all__ = ["Supervisor", "LaunchSpec", "LimitReached", "SpawnError", "Session"]
