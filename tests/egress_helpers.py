@@ -22,6 +22,34 @@ from paddedcell.egress.policy import EgressLimits, EgressPolicy
 from paddedcell.egress.proxy import serve_proxy
 
 
+def read_body(handler: BaseHTTPRequestHandler) -> bytes:
+    """The request body, by Content-Length or chunked."""
+    if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":
+        data = b""
+        while True:
+            size = int(handler.rfile.readline().strip().split(b";")[0], 16)
+            if size == 0:
+                handler.rfile.readline()
+                return data
+            data += handler.rfile.read(size)
+            handler.rfile.readline()
+    length = int(handler.headers.get("Content-Length") or 0)
+    return handler.rfile.read(length) if length else b""
+
+
+async def tls_through(proxy: int, target: str, cafile: str, server_hostname: str, *,
+                      check_hostname: bool = True) -> trio.SSLStream:
+    """A CONNECT tunnel to ``target`` through the proxy, then TLS to ``server_hostname``
+    trusting ``cafile`` (the handshake is left to the caller's first use)."""
+    stream = await trio.open_tcp_stream("127.0.0.1", proxy)
+    await stream.send_all(f"CONNECT {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    answer = await stream.receive_some(1024)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer
+    context = ssl.create_default_context(cafile=cafile)
+    context.check_hostname = check_hostname
+    return trio.SSLStream(stream, context, server_hostname=server_hostname)
+
+
 class EchoHandler(BaseHTTPRequestHandler):
     """``/big?n=N``: N bytes of a pattern; anything else: the request as JSON
     (method, path, headers, body); ``/reflect``: the request body verbatim."""
@@ -33,17 +61,7 @@ class EchoHandler(BaseHTTPRequestHandler):
         pass
 
     def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
-            while True:
-                size = int(self.rfile.readline().strip().split(b";")[0], 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        return read_body(self)
 
     def _answer(self) -> None:
         if self.headers.get("Upgrade", "").lower() == "websocket":

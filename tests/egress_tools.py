@@ -22,6 +22,8 @@ from typing import Iterator
 
 from paddedcell.egress.ca import CertificateAuthority, load_chain_from_memory
 
+from egress_helpers import read_body
+
 WHEEL_NAME = "tinypkg-1.0-py3-none-any.whl"
 
 
@@ -91,21 +93,8 @@ class ToolsHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
-            while True:
-                size = int(self.rfile.readline().strip().split(b";")[0], 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline()
-        return self.rfile.read(length) if length else b""
-
     def _handle(self) -> None:
-        body = self._body()
+        body = read_body(self)
         self.server.received.append({  # type: ignore[attr-defined]
             "method": self.command, "path": self.path,
             "headers": [[k, v] for k, v in self.headers.items()],

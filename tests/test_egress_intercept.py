@@ -19,7 +19,8 @@ from paddedcell.egress.ca import CertificateAuthority
 from paddedcell.egress.placeholders import same_shape
 from paddedcell.egress.session import ProxySession
 
-from egress_helpers import curl, headers_of, local_policy, running_proxy, upstream
+from egress_helpers import (curl, headers_of, local_policy, running_proxy, tls_through,
+                            upstream)
 
 REAL = "ghp_" + "R3alT0kenValue0123456789abcdefABCDEF"
 OTHER = "sk-" + "0therSecretValue0123456789xyzXYZ"
@@ -190,12 +191,8 @@ async def test_sni_must_match_the_connect_target(files):
     with upstream(TEST_CA) as (a, got_a), upstream(TEST_CA) as (b, _):
         world = World(files, a, b)
         async with running_proxy(local_policy(a, b), session=world.session) as proxy:
-            stream = await trio.open_tcp_stream("127.0.0.1", proxy)
-            await stream.send_all(f"CONNECT localhost:{a} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-            assert (await stream.receive_some(1024)).startswith(b"HTTP/1.1 200 ")
-            context = ssl.create_default_context(cafile=str(world.bundle))
-            context.check_hostname = False
-            tls = trio.SSLStream(stream, context, server_hostname="attacker.example")
+            tls = await tls_through(proxy, f"localhost:{a}", str(world.bundle),
+                                    "attacker.example", check_hostname=False)
             with pytest.raises(trio.BrokenResourceError):
                 await tls.do_handshake()
     assert got_a == []
@@ -220,11 +217,7 @@ async def test_websocket_handshake_is_substituted_then_tunnelled(files):
     with upstream(TEST_CA) as (a, got_a), upstream(TEST_CA) as (b, _):
         world = World(files, a, b)
         async with running_proxy(local_policy(a, b), session=world.session) as proxy:
-            stream = await trio.open_tcp_stream("127.0.0.1", proxy)
-            await stream.send_all(f"CONNECT localhost:{a} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-            assert (await stream.receive_some(1024)).startswith(b"HTTP/1.1 200 ")
-            context = ssl.create_default_context(cafile=str(world.bundle))
-            tls = trio.SSLStream(stream, context, server_hostname="localhost")
+            tls = await tls_through(proxy, f"localhost:{a}", str(world.bundle), "localhost")
             await tls.send_all(
                 f"GET /socket HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
                 f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
