@@ -12,9 +12,9 @@ from hypothesis import example, given, strategies as st
 from paddedcell import config
 from paddedcell.egress.binding import Binding
 from paddedcell.egress.placeholders import PlaceholderError, make_placeholder, same_shape
-from paddedcell.egress.session import CA_BUNDLE_VARIABLES, ca_environment, load_session
+from paddedcell.egress.session import CA_BUNDLE_VARIABLES, ca_environment, session_for
 from paddedcell.egress.substitute import Destination, Grant, Refused, Substituter
-from paddedcell.vault import bind_secret, init_admin, set_secret
+from paddedcell.vault import agent_values_and_bindings, bind_secret, init_admin, set_secret
 
 PW = "egress session test admin pw"
 FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1}
@@ -29,6 +29,13 @@ def vault(tmp_path):
     init_admin(PW, settings)
     set_secret("a1", str(ws), "db", "an unbound value", PW, settings)
     return settings, str(ws)
+
+
+def load_session(agent_id, workspace, settings):
+    """What secretflow.prepare does: one store read, then session_for."""
+    values, bindings = ([], {}) if agent_id is None else agent_values_and_bindings(
+        agent_id, workspace, settings=settings)
+    return session_for(agent_id, settings, values=values, bindings=bindings)
 
 
 def _with_mode(settings, mode: str):

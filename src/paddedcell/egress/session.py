@@ -149,20 +149,3 @@ def session_for(agent_id: str | None, settings, *, values: list[str],
                         mask_values=values, new_mask=lambda v: new_filter(v, settings),
                         audit=audit,
                         upstream_cafile=settings["egress.extra_upstream_ca_file"] or None)
-
-
-def load_session(agent_id: str | None, workspace: str | None, settings, *,
-                 audit: Audit | None = None) -> ProxySession | None:
-    """:func:`session_for` after reading the agent's store (a worker thread's job; raises
-    the vault's errors; an uninitialized vault has nothing bound)."""
-    values: list[str] = []
-    bindings: dict[str, Any] = {}
-    if agent_id and workspace and settings["egress.mode"] != "off":
-        from ..vault import NotInitialized
-        from ..vault.api import agent_values_and_bindings
-
-        try:
-            values, bindings = agent_values_and_bindings(agent_id, workspace, settings=settings)
-        except NotInitialized:
-            pass
-    return session_for(agent_id, settings, values=values, bindings=bindings, audit=audit)
