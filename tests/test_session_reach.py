@@ -347,6 +347,26 @@ def test_a_value_changed_elsewhere_is_masked_in_running_sessions(world, sandbox)
             daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": agent})
 
 
+# -- no slow request stalls the daemon ------------------------------------------------------
+
+
+def test_a_command_no_shell_can_take_is_answered_before_any_work(world):
+    """Over MAX_ARG_STRLEN `$SHELL -c COMMAND` can only fail (E2BIG): the daemon says so
+    (what to do instead) before resolving, redacting or forking; /healthz is served
+    meanwhile (its timing: benchmarks/daemon_edge.py)."""
+    home, ws = world
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
+        result = daemon.call("/exec", {"command": "# " + "x" * (10 << 20) + "\ntrue",
+                                       "agentId": "a1", "agentWorkspace": str(ws)})
+        assert result["details"]["status"] == "failed", result["details"]
+        assert result["details"]["failureKind"] == "runtime-error"
+        assert "MAX_ARG_STRLEN" in result["content"][0]["text"]
+        small = daemon.call("/exec", {"command": "# " + "x" * 100_000 + "\necho ran",
+                                      "agentId": "a1", "agentWorkspace": str(ws)})
+        assert "ran" in small["content"][0]["text"], small
+        assert daemon.client.healthy()
+
+
 # -- the confined open itself -------------------------------------------------------------
 
 

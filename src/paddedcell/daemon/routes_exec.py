@@ -35,7 +35,8 @@ from ..orphans import OrphanReaper
 from ..supervisor import Supervisor, become_subreaper
 from ..supervisor.procs import pin_malloc_thresholds
 from ..supervisor.service import ExecService
-from .http import HTTPError, Request, Router, Streaming, Write
+from .http import (PARSE_IN_THREAD_BYTES, HTTPError, Request, Router, Streaming, Write,
+                   cpu_limiter)
 from .routes_session import bind_identity, refuse_input_when_locked
 
 log = logging.getLogger("paddedcell.daemon")
@@ -79,7 +80,14 @@ def register(router: Router, ctx: Any) -> None:
         # Inside a session the caller's agent comes from the peer (docs/design.md §4.4).
         # RequestError and ExecRefused are answered by the edge's error table.
         body = bind_identity(supervisor, request, "exec")
-        exec_request = parse_exec_request(body, settings)
+        command = body.get("command") if isinstance(body, dict) else None
+        if isinstance(command, str) and len(command) > PARSE_IN_THREAD_BYTES:
+            # A 10 MB command is checked in a worker, one at a time (http.cpu_limiter):
+            # /healthz and every other route go on meanwhile (issue 20).
+            exec_request = await trio.to_thread.run_sync(parse_exec_request, body, settings,
+                                                         limiter=cpu_limiter)
+        else:
+            exec_request = parse_exec_request(body, settings)
         if not exec_request.agent_id:
             raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
         early, session = await service.launch(exec_request)

@@ -28,6 +28,10 @@ from .session import OutputCallback, Session
 from .spawn import SpawnError
 from .supervisor import LaunchSpec, LimitReached, Supervisor
 
+#: Linux's limit on one argument string (32 pages, include/uapi/linux/binfmts.h):
+#: ``$SHELL -c COMMAND`` with a longer COMMAND fails with E2BIG.
+MAX_ARG_STRLEN = 32 * 4096
+
 UpdateCallback = Callable[[ToolResult], Awaitable[None]]
 #: Seconds between two checks of a ``poll`` that waits (``sleepPollInterval``).
 POLL_WAIT_STEP = 0.25
@@ -122,6 +126,19 @@ class ExecService:
         workdir, shown = resolve_workdir(request.workdir, cwd or request.agent_workspace)
         if workdir is None:
             return results.exec_workdir_unavailable(shown), None
+        size = len(request.command)  # characters; bytes only where it could matter
+        if size < MAX_ARG_STRLEN and size * 4 >= MAX_ARG_STRLEN:
+            size = len(request.command.encode("utf-8", "surrogateescape"))
+        if size >= MAX_ARG_STRLEN:
+            # `$SHELL -c COMMAND` could only fail with E2BIG, after resolving, redacting
+            # and forking for a command this big: answer so now (no slow request, issue 20).
+            return results.exec_failed(
+                failure_kind="runtime-error",
+                reason=results.failure_reason("runtime-error", error=(
+                    f"cannot start the shell: the command is over {size} bytes and Linux passes "
+                    f"at most {MAX_ARG_STRLEN - 1} bytes as one argument (MAX_ARG_STRLEN); "
+                    "write it to a file in the workspace and run that file")),
+                cwd=workdir), None
         try:
             prepared = await trio.to_thread.run_sync(
                 secretflow.prepare, request.command, request.agent_id,
