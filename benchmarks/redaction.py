@@ -22,6 +22,10 @@ secret set) and warm (the per-digest cache a supervisor hits on every command).
     python benchmarks/redaction.py --quick         # 8 MiB, k <= 1 000
     python benchmarks/redaction.py --json          # machine-readable results
     python benchmarks/redaction.py --views-baseline  # + the same runs without the pattern forms' views
+    python benchmarks/redaction.py --setup         # first install Debian's ripgrep if rg is missing
+
+Setup: ripgrep is the baseline; ``--setup`` installs it from Debian (``apt-get install
+ripgrep``, as root) when ``rg`` is not on PATH. Without it the rg column stays empty.
 
 ``--views-baseline`` adds two Hyperscan columns measured in the same run with
 the pattern forms (redactor/views.py: whitespace runs, wrapped base64/hex,
@@ -206,7 +210,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-portable", action="store_true", help="skip the pyahocorasick engine")
     ap.add_argument("--views-baseline", action="store_true",
                     help="also run Hyperscan without the pattern forms' views (same run, same data)")
+    ap.add_argument("--setup", action="store_true",
+                    help="install ripgrep from Debian (apt-get, as root) when rg is missing")
     args = ap.parse_args(argv)
+    if args.setup and shutil.which("rg") is None:
+        subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "ripgrep"], check=True,
+                       stdout=subprocess.DEVNULL)
     global CLOCK
     CLOCK = args.clock
     size = (args.size_mib or (8 if args.quick else 32)) * MIB
