@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test bench binary binary-onefile clean
+.PHONY: venv demo test test-unprivileged bench binary binary-onefile clean
 
 venv: $(STAMP)
 
@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/python -m paddedcell.demo
 
+# make test runs the suite, then (as root) scripts/test-unprivileged.sh: the tests that
+# touch identity, processes and files again as an ordinary user, in a fresh copy.
 # make test also needs Node 24 and OpenClaw 2026.9.6 (plugin tests, e2e suite against a
 # real gateway): scripts/openclaw-env.sh installs them into ~/.cache/paddedcell-openclaw
 # (PADDEDCELL_OPENCLAW_CACHE overrides) and fails loudly when it cannot.
@@ -26,6 +28,12 @@ test: venv binary
 	$(BIN)/pytest -q
 	eval "$$(scripts/openclaw-env.sh)" && node --test 'openclaw-plugin/test/*.test.js'
 	scripts/portable-engine-check.sh $(PYTHON)
+	PYTHON=$(PYTHON) scripts/test-unprivileged.sh
+
+# The second pass alone: as root, the sandbox, pcexec, pass_mgr, daemon, demo and e2e
+# tests again as an ordinary user it creates (a no-op when you are not root).
+test-unprivileged:
+	PYTHON=$(PYTHON) scripts/test-unprivileged.sh
 
 bench: venv
 	$(BIN)/python benchmarks/redaction.py

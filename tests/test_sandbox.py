@@ -166,6 +166,9 @@ def test_stricter_profiles_read_only_and_no_network(tmp_path):
     base = next(b for b in bases if b.is_dir() and os.access(b, os.W_OK)
                 and not str(b.resolve()).startswith("/tmp/") and str(b.resolve()) != "/tmp")
     other = base / f"sandbox-ro-probe-{os.getpid()}"
+    # A name of this run's own: /tmp is shared by every user (a fixed /tmp/y left by the
+    # root pass is not writable by the unprivileged one).
+    tmp_file = f"/tmp/paddedcell-ro-probe-{os.getpid()}-{os.urandom(4).hex()}"
     for d in (home, ws, other):
         d.mkdir(mode=0o700)
     listener = socket.socket()
@@ -178,7 +181,8 @@ def test_stricter_profiles_read_only_and_no_network(tmp_path):
         code = ("import socket\ntry:\n    socket.create_connection(('127.0.0.1', %d), 2)\n"
                 "    print('NET-OK')\nexcept OSError as e:\n    print('NET-FAIL', e)\n") % port
         command = (f"touch {shlex.quote(str(other))}/x; echo rc1=$?; touch x; echo rc2=$?; "
-                   f"touch /tmp/y; echo rc3=$?; {shlex.quote(sys.executable)} -c {shlex.quote(code)}")
+                   f"touch {tmp_file}; echo rc3=$?; rm -f {tmp_file}; "
+                   f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}")
         out = text(daemon.call("/exec", {"command": command, "agentId": "a1",
                                          "agentWorkspace": str(ws), "workdir": str(ws),
                                          "awaitResults": True}))
