@@ -54,14 +54,11 @@ done
 
 # A fresh copy of the checkout as it is now, owned by the account: what a new user who
 # clones it gets (its venv, pass_mgr binary and caches are built by the project's files).
-WORK="$USER_HOME/checkout"
-mkdir -p "$WORK"
-rsync_like() {
-  git ls-files -z --cached --others --exclude-standard |
-    tar --null -T - -cf - | (cd "$WORK" && tar -xf -)
-}
-rm -rf "$WORK"; mkdir -p "$WORK"
-rsync_like
+# One copy per run (two runs at once must not share a tree), removed at the end.
+WORK="$(mktemp -d "$USER_HOME/checkout.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+git ls-files -z --cached --others --exclude-standard |
+  tar --null -T - -cf - | (cd "$WORK" && tar -xf -)
 chown -R "$USER_NAME:" "$WORK"
 
 # The tests that touch identity, processes, files and the network; the pure cores
