@@ -46,7 +46,7 @@ bench: venv
 # commit's time as SOURCE_DATE_EPOCH. Rebuilt only when a file it bundles changes.
 PASS_MGR_SOURCES := $(wildcard src/paddedcell/__init__.py src/paddedcell/config.py \
 	src/paddedcell/exits.py src/paddedcell/agent_session.py src/paddedcell/cli/__init__.py \
-	src/paddedcell/cli/pass_mgr*.py src/paddedcell/cli/session_channel.py \
+	src/paddedcell/cli/pass_mgr*.py src/paddedcell/session/*.py \
 	src/paddedcell/vault/*.py src/paddedcell/egress/__init__.py \
 	src/paddedcell/egress/binding.py src/paddedcell/egress/policy.py) \
 	packaging/pass_mgr.spec packaging/pass_mgr_entry.py

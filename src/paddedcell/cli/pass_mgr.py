@@ -26,11 +26,13 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] and args[0] in SESSION_OPS:
         # Inside an agent session the session's supervisor answers, for its agent only
-        # (docs/design.md §1); AGENT_ID there is informational. Logic: cli/session_channel.py.
-        from . import session_channel
+        # (docs/design.md §1); AGENT_ID there is informational. Logic: cli/pass_mgr_channel.py.
+        from ..session.client import in_session
 
-        if session_channel.in_session():
-            code = session_channel.run_pass_mgr(args)
+        if in_session():
+            from .pass_mgr_channel import run_pass_mgr
+
+            code = run_pass_mgr(args)
             if code >= 0:
                 if argv is None:
                     os._exit(code)

@@ -18,7 +18,8 @@ from typing import Any
 
 import click
 
-from .. import config, exits
+from .. import config
+from ..session.protocol import Refusal, answer_within, process_answer_within
 
 EXIT_REFUSED = 2
 
@@ -84,8 +85,8 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stop_on_signal, nursery.cancel_scope)
-            supervisor = Supervisor(settings, nursery,
-                                    audit=AuditLog.for_settings(settings))
+            supervisor = Supervisor(settings, nursery, audit=AuditLog.for_settings(settings),
+                                    forward=forward_to_daemon(settings))
             nursery.start_soon(supervisor.maintain)
             service = ExecService(supervisor)
             try:
@@ -129,16 +130,27 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
     return result.exit_code
 
 
-def answer_within(body: dict[str, Any], settings) -> float:
-    """Seconds the daemon may take to answer ``body``: its yield, or with
-    ``awaitResults`` (no yield) the command's whole timeout; plus a margin."""
-    if body.get("awaitResults") is True and not body.get("background"):
-        seconds = body.get("timeoutSeconds", settings["supervisor.default_timeout_seconds"])
-        if not isinstance(seconds, (int, float)) or seconds <= 0:
-            return 366 * 24 * 3600.0  # no timeout: the daemon answers when the command ends
-        return float(seconds) + 60.0
-    yield_ms = body.get("yieldMs") or settings["supervisor.default_yield_ms"]
-    return float(yield_ms) / 1000 + 60.0
+def forward_to_daemon(settings):
+    """The foreground supervisor's forwarder: its sessions' daemon requests (a nested
+    ``pcexec --background``, ``safe-restart``) go to the daemon's socket, in a worker
+    thread; an error answer is a Refusal with the daemon's status."""
+    import trio
+
+    def call(method: str, path: str, body: Any) -> dict[str, Any]:
+        from ..daemon.client import ensure_daemon
+
+        timeout = (answer_within(body, settings) if path == "/exec" else
+                   process_answer_within(body) if path == "/process" else 60.0)
+        client = ensure_daemon(settings)  # started on demand: DaemonError is a Refusal
+        try:
+            return client.call(method, path, body, timeout=timeout)
+        finally:
+            client.close()
+
+    async def forward(method: str, path: str, body: Any) -> dict[str, Any]:
+        return await trio.to_thread.run_sync(call, method, path, body)
+
+    return forward
 
 
 def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
@@ -155,9 +167,7 @@ def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:
         # The client's default 60 s is shorter than a two-minute yield.
         result = client.call("POST", "/exec", body, timeout=answer_within(body, settings))
     except DaemonError as exc:
-        code = (exits.FORBIDDEN if exc.status == 403 else
-                EXIT_REFUSED if exc.status and 400 <= exc.status < 500 else 1)
-        _fail(exc.message, as_json or raw_request, code)
+        _fail(exc.message, as_json or raw_request, exc.exit_code)
     if as_json or raw_request:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
@@ -169,15 +179,15 @@ def _run_in_session(body: dict[str, Any], as_json: bool, raw_request: bool) -> i
     """Inside an agent session: the session's channel forwards the request to the daemon
     for the session's agent only (another agent's ``agentId``: exit 5, docs/design.md §1)."""
     from ..execspec.results import ToolResult
-    from . import session_channel
+    from ..session.client import request
 
     settings = config.load()
     if not body.get("background") and "yieldMs" not in body:
         body["awaitResults"] = True  # a plain run waits for the end, as outside
     body.setdefault("workdir", os.getcwd())
     try:
-        answer = session_channel.request("exec", timeout=answer_within(body, settings), body=body)
-    except session_channel.ChannelError as exc:
+        answer = request("exec", timeout=answer_within(body, settings), body=body)
+    except Refusal as exc:
         _fail(exc.message, as_json or raw_request, exc.exit_code)
     result = answer["result"]
     if as_json or raw_request:
@@ -215,7 +225,7 @@ def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json,
     3 when a secret could not be resolved and 2 when the command was refused
     (in both cases nothing ran).
     """
-    from .session_channel import in_session
+    from ..session.client import in_session
 
     inside = in_session()
     # Inside a session, identity is the session's: the environment is informational

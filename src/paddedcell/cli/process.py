@@ -40,7 +40,8 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
     from ..daemon.client import DaemonError, ensure_daemon
     from ..execspec.results import ToolResult
 
-    from .session_channel import ChannelError, in_session, request
+    from ..session.client import in_session, request
+    from ..session.protocol import Refusal, process_answer_within
 
     inside = in_session()
     # Inside a session the session's agent is the only one (docs/design.md §1): AGENT_ID is not
@@ -61,9 +62,8 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
         body["bracketed"] = bracketed
     if inside:
         try:
-            result = request("process", timeout=60.0 + (timeout_ms or 0) / 1000,
-                             body=body)["result"]
-        except ChannelError as exc:
+            result = request("process", timeout=process_answer_within(body), body=body)["result"]
+        except Refusal as exc:
             click.echo(f"paddedcell process: {exc.message}", err=True)
             sys.exit(exc.exit_code)
         answer = ToolResult.from_json(result, "process")
@@ -71,11 +71,10 @@ def process(action, session_id, data, eof, keys, hex_bytes, literal, text, brack
         sys.exit(answer.exit_code)
     try:
         client = ensure_daemon(config.load())
-        # A poll may wait up to 30 s on top of the daemon's own answer time.
-        result = client.call("POST", "/process", body, timeout=60.0 + (timeout_ms or 0) / 1000)
+        result = client.call("POST", "/process", body, timeout=process_answer_within(body))
     except DaemonError as exc:
         click.echo(f"paddedcell process: {exc.message}", err=True)
-        sys.exit(5 if exc.status == 403 else 2 if exc.status and 400 <= exc.status < 500 else 1)
+        sys.exit(exc.exit_code)
     answer = ToolResult.from_json(result, "process")
     click.echo(json.dumps(result, ensure_ascii=False) if as_json else answer.text)
     sys.exit(answer.exit_code)

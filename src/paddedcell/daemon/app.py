@@ -57,6 +57,22 @@ class _JsonLines(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+def build_router(ctx: DaemonContext, started: float) -> Router:
+    """Every route of the daemon, as its socket serves them (and its sessions' channels)."""
+    router = Router()
+
+    @router.route("GET", "/healthz")
+    async def healthz(request: Request) -> dict[str, Any]:
+        return {"ok": True, "version": __version__, "pid": os.getpid(),
+                "uptimeSeconds": round(time.time() - started, 3)}
+
+    for name in ROUTE_MODULES:
+        importlib.import_module(name).register(router, ctx)
+    hygiene.install(router, ctx)  # idle / home-gone exit (daemon/hygiene.py)
+    routes_session.install_guard(router, ctx)  # session callers: their agent only
+    return router
+
+
 def _take_pidfile(run_dir: Path) -> int:
     """Hold an exclusive lock on ``run/paddedcell.pid`` for the daemon's life."""
     fd = os.open(run_dir / "paddedcell.pid", os.O_RDWR | os.O_CREAT, 0o600)
@@ -88,19 +104,9 @@ async def run_daemon(settings: config.Settings, *, task_status=trio.TASK_STATUS_
     pid_fd = _take_pidfile(run_dir)
     started = time.time()
     try:
-        router = Router()
-
-        @router.route("GET", "/healthz")
-        async def healthz(request: Request) -> dict[str, Any]:
-            return {"ok": True, "version": __version__, "pid": os.getpid(),
-                    "uptimeSeconds": round(time.time() - started, 3)}
-
         async with trio.open_nursery() as nursery:
             ctx = DaemonContext(settings, nursery)
-            for name in ROUTE_MODULES:
-                importlib.import_module(name).register(router, ctx)
-            hygiene.install(router, ctx)  # idle / home-gone exit (daemon/hygiene.py)
-            routes_session.install_guard(router, ctx)  # session callers: their agent only
+            router = build_router(ctx, started)
             path = str(socket_path(settings))
             await nursery.start(partial(serve_unix, request_timeout=float(
                 settings["daemon.request_timeout_seconds"])), router, path)

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import AGENT_CONTEXT_VARIABLES, config
+from ..session.protocol import CHANNEL_VARIABLE, SESSION_ROUTES, Refusal
 
 
-class DaemonError(Exception):
-    """The daemon answered with an error, or could not be reached."""
+class DaemonError(Refusal):
+    """The daemon answered with an error (``status``), or could not be reached (None);
+    ``exit_code`` is the one a CLI exits with (:data:`~paddedcell.session.protocol.EXIT_STATUS`)."""
 
     def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.status = status
+        super().__init__(message, status=status)
 
 
 def socket_path(settings: config.Settings) -> Path:
@@ -71,7 +71,7 @@ class DaemonClient:
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None,
              timeout: float | None = None) -> dict[str, Any]:
-        if os.environ.get("PADDEDCELL_CHANNEL") and self._channel_route(method, path):
+        if os.environ.get(CHANNEL_VARIABLE) and self._channel_route(method, path):
             return self._call_via_channel(method, path, body, timeout)
         payload = b"" if body is None else json.dumps(body).encode("utf-8")
         headers = {"content-type": "application/json"} if body is not None else {}
@@ -124,23 +124,20 @@ class DaemonClient:
 
     @staticmethod
     def _channel_route(method: str, path: str) -> bool:
-        from ..cli.session_channel import DAEMON_ROUTES
-
-        return (method, path) in DAEMON_ROUTES
+        route = SESSION_ROUTES.get((method, path))
+        return route is not None and route.op == "daemon"
 
     def _call_via_channel(self, method: str, path: str, body: dict[str, Any] | None,
                           timeout: float | None) -> dict[str, Any]:
         """Inside an agent session: through the session's channel (the daemon's socket is
-        hidden by the sandbox; the session's agent is the only one), docs/design.md §1."""
-        from ..cli.session_channel import ChannelError, request
+        hidden by the sandbox; the session's agent is the only one), docs/design.md §1.
+        A refusal keeps the daemon's status (a 409 stays a 409)."""
+        from ..session.client import call_daemon
 
         try:
-            answer = request("daemon", timeout=timeout or self.timeout, method=method, path=path,
-                             body=body)
-        except ChannelError as exc:
-            status = 403 if exc.exit_code == 5 else (400 if exc.exit_code == 2 else None)
-            raise DaemonError(exc.message, status) from None
-        return answer["result"]
+            return call_daemon(method, path, body, timeout or self.timeout)
+        except Refusal as exc:
+            raise DaemonError(exc.message, exc.status) from None
 
     def healthy(self) -> bool:
         try:

@@ -37,7 +37,7 @@ from ..supervisor.procs import pin_malloc_thresholds
 from ..supervisor.service import ExecService
 from .http import (PARSE_IN_THREAD_BYTES, HTTPError, Request, Router, Streaming, Write,
                    cpu_limiter)
-from .routes_session import bind_identity, refuse_input_when_locked
+from .routes_session import local_forwarder, refuse_input_when_locked
 
 log = logging.getLogger("paddedcell.daemon")
 
@@ -67,8 +67,9 @@ def register(router: Router, ctx: Any) -> None:
     if not become_subreaper():
         log.warning("cannot become a child subreaper; processes that setsid away from a "
                     "session are found only while their parent lives")
-    supervisor = Supervisor(settings, ctx.nursery,
-                            audit=AuditLog.for_settings(settings))
+    # A session's channel reaches this daemon's routes in-process (routes_session).
+    supervisor = Supervisor(settings, ctx.nursery, audit=AuditLog.for_settings(settings),
+                            forward=local_forwarder(router))
     service = ExecService(supervisor)
     ctx.services["supervisor"] = supervisor
     ctx.services["exec"] = service
@@ -77,9 +78,10 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/exec")
     async def exec_route(request: Request) -> dict[str, Any] | Streaming:
-        # Inside a session the caller's agent comes from the peer (docs/design.md §4.4).
-        # RequestError and ExecRefused are answered by the edge's error table.
-        body = bind_identity(supervisor, request, "exec")
+        # Inside a session the body is already bound to the caller's agent (the guard in
+        # routes_session, docs/design.md §4.4). RequestError and ExecRefused are answered
+        # by the edge's error table.
+        body = request.body
         command = body.get("command") if isinstance(body, dict) else None
         if isinstance(command, str) and len(command) > PARSE_IN_THREAD_BYTES:
             # A 10 MB command is checked in a worker, one at a time (http.cpu_limiter):
@@ -131,7 +133,7 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/process")
     async def process_route(request: Request) -> dict[str, Any]:
-        action = parse_process_action(bind_identity(supervisor, request, "process"))
+        action = parse_process_action(request.body)
         if not action.agent_id:
             raise HTTPError(400, "field 'agentId' is required: sessions belong to an agent")
         await refuse_input_when_locked(action.action, settings)

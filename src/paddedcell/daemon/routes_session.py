@@ -30,8 +30,10 @@ from typing import Any
 import trio
 
 from ..agent_session import TREE_MARKER_PREFIX
+from ..session.protocol import SESSION_ROUTES, Refusal, bind
 from ..supervisor import procs
-from .http import HTTPError
+from .http import HTTPError, Request
+from . import validate
 
 #: Process actions that send input to a session (stopped while the vault is locked).
 INPUT_ACTIONS = ("write", "send-keys", "submit", "paste")
@@ -74,41 +76,6 @@ def identify(supervisor, pid: int | None) -> Caller:
     return OUTSIDE
 
 
-def bind_identity(supervisor, request, kind: str) -> dict[str, Any]:
-    """The request's body with the caller's agent; raises 403 when the caller claims another.
-
-    ``kind`` is ``"exec"`` or ``"process"``.
-    """
-    body = request.body
-    if not isinstance(body, dict):
-        return body  # the parser says what is wrong with it
-    caller = identify(supervisor, request.peer_pid)
-    if not caller.in_session:
-        return body
-    session = caller.session
-    if session is None:
-        raise HTTPError(403, "this request comes from inside an agent session the daemon did "
-                             "not start; send it through the session (pcexec and paddedcell "
-                             "process do that by themselves)")
-    claimed = body.get("agentId")
-    if claimed is not None and claimed != session.agent_id:
-        raise HTTPError(403, f"inside agent {session.agent_id or '(none)'}'s session you act "
-                             f"as that agent only, not {claimed}")
-    workspace = getattr(getattr(session, "channel", None), "agent_workspace", None)
-    if kind == "exec":
-        claimed_ws = body.get("agentWorkspace")
-        if claimed_ws is not None and workspace is not None and claimed_ws != workspace:
-            raise HTTPError(403, f"inside this session the agent workspace is {workspace}, "
-                                 f"not {claimed_ws}")
-    if not session.agent_id:
-        raise HTTPError(403, "this session belongs to no agent, so it cannot start or drive "
-                             "agent sessions")
-    body = dict(body, agentId=session.agent_id)
-    if kind == "exec" and workspace:
-        body["agentWorkspace"] = workspace
-    return body
-
-
 async def refuse_input_when_locked(action: str, settings) -> None:
     """HTTP 423 for an input action while the vault is locked after a leak."""
     if action not in INPUT_ACTIONS:
@@ -129,26 +96,13 @@ async def refuse_input_when_locked(action: str, settings) -> None:
                              "written by pass_mgr; a human must check: pass_mgr admin status")
 
 
-#: What a caller inside an agent session may ask the daemon's socket (unsandboxed hosts;
-#: in the sandbox the socket is hidden and the channel forwards the same set), and the
-#: body field naming the agent. /exec and /process bind theirs in routes_exec.
-SESSION_ROUTES: dict[tuple[str, str], str | None] = {
-    ("POST", "/exec"): None, ("POST", "/process"): None, ("GET", "/healthz"): None,
-    ("HEAD", "/healthz"): None, ("GET", "/agents"): None,
-    ("POST", "/query-restart"): "requesterAgentId",
-    ("POST", "/restart-cancel"): "requesterAgentId",
-}
-_BOUND_ELSEWHERE = {("POST", "/exec"), ("POST", "/process"), ("GET", "/healthz"),
-                    ("HEAD", "/healthz")}
-
-
 def install_guard(router, ctx) -> None:
-    """Callers inside an agent session get the routes in ``SESSION_ROUTES`` only, with the
-    agent field bound to their session's agent (the lifecycle, workflow, notification and
-    restart-result routes are the plugin's and the restart job's, never an agent's)."""
+    """Callers inside an agent session get the routes of ``SESSION_ROUTES`` only, acting as
+    their session's agent (:func:`paddedcell.session.protocol.bind`, as the channel does)."""
     for (method, path), handler in list(router.routes.items()):
-        if (method, path) in _BOUND_ELSEWHERE:
-            continue
+        route = SESSION_ROUTES.get((method, path))
+        if route is not None and route.agent_field is None:
+            continue  # open to every caller, nothing to bind: no /proc walk for /healthz
         router.routes[(method, path)] = _guarded(method, path, handler, ctx)
 
 
@@ -160,33 +114,32 @@ def _guarded(method: str, path: str, handler, ctx):
         caller = identify(supervisor, request.peer_pid)
         if not caller.in_session:
             return await handler(request)
-        if (method, path) not in SESSION_ROUTES:
-            raise HTTPError(403, f"{method} {path} is not for commands inside an agent session")
-        field_name = SESSION_ROUTES[(method, path)]
-        from ..cli.session_channel import operator_fields_in
-
-        operator_fields = operator_fields_in(request.body)
-        if operator_fields:
-            raise HTTPError(403, f"{', '.join(operator_fields)} in a restart "
-                                 "job is the operator's setting, not an agent's")
-        if field_name is not None:
-            session = caller.session
-            if session is None:
-                raise HTTPError(403, "this request comes from inside an agent session the "
-                                     "daemon did not start; send it through the session")
-            body = request.body if isinstance(request.body, dict) else {}
-            claimed = body.get(field_name)
-            if claimed is not None and claimed != session.agent_id:
-                raise HTTPError(403, f"inside agent {session.agent_id or '(none)'}'s session "
-                                     f"you act as that agent only, not {claimed}")
-            body = dict(body, **{field_name: session.agent_id})
-            if (method, path) == ("POST", "/query-restart"):  # its files are the session's
-                from ..restart.confine import bind_session_job, session_ids
-
-                workspace = getattr(getattr(session, "channel", None), "agent_workspace", None)
-                body = bind_session_job(body, workspace, *session_ids(session))
+        body = bind(caller.session, method, path, request.body)  # Refusal: its status
+        if body is not request.body:
             request = dataclasses.replace(request, body=body)
         return await handler(request)
 
     guarded.__name__ = getattr(handler, "__name__", "guarded")
     return guarded
+
+
+def local_forwarder(router):
+    """The daemon's forwarder for its sessions' channels: the request, already bound to
+    the session's agent, is dispatched to the route's handler in this process (no HTTP to
+    our own socket, no worker thread), after the same body checks as the socket's edge; an
+    error answer becomes its :class:`Refusal`, status kept."""
+
+    async def forward(method: str, path: str, body: Any) -> dict[str, Any]:
+        body = {} if body is None else body
+        try:
+            if not isinstance(body, dict):
+                raise validate.BodyError("request body must be a JSON object")
+            validate.check(body, raw_text=validate.RAW_TEXT_FIELDS.get(path, frozenset()))
+        except validate.BodyError as exc:
+            raise Refusal(validate.one_line(str(exc)), status=400) from None
+        status, answer = await router.dispatch(Request(method, path, {}, body))
+        if status >= 400:
+            raise Refusal(str(answer.get("error") or f"HTTP {status}"), status=status)
+        return answer
+
+    return forward

@@ -196,6 +196,7 @@ def _not_json(value: Any) -> Any:
 ERROR_STATUSES: tuple[tuple[str, str, int | None], ...] = (
     ("paddedcell.daemon.http", "HTTPError", None),
     ("paddedcell.daemon.validate", "BodyError", 400),
+    ("paddedcell.session.protocol", "Refusal", None),
     ("paddedcell.execspec.request", "RequestError", 400),
     ("paddedcell.supervisor.service", "ExecRefused", None),
     ("paddedcell.restart.coordinator", "CoordinatorError", None),

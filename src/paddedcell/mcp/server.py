@@ -38,8 +38,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from .. import __version__, agent_text, config
-from ..cli.pcexec import answer_within
 from ..daemon.client import DaemonClient, DaemonError, _UnixConnection, ensure_daemon
+from ..session.protocol import answer_within
 from . import SERVER_NAME, Front, instructions, tool_list
 
 PROCESS_TIMEOUT_SECONDS = 45.0  # poll may wait 30 s (docs/design.md §4.2)

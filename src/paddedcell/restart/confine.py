@@ -35,6 +35,8 @@ import stat
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..session.protocol import SESSION_JOB_FIELD as SESSION_FIELD  # bound by session.bind
+
 #: ``open`` flags of the two uses: the job log (append, create) and the rollback (read).
 APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 READ = os.O_RDONLY
@@ -236,25 +238,3 @@ def _as_user(uid: int, gid: int, walk: Callable[[], int]) -> int:
         number, _, text = message[1:].decode("utf-8", "replace").partition(" ")
         raise OSError(int(number) if number.isdigit() else 0, text)
     raise OSError(errno.EIO, "the helper that opens the file as the session's user failed")
-
-
-#: The ``job`` field a session's channel (or the daemon's session guard) sets, whatever
-#: the agent sent in it: the session's workspace and uid, which confine the job's files.
-SESSION_FIELD = "session"
-
-
-def bind_session_job(body: Any, workspace: str | None, uid: int, gid: int) -> Any:
-    """``body`` (a query-restart body) with its job bound to the session that sends it.
-    Pure; a body without a job comes back as is."""
-    if not isinstance(body, dict) or not isinstance(body.get("job"), dict):
-        return body
-    job = dict(body["job"])
-    job[SESSION_FIELD] = {"workspace": workspace or "", "uid": uid, "gid": gid}
-    return dict(body, job=job)
-
-
-def session_ids(session: Any) -> tuple[int, int]:
-    """The uid and gid a session's commands run as: its own when the sandbox gives it one
-    (a per-agent uid under a root daemon), else the supervisor's."""
-    uid, gid = getattr(session, "uid", None), getattr(session, "gid", None)
-    return (os.getuid() if uid is None else uid, os.getgid() if gid is None else gid)

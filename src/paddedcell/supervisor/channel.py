@@ -15,19 +15,12 @@ is "forbidden" (exit 5). Values the supervisor hands out (``get``,
 ``generate``, ``rotate``) join the session's redactors before the answer is
 written, so they are masked from their first byte.
 
-Protocol, one request per connection (``pass_mgr`` lives milliseconds)::
-
-    -> {"op": "get", "key": "db", "version": null}\\n
-    <- {"ok": true, "value": "..."}\\n           or
-    <- {"ok": false, "exit": 4, "error": "one line"}\\n
-
-Ops: ``get``, ``generate``, ``rotate``, ``unset``, ``list``, ``history``
-(vault, for the session's agent), ``whoami``, ``exec`` / ``process`` (a
-daemon request whose ``agentId`` is the session's; another agent's is
-refused with exit 5), forwarded to the daemon, and ``daemon`` (one of
-``DAEMON_ROUTES``, e.g. ``safe-restart``'s ``/query-restart``, its
-``requesterAgentId`` bound the same way). Inside the sandbox the daemon's
-own socket is hidden: this channel is the only way out.
+The protocol, the routes a session may use and the rule "act as the session's
+agent" (:func:`bind`) live in :mod:`paddedcell.session.protocol`, shared with the
+daemon. Requests for the daemon go to the forwarder the supervisor's owner gives
+(the daemon: its own routes, in-process; a foreground ``pcexec``: the daemon's
+socket). Inside the sandbox the daemon's own socket is hidden: this channel is
+the only way out.
 """
 
 from __future__ import annotations
@@ -43,33 +36,18 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
-from ..restart.confine import bind_session_job, session_ids
+from .. import exits
+from ..session.protocol import CHANNEL_VARIABLE, SESSION_ROUTES, VAULT_OPS, Refusal, bind
 from . import procs
 
 log = logging.getLogger("paddedcell.supervisor")
 
-#: The environment variable that locates the channel (a locator, not a credential).
-CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
 #: accept() errors that mean "out of descriptors or memory for now": back off, retry.
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-EXIT_FORBIDDEN = 5
-VAULT_OPS = ("get", "generate", "rotate", "unset", "list", "history")
 
-Forward = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-#: Worker threads for requests forwarded to the daemon (a forwarded exec waits for its
-#: command). Their own limiter: they must never take the threads the daemon itself needs
-#: to answer them (trio's default limiter: secret resolution, the vault).
-_FORWARD_LIMITER: trio.lowlevel.RunVar = trio.lowlevel.RunVar("paddedcell_forward_limiter")
-
-
-def forward_limiter() -> trio.CapacityLimiter:
-    try:
-        return _FORWARD_LIMITER.get()
-    except LookupError:
-        limiter = trio.CapacityLimiter(32)
-        _FORWARD_LIMITER.set(limiter)
-        return limiter
+#: Sends one bound daemon request, ``(method, path, body)``, and returns the daemon's
+#: answer; raises :class:`Refusal`. Supplied by whoever owns the supervisor.
+Forward = Callable[[str, str, Any], Awaitable[dict[str, Any]]]
 
 
 class ChannelLimits:
@@ -104,13 +82,6 @@ class ChannelLimits:
                    float(settings["supervisor.accept_backoff_max_seconds"]))
 
 
-class ChannelRefusal(Exception):
-    def __init__(self, message: str, exit_code: int):
-        super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
-
-
 def channel_dir(settings) -> Path:
     return settings.home / "run" / "sessions"
 
@@ -143,11 +114,11 @@ def _vault_call(op: str, agent_id: str, workspace: str, request: dict[str, Any],
     key = request.get("key")
     if op != "list" and not (op == "rotate" and key is None):
         if not isinstance(key, str) or not key:
-            raise ChannelRefusal(f"{op} needs a KEY", 2)
+            raise Refusal(f"{op} needs a KEY", 2)
     version = request.get("version")
     if version is not None and (not isinstance(version, int) or isinstance(version, bool)
                                 or version < 1):
-        raise ChannelRefusal("--version must be a whole number ≥ 1", 2)
+        raise Refusal("--version must be a whole number ≥ 1", 2)
     try:
         if op == "get":
             value = api.get_secret(agent_id, workspace, key, version=version, settings=settings)
@@ -155,7 +126,7 @@ def _vault_call(op: str, agent_id: str, workspace: str, request: dict[str, Any],
         if op == "generate":
             length = request.get("length")
             if length is not None and (not isinstance(length, int) or not 8 <= length <= 4096):
-                raise ChannelRefusal("--length must be between 8 and 4096", 2)
+                raise Refusal("--length must be between 8 and 4096", 2)
             change = api.generate_secret(agent_id, workspace, key, length=length,
                                          symbols=bool(request.get("symbols", True)),
                                          force=bool(request.get("force")), settings=settings)
@@ -178,22 +149,22 @@ def _vault_call(op: str, agent_id: str, workspace: str, request: dict[str, Any],
         versions = api.key_history(agent_id, workspace, key, settings=settings)
         return {"versions": [[v, created] for v, created in versions]}, []
     except vault.VaultError as exc:
-        raise ChannelRefusal(str(exc), exc.exit_code) from None
+        raise Refusal(str(exc), exc.exit_code) from None
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        raise ChannelRefusal(f"{exc.strerror or exc}{where}", 1) from None
+        raise Refusal(f"{exc.strerror or exc}{where}", 1) from None
 
 
 class SessionChannel:
     """Serves one session's socket until the session ends (cancel the task)."""
 
     def __init__(self, session, settings, directory: Path, token: str,
-                 forward: Forward | None, agent_workspace: str | None):
+                 forward: Forward | None):
+        #: The session served (set once it is spawned): its agent is the only one.
         self.session = session
         self.settings = settings
         self.path = str(directory / f"{token[:20]}.sock")
         self.forward = forward
-        self.agent_workspace = agent_workspace
         self._sock = None
         #: ``share(agent_id, workspace, values)``: the supervisor's broadcast of values
         #: this channel handed out to every other live session that could print them.
@@ -315,24 +286,24 @@ class SessionChannel:
         session = self.session
         pid = peer_pid(conn)
         if pid is None or not procs.in_tree(session.tree, pid):
-            return _refusal("this channel belongs to another session; pass_mgr answers only "
-                            "inside the session it was started for", EXIT_FORBIDDEN)
+            return Refusal("this channel belongs to another session; pass_mgr answers only "
+                           "inside the session it was started for", exits.FORBIDDEN).answer()
         try:
             request = json.loads(line)
         except ValueError:
-            return _refusal("the channel request is not JSON", 2)
+            return Refusal("the channel request is not JSON", exits.USAGE).answer()
         if not isinstance(request, dict) or not isinstance(request.get("op"), str):
-            return _refusal("the channel request needs an 'op'", 2)
+            return Refusal("the channel request needs an 'op'", exits.USAGE).answer()
         op = request["op"]
-        agent_id, workspace = session.agent_id, self.agent_workspace
+        agent_id, workspace = session.agent_id, session.agent_workspace
         try:
             if op == "whoami":
                 return {"ok": True, "agentId": agent_id, "agentWorkspace": workspace,
                         "sessionKey": session.session_key}
             if op in VAULT_OPS:
                 if not (agent_id and workspace):
-                    raise ChannelRefusal("this session belongs to no agent (no agent id and "
-                                         "workspace), so it has no secrets", 1)
+                    raise Refusal("this session belongs to no agent (no agent id and "
+                                  "workspace), so it has no secrets", exits.ERROR)
                 answer, values = await trio.to_thread.run_sync(
                     _vault_call, op, agent_id, workspace, request, self.settings)
                 if values:
@@ -342,118 +313,25 @@ class SessionChannel:
                     if self.share is not None:
                         self.share(agent_id, workspace, values)
                 return {"ok": True, **answer}
-            if op in ("exec", "process"):
-                return await self._forward(op, request.get("body"))
-            if op == "daemon":
-                return await self._forward_route(request)
-        except ChannelRefusal as exc:
-            return _refusal(exc.message, exc.exit_code)
-        return _refusal(f"unknown channel op {op!r}", 2)
+            if op in ("exec", "process", "daemon"):
+                return {"ok": True, "result": await self._forward(op, request)}
+        except Refusal as exc:
+            return exc.answer()
+        return Refusal(f"unknown channel op {op!r}", exits.USAGE).answer()
 
-    async def _forward_route(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One allow-listed daemon route, its agent field bound to the session's agent."""
-        session = self.session
-        method, path, body = request.get("method"), request.get("path"), request.get("body")
-        if (method, path) not in DAEMON_ROUTES:
-            raise ChannelRefusal(f"{method} {path} is not available inside an agent session",
-                                 EXIT_FORBIDDEN)
-        field_name = DAEMON_ROUTES[(method, path)]
-        if operator_fields_in(body):
-            raise ChannelRefusal(f"{', '.join(operator_fields_in(body))} in a restart job is the "
-                                 "operator's setting, not an agent's", EXIT_FORBIDDEN)
-        if field_name is not None:
-            if not isinstance(body, dict):
-                raise ChannelRefusal(f"{path} needs a JSON object", 2)
-            claimed = body.get(field_name)
-            if claimed is not None and claimed != session.agent_id:
-                raise ChannelRefusal(
-                    f"inside agent {session.agent_id or '(none)'}'s session you act as that "
-                    f"agent only, not {claimed}", EXIT_FORBIDDEN)
-            body = dict(body, **{field_name: session.agent_id})
-            if session.session_key and not body.get("requesterSessionKey"):
-                body["requesterSessionKey"] = session.session_key
-        # A restart job's files are the session's: its workspace, its uid (restart/confine.py).
-        body = bind_session_job(body, self.agent_workspace, *session_ids(session))
-        settings = self.settings
-
-        def call() -> dict[str, Any]:
-            from ..daemon.client import DaemonError, ensure_daemon
-
-            try:
-                client = ensure_daemon(settings)  # started on demand outside the sandbox
-            except DaemonError as exc:
-                return {"ok": False, "exit": 1, "error": exc.message}
-            try:
-                return {"ok": True, "result": client.call(method, path, body, timeout=60.0)}
-            except DaemonError as exc:
-                return {"ok": False, "exit": EXIT_FORBIDDEN if exc.status == 403 else 1,
-                        "error": exc.message, "status": exc.status}
-            finally:
-                client.close()
-
-        return await trio.to_thread.run_sync(call, limiter=forward_limiter())
-
-    async def _forward(self, op: str, body: Any) -> dict[str, Any]:
-        session = self.session
-        if not isinstance(body, dict):
-            raise ChannelRefusal(f"the {op} request must be a JSON object", 2)
-        claimed = body.get("agentId")
-        if claimed is not None and claimed != session.agent_id:
-            raise ChannelRefusal(
-                f"inside agent {session.agent_id or '(none)'}'s session you act as that agent "
-                f"only, not {claimed}", EXIT_FORBIDDEN)
-        claimed_ws = body.get("agentWorkspace")
-        if op == "exec" and claimed_ws is not None and claimed_ws != self.agent_workspace:
-            raise ChannelRefusal(
-                f"inside this session the agent workspace is {self.agent_workspace}, not "
-                f"{claimed_ws}", EXIT_FORBIDDEN)
-        if not session.agent_id:
-            raise ChannelRefusal("this session belongs to no agent; background sessions need one",
-                                 1)
-        body = dict(body, agentId=session.agent_id)
-        if op == "exec":
-            if self.agent_workspace:
-                body["agentWorkspace"] = self.agent_workspace
-            if session.session_key and not body.get("sessionKey"):
-                body["sessionKey"] = session.session_key
-        if self.forward is None:
-            raise ChannelRefusal("this supervisor cannot forward daemon requests", 1)
-        return await self.forward(op, body)
-
-
-def _refusal(message: str, exit_code: int) -> dict[str, Any]:
-    status = {EXIT_FORBIDDEN: 403, 2: 400}.get(exit_code)
-    answer = {"ok": False, "exit": exit_code, "error": message}
-    if status:
-        answer["status"] = status
-    return answer
-
-
-from ..cli.session_channel import DAEMON_ROUTES, operator_fields_in  # noqa: E402
-
-
-async def forward_to_daemon(op: str, body: dict[str, Any], settings) -> dict[str, Any]:
-    """The default forwarder: the daemon's ``/exec`` or ``/process``, in a worker thread."""
-
-    def call() -> dict[str, Any]:
-        from ..daemon.client import DaemonError, ensure_daemon
-
-        if op == "exec":
-            body.pop("stream", None)
-            from ..cli.pcexec import answer_within
-
-            timeout = answer_within(body, settings)
+    async def _forward(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        """A daemon request, bound to the session's agent, to this supervisor's forwarder."""
+        if op == "daemon":
+            method, path = request.get("method"), request.get("path")
         else:
-            timeout = 60.0 + float(body.get("timeout") or 0) / 1000
-        try:
-            client = ensure_daemon(settings)
-            try:
-                return {"ok": True, "result": client.call("POST", f"/{op}", body, timeout=timeout)}
-            finally:
-                client.close()
-        except DaemonError as exc:
-            code = EXIT_FORBIDDEN if exc.status == 403 else (2 if exc.status and exc.status < 500
-                                                             else 1)
-            return {"ok": False, "exit": code, "error": exc.message, "status": exc.status}
-
-    return await trio.to_thread.run_sync(call, limiter=forward_limiter())
+            method, path = "POST", f"/{op}"
+        route = SESSION_ROUTES.get((method, path))
+        if route is None or route.op != op:
+            raise Refusal(f"{method} {path} is not available inside an agent session",
+                          exits.FORBIDDEN)
+        body = bind(self.session, method, path, request.get("body"))
+        if op == "exec":
+            body.pop("stream", None)  # one result line; streaming is the plugin's
+        if self.forward is None:
+            raise Refusal("this supervisor cannot forward daemon requests", exits.ERROR)
+        return await self.forward(method, path, body)

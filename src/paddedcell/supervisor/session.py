@@ -113,7 +113,8 @@ class Session:
     """A started command. Created by :class:`~.supervisor.Supervisor`."""
 
     def __init__(self, *, session_id: str, agent_id: str | None, session_key: str | None,
-                 command: str, display_command: str, cwd: str, use_pty: bool, spawned: Spawned,
+                 agent_workspace: str | None = None, command: str,
+                 display_command: str, cwd: str, use_pty: bool, spawned: Spawned,
                  tree: procs.ProcessTree, buffer: OutputBuffer, redactor: OutputFilter | None,
                  settings, timeout_seconds: float, name: str | None,
                  on_output: OutputCallback | None = None,
@@ -121,6 +122,8 @@ class Session:
         self.id = session_id
         self.agent_id = agent_id
         self.session_key = session_key
+        #: The agent's workspace: what its commands act in (``session.protocol.bind``).
+        self.agent_workspace = agent_workspace
         #: The command with secrets masked: what lists, logs and audit show.
         self.command = display_command
         self.name = name or display_command

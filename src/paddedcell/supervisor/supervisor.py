@@ -32,7 +32,7 @@ import trio
 
 from . import procs
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
-from .channel import CHANNEL_VARIABLE, SessionChannel, channel_dir, forward_to_daemon
+from .channel import CHANNEL_VARIABLE, Forward, SessionChannel, channel_dir
 from ..redactor.filters import OutputFilter, new_filter
 from .session import OutputCallback, Session, new_session_id
 from .spawn import PtyUnavailable, Sandbox, SpawnError, child_environment, pick_shell, spawn
@@ -83,7 +83,7 @@ class LaunchSpec:
 
 class Supervisor:
     def __init__(self, settings, nursery: trio.Nursery, *, audit: Audit | None = None,
-                 base_env: Mapping[str, str] | None = None):
+                 base_env: Mapping[str, str] | None = None, forward: Forward | None = None):
         self.settings = settings
         self.nursery = nursery
         self.audit = audit
@@ -97,8 +97,10 @@ class Supervisor:
         self._leftovers: list[procs.ProcessTree] = []
         self._cgroup_parent = procs.delegated_cgroup()
         self._wake = trio.Event()
-        #: Where a session's channel sends its ``exec``/``process`` requests (docs/design.md §1).
-        self.forward = lambda op, body: forward_to_daemon(op, body, settings)
+        #: Where a session's channel sends its daemon requests, bound to the session's agent
+        #: (docs/design.md §1): the daemon gives its own routes, a foreground pcexec the
+        #: daemon's socket; None refuses them.
+        self.forward = forward
         if str(settings["supervisor.sandbox"]).strip().lower() == "auto":
             from . import sandbox as ns
 
@@ -139,8 +141,7 @@ class Supervisor:
         env = child_environment(self.base_env, agent_id=spec.agent_id,
                                 agent_workspace=spec.agent_workspace, extra=spec.env,
                                 tree_token=token)
-        channel = SessionChannel(None, settings, channel_dir(settings), token, self.forward,
-                                 spec.agent_workspace)
+        channel = SessionChannel(None, settings, channel_dir(settings), token, self.forward)
         channel.open()
         env[CHANNEL_VARIABLE] = channel.path
         argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
@@ -194,13 +195,13 @@ class Supervisor:
         session = Session(session_id=session_id, agent_id=spec.agent_id,
                           session_key=spec.session_key, command=spec.command,
                           display_command=display, cwd=cwd, use_pty=use_pty, spawned=spawned,
+                          agent_workspace=spec.agent_workspace,
                           tree=tree, buffer=buffer, redactor=redactor, settings=settings,
                           timeout_seconds=spec.timeout_seconds, name=spec.name,
                           on_output=spec.on_output, cgroup=cgroup)
         session.warnings = warnings
         channel.session = session
         channel.share = self.share_values
-        session.channel = channel  # its agent workspace, for the daemon's peer identity
         if spec.agent_id and spec.agent_workspace:  # store changes from now on are noticed
             self._store_stamps.setdefault((spec.agent_id, spec.agent_workspace),
                                           _store_stamp(settings, spec.agent_id,
@@ -346,7 +347,7 @@ class Supervisor:
     async def watch_stores(self) -> None:
         """One cheap check (a ``stat`` per live agent): a store another process changed
         (a human's ``pass_mgr set`` when no daemon was told) is re-read and shared."""
-        live = {(s.agent_id, getattr(s.channel, "agent_workspace", None))
+        live = {(s.agent_id, s.agent_workspace)
                 for s in self.sessions.values() if s.running and s.agent_id}
         for agent_id, workspace in live:
             key = (agent_id, workspace)

@@ -1,0 +1,122 @@
+"""The client side of a session's channel (server: ``supervisor/channel.py``).
+
+Inside an agent session, ``pass_mgr get/generate/rotate/unset/list/history``,
+``pcexec`` and ``paddedcell process`` do not read the vault or trust
+``AGENT_ID``: they ask the supervisor that started the session, which answers
+for the session's agent only. Import-light on purpose (``pass_mgr get`` runs
+many times per command): a raw Unix socket and ``json``, no HTTP client.
+
+Where the channel is: ``$PADDEDCELL_CHANNEL`` (a locator only; the server
+checks that the caller belongs to its session). When that variable was
+removed, the channel directory is searched: inside the sandbox it holds this
+session's socket only; outside, every other session's socket refuses us.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .. import exits
+from .protocol import CHANNEL_VARIABLE, Refusal
+
+
+def in_session() -> bool:
+    """Inside an agent session: the channel variable, or ancestry / sandbox facts."""
+    if os.environ.get(CHANNEL_VARIABLE):
+        return True
+    from ..agent_session import inside_agent_session
+
+    return inside_agent_session()
+
+
+def _candidates():
+    """The named channel first; the channel directory only if that fails."""
+    named = os.environ.get(CHANNEL_VARIABLE)
+    if named:
+        yield named
+    from ..config import paddedcell_home_text
+
+    directory = os.path.join(paddedcell_home_text(), "run", "sessions")
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.endswith(".sock") and path != named:
+            yield path
+
+
+def _connect(path: str, timeout: float | None) -> "socket.socket":
+    import socket  # here, not at the top: a human's `pass_mgr get` never needs it
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    name, fd = path, None
+    if len(os.fsencode(path)) >= 100:  # sun_path is 108 bytes: go through the directory fd
+        directory, base = os.path.split(path)
+        fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        name = f"/proc/self/fd/{fd}/{base}"
+    try:
+        sock.connect(name)
+    except OSError:
+        sock.close()
+        raise
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return sock
+
+
+def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
+    with _connect(path, timeout) as sock:
+        sock.sendall(payload)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
+    raw = b"".join(chunks)
+    import json
+
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        raise Refusal("the session channel sent no answer (its supervisor stopped?)",
+                      exits.ERROR) from None
+    if not isinstance(answer, dict):
+        raise Refusal("the session channel sent a malformed answer", exits.ERROR)
+    return answer
+
+
+def request(op: str, timeout: float | None = 60.0, **fields) -> dict:
+    """Send one request; the answer dict when ``ok``, else raise :class:`Refusal`."""
+    import json
+
+    payload = json.dumps({"op": op, **fields}, ensure_ascii=False).encode() + b"\n"
+    refused = None
+    for path in _candidates():
+        try:
+            answer = _exchange(path, payload, timeout)
+        except OSError:
+            continue
+        if answer.get("ok"):
+            return answer
+        refusal = Refusal.from_answer(answer)
+        if refusal.exit_code == exits.FORBIDDEN and "another session" in refusal.message:
+            refused = refusal
+            continue  # not our session's socket: try the next one
+        raise refusal
+    if refused is not None:
+        raise refused
+    raise Refusal("inside an agent session, but its channel is not reachable "
+                  f"(${CHANNEL_VARIABLE} unset and no session socket answers); run the "
+                  "command through pcexec", exits.ERROR)
+
+
+def call_daemon(method: str, path: str, body, timeout: float | None) -> dict:
+    """One allow-listed daemon route through the channel: the daemon's answer."""
+    return request("daemon", timeout=timeout, method=method, path=path, body=body)["result"]
