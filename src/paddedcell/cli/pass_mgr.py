@@ -16,15 +16,13 @@ from __future__ import annotations
 import os
 import sys
 
+from ..pass_mgr_grammar import AGENT_OPS
 from .pass_mgr_get import PROG, _parse_get, run_get
-
-#: Agent commands that go over the session channel inside a session.
-SESSION_OPS = ("get", "generate", "rotate", "unset", "list", "history")
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] and args[0] in SESSION_OPS:
+    if args[:1] and args[0] in AGENT_OPS:
         # Inside an agent session the session's supervisor answers, for its agent only
         # (docs/design.md §1); AGENT_ID there is informational. Logic: cli/pass_mgr_channel.py.
         from ..session.client import in_session

@@ -9,51 +9,27 @@ like the direct path prints. Import-light: ``pass_mgr get`` runs many times a co
 from __future__ import annotations
 
 from .. import exits
+from ..pass_mgr_grammar import UsageError, parse
 from ..session.client import request
 from ..session.protocol import Refusal
 
 
-# -- pass_mgr ------------------------------------------------------------------------------
-
-
-def _parse(args: list[str]) -> tuple[str, dict] | str:
-    """``(op, fields)`` for pass_mgr's agent commands, or a usage error line."""
-    op, rest = args[0], list(args[1:])
-    fields: dict = {}
-    positional: list[str] = []
-    flags = {"generate": {"--no-symbols", "--force", "--print"}}.get(op, set())
-    while rest:
-        arg = rest.pop(0)
-        if arg == "--":
-            positional += rest
-            break
-        name, eq, value = arg.partition("=")
-        if op == "get" and name == "--version":
-            value = value if eq else (rest.pop(0) if rest else "")
-            if not (value.isascii() and value.isdigit() and int(value) >= 1):
-                return "--version must be a whole number ≥ 1"
-            fields["version"] = int(value)
-        elif op == "generate" and name == "--length":
-            value = value if eq else (rest.pop(0) if rest else "")
-            if not (value.isascii() and value.isdigit() and 8 <= int(value) <= 4096):
-                return "--length must be a whole number between 8 and 4096"
-            fields["length"] = int(value)
-        elif arg in flags:
-            fields[arg[2:].replace("-", "_")] = True
-        elif arg.startswith("-") and arg != "-":
-            return f"no such option: {arg}"
-        else:
-            positional.append(arg)
-    wants_key = {"list": (0, 0), "rotate": (0, 1)}.get(op, (1, 1))
-    if not wants_key[0] <= len(positional) <= wants_key[1]:
-        return f"pass_mgr {op}: " + ("takes no KEY" if wants_key[1] == 0 else "needs one KEY")
-    if positional:
-        fields["key"] = positional[0]
-    if fields.pop("print", False):
-        return "pass_mgr generate --print refuses inside an agent session (the value would show)"
+def channel_fields(args: list[str]) -> tuple[str, dict]:
+    """``(op, fields)`` of the channel request for an agent command line (the grammar's
+    reading, :mod:`paddedcell.pass_mgr_grammar`); a :class:`Refusal` when it cannot go."""
+    try:
+        call = parse(args)
+    except UsageError as exc:
+        raise Refusal(str(exc), exits.USAGE) from None
+    fields = dict(call.options)
+    if fields.pop("show", False):
+        raise Refusal("pass_mgr generate --print refuses inside an agent session (the value "
+                      "would show)", exits.FORBIDDEN)
     if "no_symbols" in fields:
         fields["symbols"] = not fields.pop("no_symbols")
-    return op, fields
+    if call.key is not None:
+        fields["key"] = call.key
+    return call.op, fields
 
 
 def run_pass_mgr(args: list[str]) -> int:
@@ -62,12 +38,8 @@ def run_pass_mgr(args: list[str]) -> int:
 
     if any(a in ("-h", "--help") for a in args[1:]):
         return -1  # click prints the help
-    parsed = _parse(args)
-    if isinstance(parsed, str):
-        sys.stderr.write(f"pass_mgr: {parsed}\n")
-        return exits.USAGE if "refuses" not in parsed else exits.FORBIDDEN
-    op, fields = parsed
     try:
+        op, fields = channel_fields(args)
         answer = request(op, **fields)
     except Refusal as exc:
         sys.stderr.write(f"pass_mgr: {exc.message}\n")

@@ -12,6 +12,7 @@ import click
 from .. import AGENT_CONTEXT_VARIABLES as AGENT_MARKERS
 from .. import __version__
 from .. import exits
+from ..pass_mgr_grammar import OPS, UsageError
 from .pass_mgr_get import (PROG, agent_env, fail, load_settings, os_error_line,
                        refuse_in_agent_context, require_ready, run_get)
 
@@ -94,9 +95,46 @@ def cli() -> None:
     os.umask(0o077)
 
 
-@cli.command()
-@click.argument("key")
-@click.option("--version", "version", type=click.IntRange(min=1), help="An older version.")
+class _Number(click.ParamType):
+    """An option's whole number as the grammar reads it (ASCII digits in its range; click's
+    own INT would take '٣' through ``int``)."""
+
+    name = "integer"
+
+    def __init__(self, option):
+        self.option = option
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return self.option.value(str(value))
+        except UsageError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def grammar(op_name: str) -> Callable:
+    """KEY and the options of an agent command, from the one grammar's table
+    (:data:`paddedcell.pass_mgr_grammar.OPS`): click reads what the channel, the fast
+    get path and the command scanner read."""
+    op = OPS[op_name]
+
+    def decorate(command: Callable) -> Callable:
+        for option in reversed(op.options.values()):
+            if option.takes_value:
+                command = click.option(option.name, option.dest, default=None, metavar="N",
+                                       help=option.help, type=_Number(option))(command)
+            else:
+                command = click.option(option.name, option.dest, is_flag=True,
+                                       help=option.help)(command)
+        if op.key is not None:
+            command = click.argument("key", required=op.key == "required")(command)
+        return cli.command(op_name)(command)
+
+    return decorate
+
+
+@grammar("get")
 def get(key: str, version: int | None) -> None:
     """Print KEY's value and a newline."""
     raise SystemExit(run_get(key, version))
@@ -122,14 +160,7 @@ def _agent_command() -> tuple[object, str, str]:
     return settings, agent_id, workspace
 
 
-@cli.command()
-@click.argument("key")
-@click.option("--length", type=click.IntRange(8, 4096), default=None,
-              help="Characters (default: vault.generate_length, 32).")
-@click.option("--no-symbols", is_flag=True, help="Letters and digits only.")
-@click.option("--force", is_flag=True, help="Replace an existing value (it stays in history).")
-@click.option("--print", "show", is_flag=True,
-              help="Also print the value (humans only: refused inside an agent session).")
+@grammar("generate")
 def generate(key: str, length: int | None, no_symbols: bool, force: bool, show: bool) -> None:
     """Store a fresh random value under KEY without printing it.
 
@@ -151,8 +182,7 @@ def generate(key: str, length: int | None, no_symbols: bool, force: bool, show: 
          + ("" if show else "; the value was not printed"))
 
 
-@cli.command()
-@click.argument("key")
+@grammar("unset")
 def unset(key: str) -> None:
     """Delete KEY and its history."""
     from ..vault.api import unset_secret
@@ -162,8 +192,7 @@ def unset(key: str) -> None:
     _say(f"removed {key}")
 
 
-@cli.command()
-@click.argument("key", required=False)
+@grammar("rotate")
 def rotate(key: str | None) -> None:
     """New random value for KEY; without KEY, re-encrypt the store under a new data key."""
     from ..vault.api import rotate_secret, rotate_store
@@ -179,7 +208,7 @@ def rotate(key: str | None) -> None:
              "history")
 
 
-@cli.command("list")
+@grammar("list")
 def list_() -> None:
     """Key names, one per line (no values); a bound key adds a tab and its hosts."""
     from ..egress.binding import list_line
@@ -191,8 +220,7 @@ def list_() -> None:
         click.echo(list_line(key, bound.get(key)))
 
 
-@cli.command()
-@click.argument("key")
+@grammar("history")
 def history(key: str) -> None:
     """KEY's kept versions, newest first, without values."""
     from ..vault.api import key_history

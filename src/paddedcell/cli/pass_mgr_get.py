@@ -85,26 +85,16 @@ def require_ready(settings) -> None:
 # -- the fast get path ---------------------------------------------------------------
 
 
-def _decimal(text: str) -> bool:
-    """ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` refuses."""
-    return text.isascii() and text.isdigit()
-
-
 def _parse_get(args: list[str]) -> tuple[str, int | None] | None:
-    """(key, version) for the plain forms of ``get``; None sends the call to click."""
-    key, version, rest = None, None, list(args)
-    while rest:
-        arg = rest.pop(0)
-        # Version 0 and below go to click, whose usage error (exit 2) is the answer.
-        if arg == "--version" and rest and _decimal(rest[0]) and int(rest[0]) >= 1:
-            version = int(rest.pop(0))
-        elif arg.startswith("--version=") and _decimal(arg[10:]) and int(arg[10:]) >= 1:
-            version = int(arg[10:])
-        elif arg.startswith("-") or key is not None:
-            return None
-        else:
-            key = arg
-    return None if key is None else (key, version)
+    """(key, version) of ``get`` by the one grammar; None sends the call to click, whose
+    usage error (exit 2) or help is the answer."""
+    from ..pass_mgr_grammar import UsageError, parse
+
+    try:
+        call = parse(["get", *args])
+    except UsageError:
+        return None
+    return call.key, call.options.get("version")
 
 
 def run_get(key: str, version: int | None) -> int:

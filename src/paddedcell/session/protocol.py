@@ -13,17 +13,18 @@ the supervisor forwards it; the answer is ``{"ok": true, "result": <the
 daemon's answer>}``. A refusal keeps its HTTP status when the daemon gave one,
 so a 409 that crossed the channel is still a 409 on the other side.
 
-Import-light on purpose (the ``pass_mgr`` binary bundles it): ``exits`` only.
+Import-light on purpose (the ``pass_mgr`` binary bundles it): ``exits`` and the grammar only.
 """
 
 from __future__ import annotations
 
 from .. import exits
+from ..pass_mgr_grammar import AGENT_OPS
 
 #: The environment variable that locates the channel (a locator, not a credential).
 CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
-#: Vault ops the channel answers itself, for the session's agent.
-VAULT_OPS = ("get", "generate", "rotate", "unset", "list", "history")
+#: Vault ops the channel answers itself, for the session's agent: pass_mgr's agent commands.
+VAULT_OPS = AGENT_OPS
 
 
 # -- one refusal, one exit/status table ---------------------------------------------------
