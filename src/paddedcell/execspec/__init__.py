@@ -2,10 +2,12 @@
 
 - :mod:`.request` — parse and check exec requests and process actions
   (fields, defaults, clamps, the host environment guard);
-- :mod:`.results` — build exec and process results in OpenClaw's exact shapes;
+- :mod:`.results` — build exec and process results in OpenClaw's exact shapes
+  (``results/shared.py``, ``results/exec.py``, ``results/process.py``);
 - :mod:`.keys` — ``send-keys``/``paste``/``submit`` bytes (OpenClaw's pty-keys);
-- :mod:`.commands` — find ``pass_mgr`` calls in a shell command, refuse the
-  dangerous ones.
+- :mod:`.bash_lexer` — the simple commands of a shell text, as bash reads them;
+- :mod:`.commands` — find ``pass_mgr`` calls in those commands (by pass_mgr's one
+  grammar, :mod:`paddedcell.pass_mgr_grammar`), refuse the dangerous ones.
 
 Nothing here does I/O or imports Trio: the supervisor and daemon build on it.
 """
