@@ -16,7 +16,7 @@ import trio
 
 from paddedcell.egress.ca import CertificateAuthority
 from paddedcell.egress.policy import EgressLimits, EgressPolicy
-from paddedcell.egress.proxy import parse_local_addresses
+from paddedcell.egress.relay import parse_local_addresses
 
 from egress_helpers import (curl, headers_of, local_policy, raw_request, running_proxy,
                             upstream)

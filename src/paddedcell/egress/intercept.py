@@ -27,7 +27,7 @@ import ssl
 import h11
 import trio
 
-from .proxy import (BodyFilter, Exchange, HttpRelay, ProxyContext, ProxyError, ResponseFilter,
+from .relay import (BodyFilter, Exchange, HttpRelay, ProxyContext, ProxyError, ResponseFilter,
                     answer, next_event, open_upstream)
 from .session import ProxySession
 from .substitute import Destination, Refused, Substituter
