@@ -150,6 +150,44 @@ def test_a_lock_file_pass_mgr_did_not_write_is_tampering(world):
     assert not locked.exists()
 
 
+# -- the admin password's encoded forms -----------------------------------------------------
+
+
+ENCODERS = ("cat", "base64 -w0", "base64", "base64 -w 17", "xxd", "xxd -p", "hexdump -C",
+            "od -An -tx1")
+
+
+def test_the_admin_password_in_a_readable_file_is_masked_in_every_encoding(world):
+    """A shell history holding the admin password (the argv form of pass_mgr set): what
+    a session shows of it through cat, base64 or a hex dump never decodes to it."""
+    import base64
+    import re
+
+    home, ws = world
+    history = ws / ".bash_history"
+    history.write_text(f"ls\npass_mgr set a1 {ws} KEY value-123 {ADMIN}\nexit\n")
+    middle = ADMIN.encode()[4:14]
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
+        for tool in ENCODERS:
+            plain = subprocess.run(f"{tool} {history}", shell=True,
+                                   capture_output=True).stdout.decode()
+            shown = daemon.call("/exec", {"command": f"{tool} {history}", "agentId": "a1",
+                                          "agentWorkspace": str(ws)})["content"][0]["text"]
+            locked = home / "vault" / "locked.json"
+            assert locked.exists(), tool  # each form is a leak: it locks the vault
+            locked.unlink()  # (a human's admin init, for the next form)
+            assert "######" in shown and shown != plain, (tool, shown)
+            assert middle.hex() not in "".join(shown.split()).lower() and ADMIN not in shown
+            for run in re.findall(r"[A-Za-z0-9+/=]{8,}", shown.replace("\n", "")):
+                for offset in range(4):
+                    part = run[offset:]
+                    try:
+                        decoded = base64.b64decode(part[:len(part) - len(part) % 4])
+                    except ValueError:
+                        continue
+                    assert middle not in decoded, (tool, shown)
+
+
 # -- the channel survives any client -------------------------------------------------------
 
 #: Opens argv[1] processes x argv[2] connections to the channel, each sent argv[3] bytes of a

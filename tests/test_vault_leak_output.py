@@ -71,6 +71,15 @@ def test_the_hold_is_exactly_the_tail_that_could_begin_the_password():
                 if b"\n" not in tail and tail[0] not in b" \t\n\r\x0b\x0c#":
                     want = size
                     break
+            # ... and, from a line start, the complete lines before it that look like an
+            # encoding (16+ base64 characters: ENCODED_LINE_MIN), within HOLD_BYTES.
+            start = len(seen) - want
+            if not seen[seen.rfind(b"\n", 0, start) + 1:start].strip(b" \t"):
+                lines = seen[:seen.rfind(b"\n", 0, start) + 1].split(b"\n")[:-1]
+                while lines and len(lines[-1]) >= 16 and all(
+                        chr(c).isalnum() or c in b"+/_-=" for c in lines[-1]) \
+                        and want + len(lines[-1]) + 1 <= HOLD_BYTES:
+                    want += len(lines.pop()) + 1
             assert len(seen) - len(shown) == want, (seen, shown)
         assert shown + guard.flush() == text
 

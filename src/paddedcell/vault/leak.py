@@ -39,8 +39,11 @@ is found and output that cannot be one shows at once.
 
 from __future__ import annotations
 
+import binascii
+import bisect
 import hashlib
 import json
+import re
 import secrets
 from itertools import accumulate, islice
 from operator import sub
@@ -130,18 +133,21 @@ class LeakDetector:
         with it, from ``#`` (a mask's end). Never the class patterns, digests or length:
         an agent can watch what is held (print, then poll).
         """
-        limit = min(len(data), max(HOLD_BYTES, self.longest - 1))
+        budget = max(HOLD_BYTES, self.longest - 1)
+        limit = min(len(data), budget)
         if limit <= 0:
             return 0
         newline = data.rfind(b"\n", len(data) - limit)
         if newline >= 0:
             limit = len(data) - newline - 1
         tail = data[len(data) - limit:]
+        held = 0
         for size in range(limit, 0, -1):
             first = tail[-size]
             if first not in _WHITESPACE and not (first == 0x23 and self._mask_start is False):
-                return size
-        return 0
+                held = size
+                break
+        return _encoded_lines_before(data, len(data) - held, budget)
 
     @staticmethod
     def _digest(key: bytes, window: bytes) -> bytes:
@@ -175,9 +181,7 @@ class LeakDetector:
                    mask_start)
 
     def contains(self, text: str | bytes) -> bool:
-        data = _encode(text)
-        classes = self._classes(data)
-        return any(next(self._hits(data, form, classes), None) is not None for form in self._forms)
+        return bool(self._byte_spans(_encode(text)))
 
     def _classes(self, data: bytes) -> bytes | None:
         return data.translate(self._table) if self._table is not None else None
@@ -187,19 +191,32 @@ class LeakDetector:
 
         Offsets count code points when ``text`` is a ``str`` (so ``text[start:end]``
         is the hit) and bytes when it is ``bytes``. Adjacent hits stay separate runs.
+        A hit in a decoded view (base64, hex, a hex dump, ``%XX``) covers the whole run
+        of encoded text it came from (``_view_spans``).
         """
         data = _encode(text)
-        classes = self._classes(data)
-        windows = sorted((start, start + form.length)
-                         for form in self._forms for start in self._hits(data, form, classes))
+        merged = self._byte_spans(data)
+        return _code_point_spans(data, merged) if isinstance(text, str) else merged
+
+    def _byte_spans(self, data: bytes) -> list[Span]:
+        windows = self._form_spans(data) + _view_spans(data, self._form_spans, self.shortest)
         runs: list[list[int]] = []
-        for start, end in windows:
+        for start, end in sorted(windows):
             if runs and start < runs[-1][1]:
                 runs[-1][1] = max(runs[-1][1], end)
             else:
                 runs.append([start, end])
-        merged = [(start, end) for start, end in runs]
-        return _code_point_spans(data, merged) if isinstance(text, str) else merged
+        return [(start, end) for start, end in runs]
+
+    def _form_spans(self, data: bytes) -> list[Span]:
+        """The windows of ``data`` that are a stored form, as they are (no view)."""
+        classes = self._classes(data)
+        return [(start, start + form.length)
+                for form in self._forms for start in self._hits(data, form, classes)]
+
+    @property
+    def shortest(self) -> int:
+        return min(form.length for form in self._forms)
 
     def _hits(self, data: bytes, form: _Form, classes: bytes | None = None) -> Iterator[int]:
         """Start offsets (bytes) of every window of ``data`` that is this form."""
@@ -228,6 +245,157 @@ class LeakDetector:
                 if secrets.compare_digest(self._digest(self._key, window), form.digest):
                     yield start + index
                 index += 1
+
+
+# -- decoded views: the encodings a secret gets masked in (redactor.variants), found by
+# decoding the text instead of storing more forms of the password (each stored form would
+# be one more fast test of a guess, see the module doc).
+
+#: Every byte as its class: b"a" for the base64 alphabets (both), b"h" for hex digits,
+#: b" " for the rest. Runs are then found with ``bytes.find`` (in C; ``re`` tries every
+#: position and was 15x slower than the plain scan over prose).
+_BASE64_CLASS = bytes(0x61 if bytes([b]).isalnum() and b < 128 or b in b"+/_-=" else 0x20
+                      for b in range(256))
+_HEX_CLASS = bytes(0x68 if b in b"0123456789abcdefABCDEF" else 0x20 for b in range(256))
+#: xxd (``00000010: 2f77 7320  /ws``), hexdump -C (``00000010  2f 77 73  |/ws|``), od -tx1;
+#: and in the hex classes, what one of their lines looks like (the regex runs only then).
+_DUMP_LINE = re.compile(
+    rb"^(?:[0-9a-f]{6,16}: ((?:[0-9a-f]{2})+(?: (?:[0-9a-f]{2})+)*)(?:  |\r?$)"
+    rb"|[0-9a-f]{6,16}  ((?:[0-9a-f]{2} {1,2})+) *\||(?:[0-7]{7})?((?: [0-9a-f]{2})+) *\r?$)",
+    re.M)
+_DUMP_HINTS = (b"hhhhhh  hh", b" hh hh hh hh hh hh hh hh")  # ":" is a space here
+_PERCENT = re.compile(rb"%[0-9a-fA-F]{2}")
+_URLSAFE = bytes.maketrans(b"-_", b"+/")
+
+
+#: A complete line this long of base64/hex characters, or a hex dump line, may be the
+#: first part of a form spread over lines (``base64 FILE``, ``xxd``, ``od``): held too.
+ENCODED_LINE_MIN = 16
+_BASE64_CHARS = bytes(b for b in range(256) if _BASE64_CLASS[b] == 0x61)
+
+
+def _looks_encoded(line: bytes) -> bool:
+    line = line.rstrip(b"\r")
+    return (len(line) >= ENCODED_LINE_MIN and not line.translate(None, _BASE64_CHARS)) \
+        or _DUMP_LINE.match(line) is not None
+
+
+def _encoded_lines_before(data: bytes, start: int, budget: int) -> int:
+    """How much to hold when ``data[start:]`` is held: extended back over the complete
+    lines before it that look like an encoding, within ``budget`` bytes (a public rule:
+    it looks at the output only, never at the password)."""
+    line_begin = data.rfind(b"\n", 0, start) + 1
+    if data[line_begin:start].strip(b" \t"):
+        return len(data) - start  # the held part starts mid-line: nothing before it
+    held_from = start
+    while line_begin > 0:
+        previous = data.rfind(b"\n", 0, line_begin - 1) + 1
+        if len(data) - previous > budget or not _looks_encoded(data[previous:line_begin - 1]):
+            break
+        held_from = line_begin = previous
+    return len(data) - held_from
+
+
+def _runs(classes: bytes, mark: bytes, minimum: int) -> Iterator[Span]:
+    """``[start, end)`` of each run of at least ``minimum`` bytes of class ``mark``."""
+    needle = mark * minimum
+    start = classes.find(needle)
+    while start >= 0:
+        end = classes.find(b" ", start + minimum)
+        end = len(classes) if end < 0 else end
+        yield start, end
+        start = classes.find(needle, end)
+
+
+def _view_spans(data: bytes, find, shortest: int) -> list[Span]:
+    """Raw spans of ``data`` whose decoding holds a form (``find(decoded)`` non-empty):
+    base64 (both alphabets, every alignment) and hex runs, also wrapped over lines
+    (``base64 FILE``, ``xxd -p``), hex dumps (``xxd``, ``hexdump -C``, ``od -tx1``) and
+    ``%XX`` escapes. A hit masks the whole encoded run (or the dump's lines)."""
+    found: list[Span] = []
+    joined = data.replace(b"\r", b"").replace(b"\n", b"") if (
+        b"\n" in data or b"\r" in data) else data
+    hits: list[Span] = []
+    for start, end in _runs(joined.translate(_BASE64_CLASS), b"a",
+                            max(8, 4 * ((shortest - 2) // 3))):
+        run = joined[start:end].rstrip(b"=").translate(_URLSAFE)
+        for offset in range(4):
+            part = run[offset:]
+            try:
+                decoded = binascii.a2b_base64(part[:len(part) - len(part) % 4])
+            except binascii.Error:
+                continue
+            if find(decoded):
+                hits.append((start, end))
+                break
+    hex_classes = joined.translate(_HEX_CLASS)
+    for start, end in _runs(hex_classes, b"h", 2 * shortest):
+        run = joined[start:end]
+        if find(bytes.fromhex(run[:len(run) & ~1].decode())) or \
+                find(bytes.fromhex(run[1:1 + ((len(run) - 1) & ~1)].decode())):
+            hits.append((start, end))
+    if hits:
+        found += [_to_raw(data, joined, a, b) for a, b in hits]
+    if any(hint in hex_classes for hint in _DUMP_HINTS):
+        found += _dump_spans(data, find)
+    if b"%" in data and _PERCENT.search(data):
+        found += _percent_spans(data, find)
+    return found
+
+
+def _to_raw(data: bytes, joined: bytes, a: int, b: int) -> Span:
+    """``joined[a:b]`` (``data`` without line breaks) as raw offsets of ``data``."""
+    if joined is data:
+        return a, b
+    pieces = [m.span() for m in re.finditer(rb"[^\r\n]+", data)]
+    starts, at = [], 0
+    for start, end in pieces:
+        starts.append(at)
+        at += end - start
+    first = bisect.bisect_right(starts, a) - 1
+    last = bisect.bisect_right(starts, max(b - 1, a)) - 1
+    return pieces[first][0] + a - starts[first], pieces[last][0] + (b - starts[last])
+
+
+def _dump_spans(data: bytes, find) -> list[Span]:
+    """Hex dump lines, consecutive ones decoded together; a hit masks those whole lines."""
+    found: list[Span] = []
+    block: list[re.Match] = []
+
+    def line_end(at: int) -> int:
+        end = data.find(b"\n", at)
+        return len(data) if end < 0 else end
+
+    def flush() -> None:
+        if block:
+            digits = b"".join((m.group(1) or m.group(2) or m.group(3)).replace(b" ", b"")
+                              for m in block)
+            if find(bytes.fromhex(digits.decode())):
+                found.append((block[0].start(), line_end(block[-1].end())))
+            block.clear()
+
+    for match in _DUMP_LINE.finditer(data):
+        if block and match.start() != line_end(block[-1].end()) + 1:
+            flush()
+        block.append(match)
+    flush()
+    return found
+
+
+def _percent_spans(data: bytes, find) -> list[Span]:
+    """``%XX`` decoded (each escape one byte), hits mapped back exactly."""
+    view, starts, pos = bytearray(), [], 0
+    for match in _PERCENT.finditer(data):
+        for i in range(pos, match.start()):
+            starts.append(i)
+        view += data[pos:match.start()]
+        starts.append(match.start())
+        view.append(int(match.group()[1:], 16))
+        pos = match.end()
+    starts.extend(range(pos, len(data)))
+    view += data[pos:]
+    ends = starts[1:] + [len(data)]
+    return [(starts[a], ends[b - 1]) for a, b in find(bytes(view))]
 
 
 def _encode(text: str | bytes) -> bytes:
