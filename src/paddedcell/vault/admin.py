@@ -200,6 +200,39 @@ def load_detector(doc: dict[str, Any], host_key: bytes):
         raise IntegrityError("the leak detector in admin.json is corrupt") from None
 
 
+def password_confirmer(doc: dict[str, Any]):
+    """``confirm(text)``: is ``text`` the admin password? By the admin KDF against the
+    verifier, as ``admin init`` checks it: the leak detector's only way to confirm a hit,
+    so that the detector alone tests no guess faster than Argon2 (vault/leak.py)."""
+    kdf, verifier = doc.get("kdf"), crypto.b64d(doc.get("verifier"))
+
+    def confirm(text: str) -> bool:
+        from .admin_crypto import derive
+
+        try:
+            text.encode("utf-8")
+            got, _ = derive(text, kdf)
+        except (UnicodeEncodeError, VaultError, ValueError):
+            return False
+        return _equal(got, verifier)
+
+    return confirm
+
+
+def reseal_detector(paths: AdminPaths, host_key: bytes, doc: dict[str, Any], detector) -> None:
+    """admin.json with ``detector`` sealed in place of the one it held (the migration of
+    detectors that kept a full digest); everything else as it was."""
+    import json
+
+    body = {k: v for k, v in doc.items() if k != "mac"}
+    body["format"] = crypto.FORMAT
+    body["detector"] = crypto.seal(subkey(host_key, "detector"),
+                                   crypto.canonical(detector.to_json()), crypto.aad("detector"))
+    json.dumps(body)  # only JSON goes to disk
+    atomic_write(paths.admin_file, crypto.seal_file(subkey(host_key, "admin-mac"),
+                                                    crypto.canonical(body), b"admin.json"))
+
+
 def build_admin(settings: Any, password: str, host_key: bytes,
                 keypair: tuple[bytes, bytes] | None = None) -> tuple[bytes, bytes]:
     """(admin.json bytes, admin public key) for ``password``; a new key pair unless given."""

@@ -1,7 +1,7 @@
 """Find the admin password in any text without keeping the password.
 
 The detector keeps, per encoded form of the password (its UTF-8 bytes, and its
-JSON-escaped bytes when those differ): the length ``L``, a keyed BLAKE2b digest,
+JSON-escaped bytes when those differ): the length ``L``, 16 bits of a keyed BLAKE2b digest,
 and a *window sum*: the sum of 256 secret random 16-bit weights, one per byte
 value, over the password's bytes. A scan computes the weight sum of every
 window of ``L`` bytes from prefix sums and confirms the rare windows whose sum
@@ -25,11 +25,22 @@ once (``bytes.translate``) and finds the pattern with ``bytes.find``: both in C
 at hundreds of MB/s, ~50x faster than the window sums, which stay the path of
 older detectors. A random window matches the pattern with probability 2**-L.
 
-What this keeps is a fast test for a guessed password, as any leak detector
-must; the window sum says about 20 bits about the password's bytes, the class
-pattern one bit per byte (under a secret split); so the whole detector is
-stored sealed under the host key (see ``admin.py``), and the vault refuses
-admin passwords shorter than ``vault.admin_password_min_length``.
+What this keeps about the password, for whoever unseals it with the host key
+(issue 20): a *filter*, never a test. Each form keeps only ``DIGEST_BYTES`` (16
+bits) of its keyed BLAKE2b, beside the class pattern (one bit per byte under a
+secret split; older detectors: the window sum, about 16 bits). A window that
+passes the filter is confirmed by the admin KDF against admin.json's verifier
+(``confirm``, from ``admin.password_confirmer``), exactly as ``admin init``
+checks a password. So a guess costs the attacker one Argon2 as soon as it
+passes the filter, and the filter's ``L + 16`` bits are all the detector gives
+for free: fine for a password with more entropy than that, no help for one
+without (the verifier in admin.json could be attacked the same way anyway). The
+other option weighed: derive the digest key itself with Argon2 — no gain, the
+key must sit beside the digest for the scan to use it. Older detectors (a full
+32-byte digest: a test at hash speed) are truncated on load and written back
+(``api._detector``). Confirmations are cached per window (per-process key), so
+a repeated leak costs one KDF; the filter passes a random window with
+probability ``2**-(L + 16)``, so ordinary output almost never pays one.
 
 :class:`LeakStream` runs a detector over a byte stream (command output), holding
 back only a tail that could begin the password (at most ``HOLD_BYTES``, the same
@@ -47,7 +58,7 @@ import re
 import secrets
 from itertools import accumulate, islice
 from operator import sub
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 WEIGHT_BITS = 16
 #: Bytes a password never starts with (``str.strip`` whitespace that is ASCII).
@@ -59,6 +70,10 @@ MASK = "######"
 #: an agent that prints, then polls; a hold of ``len - 1`` told it the password's length).
 #: Every encoded form of a password of MAX_PASSWORD_BYTES fits (JSON and %XX triple it).
 MAX_PASSWORD_BYTES = 128
+#: Bytes of the keyed BLAKE2b digest kept per form: a 16-bit filter, not a test of a guess
+#: (the admin KDF confirms a hit: ``LeakDetector.confirm``). Older detectors kept 32 bytes;
+#: ``from_json`` truncates them and ``api._detector`` writes admin.json back.
+DIGEST_BYTES = 2
 HOLD_BYTES = 3 * MAX_PASSWORD_BYTES + 127
 
 Span = tuple[int, int]
@@ -91,7 +106,8 @@ class LeakDetector:
     """``LeakDetector.create(password)`` once; ``contains(text)`` as often as needed."""
 
     def __init__(self, key: bytes, weights: list[int], forms: list[_Form],
-                 split: bytes | None = None, mask_start: bool | None = None):
+                 split: bytes | None = None, mask_start: bool | None = None,
+                 confirm: "Callable[[str], bool] | None" = None):
         if len(weights) != 256 or len(key) != 32 or (split is not None and len(split) != 32):
             raise ValueError("a leak detector needs a 32-byte key, 256 weights and a 32-byte split")
         self._key = key
@@ -105,6 +121,14 @@ class LeakDetector:
         self._table = _class_table(split) if split is not None else None
         if self._table is not None and any(len(f.pattern) != f.length for f in forms):
             raise ValueError("a leak detector with classes needs a pattern per form")
+        #: Whether a candidate (the password as text) is the password: the admin KDF
+        #: against admin.json's verifier (``api._detector``). None: a filter hit counts.
+        self.confirm = confirm
+        #: Digests migrated from the full 32 bytes (``from_json``): write back truncated.
+        self.migrated = any(len(f.digest) > DIGEST_BYTES for f in forms)
+        self._forms = [f._replace(digest=f.digest[:DIGEST_BYTES]) for f in forms]
+        self._confirmed: dict[bytes, bool] = {}
+        self._cache_key = secrets.token_bytes(16)
 
     @classmethod
     def create(cls, password: str) -> "LeakDetector":
@@ -116,7 +140,12 @@ class LeakDetector:
         forms = [_Form(len(form), sum(weights[byte] for byte in form), cls._digest(key, form),
                        form.translate(table))
                  for form in raw_forms]
-        return cls(key, weights, forms, split, any(form[:1] == b"#" for form in raw_forms))
+        # In memory only (never in to_json): the maker knows the password anyway.
+        whole = hashlib.blake2b(raw_forms[0], key=key).digest()
+        return cls(key, weights, forms, split, any(form[:1] == b"#" for form in raw_forms),
+                   confirm=lambda text: secrets.compare_digest(
+                       hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key).digest(),
+                       whole))
 
     @property
     def longest(self) -> int:
@@ -151,7 +180,28 @@ class LeakDetector:
 
     @staticmethod
     def _digest(key: bytes, window: bytes) -> bytes:
-        return hashlib.blake2b(window, key=key, digest_size=32).digest()
+        return hashlib.blake2b(window, key=key, digest_size=32).digest()[:DIGEST_BYTES]
+
+    def _is_password(self, form_index: int, window: bytes) -> bool:
+        """A window that passed the filter: the password itself? (the admin KDF decides;
+        cached per window under a per-process key, so a repeated leak costs one KDF)."""
+        if self.confirm is None:
+            return True
+        try:
+            text = window.decode("utf-8", "surrogatepass")
+            if form_index:  # the JSON-escaped forms (encoded_forms' order)
+                text = json.loads('"' + text + '"')
+        except ValueError:
+            return False
+        if not isinstance(text, str):
+            return False
+        seen = hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
+                               key=self._cache_key).digest()
+        if seen not in self._confirmed:
+            if len(self._confirmed) >= 256:
+                self._confirmed.clear()
+            self._confirmed[seen] = bool(self.confirm(text))
+        return self._confirmed[seen]
 
     def to_json(self) -> dict[str, Any]:
         if self._split is None:
@@ -212,7 +262,9 @@ class LeakDetector:
         """The windows of ``data`` that are a stored form, as they are (no view)."""
         classes = self._classes(data)
         return [(start, start + form.length)
-                for form in self._forms for start in self._hits(data, form, classes)]
+                for index, form in enumerate(self._forms)
+                for start in self._hits(data, form, classes)
+                if self._is_password(index, data[start:start + form.length])]
 
     @property
     def shortest(self) -> int:
