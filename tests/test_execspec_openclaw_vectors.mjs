@@ -277,7 +277,10 @@ function makeSession(spec) {
   reg.n(s);
   reg.g(s);
   for (const chunk of spec.outputs ?? []) reg.r(s, "stdout", chunk);
-  if (spec.exit) reg._(s, spec.exit.exitCode, spec.exit.exitSignal, spec.exit.status, spec.exit.reason);
+  // As the exec runtime ends every session: markExited with its noOutputTimedOut, always a
+  // boolean there (left out, the vectors lacked a key native poll/log/list details carry).
+  if (spec.exit) reg._(s, spec.exit.exitCode, spec.exit.exitSignal, spec.exit.status, spec.exit.reason,
+    spec.exit.noOutputTimedOut ?? false);
   return { s, stdin };
 }
 

@@ -32,7 +32,7 @@
 // unscanned texts pass instead (see leak.js).
 
 import { leakScannerFor, withholdValue } from "./leak.js";
-import { pcexecDecision, infraFor, decisionKey } from "./policy.js";
+import { pcexecDecision, infraFor, decisionKey, approvalDescription } from "./policy.js";
 import { sharedState, remember, TOOL_NAMES, workflowKey } from "./state.js";
 import { startNotifier, stopNotifier } from "./notify.js";
 
@@ -121,7 +121,7 @@ export function registerHooks(deps) {
     return {
       requireApproval: {
         title: "pcexec: run a shell command",
-        description: `${decision.reason}\nAgent: ${ctx?.agentId ?? "main"}\nCommand: ${command.slice(0, 500)}`,
+        description: approvalDescription(decision.reason, ctx?.agentId ?? "main", command),
         severity: "warning",
         timeoutMs: Number(deps.config.approvalTimeoutMs ?? 120_000),
         allowedDecisions: ["allow-once", "deny"],

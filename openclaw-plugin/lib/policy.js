@@ -190,3 +190,25 @@ export async function infraFor(logger) {
   if (state.infra === undefined) state.infra = await loadInfra(logger);
   return state.infra;
 }
+
+/** OpenClaw 2026.9.6 rejects a plugin approval whose description is longer than this
+ * (its approval request schema), and then never asks: the call is not run. */
+export const APPROVAL_DESCRIPTION_MAX = 512;
+
+/**
+ * The approval text for a pcexec call: the reason, the agent and as much of the command
+ * as fits in {@link APPROVAL_DESCRIPTION_MAX} characters (UTF-16 units, a surrogate pair
+ * never cut), the rest replaced by "…". A long command is still asked about.
+ */
+export function approvalDescription(reason, agentId, command, max = APPROVAL_DESCRIPTION_MAX) {
+  const fit = (text, room) => {
+    if (text.length <= room) return text;
+    let end = Math.max(0, room - 1);
+    const code = text.charCodeAt(end - 1);
+    if (end > 0 && code >= 0xd800 && code <= 0xdbff) end -= 1; // keep a pair whole
+    return `${text.slice(0, end)}…`;
+  };
+  const head = fit(`${reason}\nAgent: ${agentId}\nCommand: `, max - 1);
+  return head + fit(String(command), max - head.length);
+}
+

@@ -84,3 +84,23 @@ test("with OpenClaw's analyser: allowlisted binaries run, others ask, $() of pas
     fs.rmSync(home, { recursive: true, force: true });
   }
 });
+
+test("the approval description fits OpenClaw's 512 characters, the command cut with an ellipsis", async () => {
+  const { approvalDescription, APPROVAL_DESCRIPTION_MAX } = await import("../lib/policy.js");
+  const reason = "tools.exec: security=allowlist ask=on-miss: not on the allowlist";
+  const long = `touch /tmp/x; : ${"y".repeat(10_000)}`;
+  const text = approvalDescription(reason, "asker", long);
+  assert.equal(APPROVAL_DESCRIPTION_MAX, 512);
+  assert.equal(text.length, 512);
+  assert.ok(text.startsWith(`${reason}\nAgent: asker\nCommand: touch /tmp/x; : y`));
+  assert.ok(text.endsWith("y…"));
+  // A short command is shown whole; a surrogate pair is never cut in two.
+  assert.equal(approvalDescription(reason, "a", "ls"), `${reason}\nAgent: a\nCommand: ls`);
+  for (let n = 0; n < 4; n++) {
+    const emoji = approvalDescription("r", "a", "x".repeat(n) + "😀".repeat(400));
+    assert.ok(emoji.length <= 512);
+    assert.ok(!/[\ud800-\udbff]…$/.test(emoji), emoji.slice(-3));
+  }
+  // Even a reason longer than the limit leaves a description OpenClaw accepts.
+  assert.ok(approvalDescription("r".repeat(2000), "a", "ls").length <= 512);
+});

@@ -16,7 +16,7 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs pass_mgr get ~10 ms of start-up; annotations only
     from pathlib import Path
-    from typing import Any, Mapping
+    from typing import Any, Callable, Mapping
 
 #: The one table of defaults. Keep a short reason beside anything surprising.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -243,7 +243,35 @@ def paddedcell_home_text(environ: Mapping[str, str] | None = None) -> str:
 
 
 class ConfigError(ValueError):
-    """A setting has a value of the wrong type or an unknown name."""
+    """A setting has a value of the wrong type or an unknown name; ``str()`` is one line
+    naming the file or variable, the setting, and the nearest valid name."""
+
+    #: Every CLI and the daemon exit with this (a usage error: fix the named setting).
+    exit_code = 2
+
+
+def exit_on_bad_settings(prog: str, run: Callable[[], Any]) -> Any:
+    """``run()``; a :class:`ConfigError` from it becomes one stderr line and exit 2 (the
+    entry point of every command line and of the daemon, instead of a traceback)."""
+    try:
+        return run()
+    except ConfigError as exc:
+        import sys
+
+        sys.stderr.write(f"{prog}: {exc}\n")
+        sys.stderr.flush()
+        raise SystemExit(ConfigError.exit_code) from None
+
+
+def _nearest(word: str, names) -> str:
+    """"; did you mean X?" for the valid name closest to a misspelt one, else the list."""
+    import difflib
+
+    names = sorted(names)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]}?"
+    return f"; valid names: {', '.join(names)}"
 
 
 def _env_name(section: str, key: str) -> str:
@@ -347,10 +375,12 @@ def load(
             raise ConfigError(f"{config_file}: {exc}; fix the file") from None
         for section, keys in from_file.items():
             if section not in values or not isinstance(keys, dict):
-                raise ConfigError(f"{config_file}: unknown section [{section}]")
+                near = _nearest(section, values).replace("mean ", "mean [").replace("?", "]?")
+                raise ConfigError(f"{config_file}: unknown section [{section}]{near}")
             for key, value in keys.items():
                 if key not in values[section]:
-                    raise ConfigError(f"{config_file}: unknown setting {section}.{key}")
+                    near = _nearest(f"{section}.{key}", (f"{section}.{k}" for k in values[section]))
+                    raise ConfigError(f"{config_file}: unknown setting {section}.{key}{near}")
                 values[section][key] = value
 
     for section, keys in values.items():
@@ -362,6 +392,7 @@ def load(
     for dotted, value in (overrides or {}).items():
         section, _, key = dotted.partition(".")
         if section not in values or key not in values[section]:
-            raise ConfigError(f"unknown setting {dotted!r}")
+            near = _nearest(dotted, (f"{s}.{k}" for s, keys in values.items() for k in keys))
+            raise ConfigError(f"unknown setting {dotted!r}{near}")
         values[section][key] = value
     return Settings(values, home)

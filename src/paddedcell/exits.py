@@ -5,9 +5,10 @@ names; nothing else spells a number. Scripts and the plugin rely on them.
 """
 
 OK = 0
-#: Anything else: a bad setting, a file-system error, a busy lock, a refused value.
+#: Anything else: a file-system error, a busy lock, a refused value.
 ERROR = 1
-#: Wrong arguments (click's usage errors are 2 as well).
+#: Wrong arguments (click's usage errors are 2 as well), or a bad setting in
+#: config.toml or the environment (``config.ConfigError``, as in every CLI).
 USAGE = 2
 #: Not initialized, or locked after an admin-password leak.
 NOT_READY = 3

@@ -41,3 +41,20 @@ def test_ask_mode_needs_an_approval_and_unanswered_means_not_run(stack):
     assert "security=deny" not in result, result
     # OpenClaw's plugin approval flow answered: a CLI turn has nobody to ask.
     assert "Plugin approval" in result, result
+
+
+def test_ask_mode_asks_about_a_10_kb_command(stack):
+    # Issue 18: the approval description (reason + command) went over OpenClaw's 512
+    # characters for any command longer than ~424, and the gateway rejected the request
+    # instead of asking. Now the command is cut with an ellipsis and the approval is asked
+    # for, like a short one's (unanswered in a CLI turn: nothing runs).
+    marker = stack.root / "ask-long-ran"
+    model = stack.model.model
+    command = f"touch {marker}; : " + "x" * 10_000
+    model.script("ask-long", [ToolCall("pcexec", {"command": command})])
+    stack.gateway.agent("case-ask-long", "[case:ask-long] touch a file", agent="asker")
+    assert not marker.exists()
+    result = last_tool_result(model, "ask-long")
+    # Asked (and, in a CLI turn, unanswered), not refused for its length.
+    assert "must not have more than" not in result and "512 characters" not in result, result
+    assert "security=deny" not in result and "Plugin approval" in result, result

@@ -97,7 +97,8 @@ cli.add_command(_remote_command)
 
 
 def main() -> None:
-    cli(prog_name="paddedcell")
+    # A bad setting is one line and exit 2, as in every CLI (config.exit_on_bad_settings).
+    config.exit_on_bad_settings("paddedcell", lambda: cli(prog_name="paddedcell"))
 
 
 if __name__ == "__main__":

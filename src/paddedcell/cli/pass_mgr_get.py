@@ -62,13 +62,13 @@ def refuse_in_agent_context(what: str) -> None:
 
 
 def load_settings():
-    """config.load(), a bad setting becoming one line and exit 1."""
+    """config.load(), a bad setting becoming one line and exit 2 (as in every CLI)."""
     from .. import config
 
     try:
         return config.load()
     except config.ConfigError as exc:
-        fail(str(exc), exits.ERROR)
+        fail(str(exc), exc.exit_code)
 
 
 def require_ready(settings) -> None:

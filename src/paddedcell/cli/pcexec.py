@@ -275,7 +275,8 @@ def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json,
 
 
 def main() -> None:
-    cli(prog_name="pcexec")
+    # A bad setting is one line and exit 2, as in every CLI (config.exit_on_bad_settings).
+    config.exit_on_bad_settings("pcexec", lambda: cli(prog_name="pcexec"))
 
 
 if __name__ == "__main__":

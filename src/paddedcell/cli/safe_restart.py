@@ -342,7 +342,8 @@ def cli(rollback: Path, log_path: Path, agent_id: str | None, session_key: str |
 
 
 def main() -> None:
-    cli(prog_name="safe-restart")
+    # A bad setting is one line and exit 2, as in every CLI (config.exit_on_bad_settings).
+    config.exit_on_bad_settings("safe-restart", lambda: cli(prog_name="safe-restart"))
 
 
 if __name__ == "__main__":

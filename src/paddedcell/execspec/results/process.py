@@ -109,7 +109,7 @@ def _input_wait_hint(view: SessionView) -> str:
 
 
 def _finished_details(view: SessionView) -> dict[str, Any]:
-    """``finishedSessionDetails``: status, sessionId, exit*, timedOut, name."""
+    """``finishedSessionDetails``: status, sessionId, exit*, timedOut, noOutputTimedOut, name."""
     details: dict[str, Any] = {
         "status": "completed" if view.status in ("completed", "killed") else "failed",
         "sessionId": view.session_id,
@@ -122,6 +122,9 @@ def _finished_details(view: SessionView) -> dict[str, Any]:
     if reason:
         details["exitReason"] = reason
         details["timedOut"] = reason in _TIMEOUT_REASONS
+    # OpenClaw's markExited records it for every session that ends (false: we have no
+    # no-output timeout), so every finished poll, log and list entry carries it.
+    details["noOutputTimedOut"] = False
     name = view.display_name
     if name is not None:
         details["name"] = name

@@ -1,0 +1,100 @@
+"""Issue 18's small bugs, each through the interface a user touches.
+
+- pcprocess's finished details carry ``noOutputTimedOut: false`` like native
+  ``process`` (OpenClaw's markExited records it for every session that ends);
+- a waiting poll answers when output arrives, not at the exit;
+- a typo in ``PADDEDCELL_HOME/config.toml`` is one line naming the file, the
+  setting and the nearest valid name, exit 2, from every CLI and the daemon.
+(The plugin's approval text: openclaw-plugin/test/policy.test.js and
+tests/e2e/test_openclaw_policy.py.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from supervisor_helpers import BIN, Daemon, base_env
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bugs")
+    home, ws = root / "home", root / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir()
+    d = Daemon(home)
+    d.ws = ws
+    yield d
+    d.stop()
+
+
+def _exec(daemon, **body):
+    return daemon.call("/exec", {"agentId": "a1", "agentWorkspace": str(daemon.ws), **body})
+
+
+def _process(daemon, **body):
+    return daemon.call("/process", {"agentId": "a1", **body})
+
+
+def test_finished_details_carry_no_output_timed_out_false(daemon):
+    sid = _exec(daemon, command="echo done", background=True)["details"]["sessionId"]
+    deadline = time.monotonic() + 30
+    while _process(daemon, action="log", sessionId=sid)["details"].get("status") == "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    poll = _process(daemon, action="poll", sessionId=sid)
+    log = _process(daemon, action="log", sessionId=sid)
+    listed = [s for s in _process(daemon, action="list")["details"]["sessions"]
+              if s["sessionId"] == sid]
+    for details in (poll["details"], log["details"], listed[0]):
+        assert details["status"] == "completed"
+        assert details["noOutputTimedOut"] is False, details
+    # In OpenClaw's key order: after the exit fields, before the name.
+    keys = list(poll["details"])
+    assert keys.index("noOutputTimedOut") < keys.index("name")
+
+
+def test_a_waiting_poll_returns_when_output_arrives(daemon):
+    started = time.monotonic()
+    running = _exec(daemon, command="sleep 2; echo done; sleep 3", yieldMs=500)
+    assert running["details"]["status"] == "running"
+    poll = _process(daemon, action="poll", sessionId=running["details"]["sessionId"],
+                    timeout=10000)
+    answered = time.monotonic() - started
+    assert poll["content"][0]["text"] == "done\n\nProcess still running.", poll
+    assert poll["details"]["status"] == "running"
+    assert answered < 4.5, f"answered after {answered:.1f} s: at the exit, not at 'done'"
+    _process(daemon, action="kill", sessionId=running["details"]["sessionId"])
+
+
+TYPOS = [
+    ("[egres]\nmode = \"off\"\n", "unknown section [egres]; did you mean [egress]?"),
+    ("[supervisor]\nmax_live_sesions = 3\n",
+     "unknown setting supervisor.max_live_sesions; did you mean supervisor.max_live_sessions?"),
+]
+COMMANDS = [
+    ["pcexec", "true"],
+    ["pass_mgr", "get", "k"],
+    ["pass_mgr", "list"],
+    ["paddedcell", "status"],
+    ["paddedcell", "serve"],  # the daemon
+    ["paddedcell", "process", "list"],
+    ["safe-restart", "--rollback", "/bin/true", "--log", "{log}"],
+]
+
+
+@pytest.mark.parametrize("text, message", TYPOS, ids=["section", "key"])
+@pytest.mark.parametrize("argv", COMMANDS, ids=[" ".join(c[:2]) for c in COMMANDS])
+def test_a_typo_in_config_toml_is_one_line_and_exit_2(tmp_path, text, message, argv):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text(text)
+    argv = [a.format(log=tmp_path / "restart.log") for a in argv]
+    env = base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(tmp_path))
+    done = subprocess.run([str(BIN / argv[0]), *argv[1:]], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert done.stderr == f"{argv[0]}: {home / 'config.toml'}: {message}\n", done.stderr
