@@ -266,3 +266,24 @@ async def test_refusals_are_not_retried():
 def test_frames_in_and_out_are_json():
     request_id, text = protocol.request_frame("chat.send", {"message": "héllo"})
     assert json.loads(text)["params"]["message"] == "héllo"
+
+
+async def test_a_loss_seen_by_several_tasks_of_the_body_is_one_reconnect(nursery):
+    gateway = await start(nursery, FakeGateway(methods={"ping": lambda p: "pong"}))
+    runs = []
+
+    async def body(conn):
+        runs.append(1)
+        if len(runs) == 1:
+            async with trio.open_nursery() as inner:
+                inner.start_soon(conn.next_event)
+                inner.start_soon(conn.next_event)
+                await trio.sleep(0.05)
+                await conn.ws.aclose(1012, "restart")
+        return await conn.call("ping")
+
+    async def no_sleep(seconds):
+        pass
+    assert await run_connected(lambda: connect(gateway), body, settings=settings(),
+                               on_state=lambda s, d: None, sleep=no_sleep) == "pong"
+    assert len(runs) == 2

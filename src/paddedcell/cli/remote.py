@@ -170,19 +170,27 @@ def _output(json_mode: bool, store, settings) -> Output:
     return Output(json_mode, settings, secrets)
 
 
-def _run(out: Output, coro_fn, *args, pending_ok: bool = False):
+def _run(out: Output, coro_fn, *args, cancelled: str = "cancelled"):
     """trio.run with the library's errors as one line and the exit codes above."""
     import trio
 
     from ..remote.connection import ConnectRefused
     from ..remote.protocol import RemoteError
 
+    from ..remote.connection import single_error
+
     try:
-        return trio.run(coro_fn, *args)
+        try:
+            return trio.run(coro_fn, *args)
+        except BaseExceptionGroup as group:  # a nursery of the command: its one real error
+            inner = single_error(group)
+            if inner is group and group.subgroup(KeyboardInterrupt) is not None:
+                raise KeyboardInterrupt from None
+            raise inner from None
     except KeyboardInterrupt:
         if out.status is not None:
             out.status.stop()
-        out.fail("cancelled", EXIT_CANCELLED)
+        out.fail(cancelled, EXIT_CANCELLED)
     except ConnectRefused as exc:
         if out.status is not None:
             out.status.stop()
@@ -392,7 +400,8 @@ def pair_command(name: str, json_mode: bool) -> None:
     async def pair():
         return await client.pair()
     try:
-        result = _run(out, pair)
+        result = _run(out, pair, cancelled=f"cancelled; {name} stays pending (run paddedcell remote pair "
+                                           f"{name} again once the request is approved)")
     finally:
         if out.status is not None:
             out.status.stop()

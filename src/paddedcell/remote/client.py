@@ -94,6 +94,7 @@ class RemoteClient:
         self.settings = settings
         self.emit = emit
         self._gap_warned = False
+        self._retrying = False
 
     # -- connecting ------------------------------------------------------------------
 
@@ -102,7 +103,16 @@ class RemoteClient:
         self.store.set_status(self.remote, stored, detail or None, request_id=extra.get("request_id"),
                               server_version=extra.get("server_version"),
                               protocol_version=extra.get("protocol_version"))
+        if state == "connected":
+            self._retrying = False
+        elif self._retrying:
+            return  # the reconnect loop says it, with its schedule (_loop_state)
         self.emit("state", {"state": state, "detail": detail})
+
+    def _loop_state(self, state: str, detail: str) -> None:
+        if state == "reconnecting":
+            self._retrying = True
+            self.emit("state", {"state": "reconnecting", "detail": detail})
 
     def _on_gap(self, missed: int) -> None:
         if not self._gap_warned:  # once per command: the gateway's seq counts events for others too
@@ -127,7 +137,7 @@ class RemoteClient:
                                         command=command, settings=self.settings,
                                         allow_insecure=self.remote.allow_insecure,
                                         on_gap=self._on_gap) as gateway:
-                    self._hello(gateway)
+                    self._hello(gateway, secrets.device_token)
                     entered = True
                     yield gateway
                     return
@@ -163,9 +173,9 @@ class RemoteClient:
                 raise
         raise RemoteError("unreachable")  # the last attempt always returns or raises
 
-    def _hello(self, gateway: Gateway) -> None:
+    def _hello(self, gateway: Gateway, stored_token: str | None) -> None:
         hello = gateway.hello
-        if hello.device_token and hello.device_token != self.store.secrets(self.remote).device_token:
+        if hello.device_token and hello.device_token != stored_token:
             self.store.save_device_token(self.remote, hello.device_token, hello.scopes)
         self._state("connected", f"gateway {hello.server_version}, protocol {hello.protocol}",
                     server_version=hello.server_version, protocol_version=hello.protocol)
@@ -173,7 +183,7 @@ class RemoteClient:
     async def run(self, command: str, body: Callable[[Gateway], Awaitable[Any]]) -> Any:
         """``body`` on a connection that reconnects when lost (F-RAGENT-12)."""
         return await run_connected(lambda: self.connect(command), body, settings=self.settings,
-                                   on_state=lambda state, detail: None)
+                                   on_state=self._loop_state)
 
     # -- 05 / 06: test and handshake -------------------------------------------------
 
@@ -371,13 +381,16 @@ class RemoteClient:
                     decision, by = chosen, "operator"
                 else:
                     by = "operator"
-        try:
-            await gateway.call(approval.resolve_method, {"id": approval.id, "decision": decision})
-        except RequestFailed as exc:
-            self.emit("approval-decided", {"id": approval.id, "decision": decision, "by": by,
-                                           "error": str(exc)})
-            return
-        self.emit("approval-decided", {"id": approval.id, "decision": decision, "by": by})
+        # Shielded: once decided, the answer goes out and is confirmed even if the turn
+        # ends meanwhile (a denied command's run can finish before our resolve returns).
+        with trio.CancelScope(shield=True):
+            try:
+                await gateway.call(approval.resolve_method, {"id": approval.id, "decision": decision})
+            except RemoteError as exc:
+                self.emit("approval-decided", {"id": approval.id, "decision": decision, "by": by,
+                                               "error": str(exc)})
+                return
+            self.emit("approval-decided", {"id": approval.id, "decision": decision, "by": by})
 
     async def watch_approvals(self, decide: Decide, *, until: trio.Event | None = None) -> None:
         """``remote approvals``: decide every request until cancelled, reconnecting."""
@@ -395,8 +408,7 @@ class RemoteClient:
                                                         "decision": payload.get("decision")})
                 nursery.cancel_scope.cancel()
 
-        await run_connected(lambda: self.connect("approvals"), body, settings=self.settings,
-                            on_state=lambda state, detail: None)
+        await self.run("approvals", body)
 
     # -- beyond the seed: status -----------------------------------------------------
 

@@ -138,6 +138,8 @@ def _describe_dial_error(exc: BaseException, url: str) -> str:
                     "fix the gateway's certificate, or pass --allow-insecure if you trust this host")
         if isinstance(cause, ssl.SSLError):
             return f"TLS handshake failed ({cause.reason or cause}); is this a wss:// gateway?"
+        if isinstance(cause, trio_websocket.ConnectionRejected) and cause.status_code == 503:
+            return "the gateway is not accepting connections yet (HTTP 503: starting or restarting)"
         if isinstance(cause, trio_websocket.ConnectionRejected):
             return f"the server refused the WebSocket upgrade (HTTP {cause.status_code}); is {url} a gateway?"
         if isinstance(cause, ConnectionRefusedError):
@@ -328,35 +330,50 @@ async def open_gateway(url: str, credentials: Credentials, *, name: str, command
     for attempt in (1, 2):
         error: BaseException | None = None
         retry = False
-        async with trio.open_nursery() as nursery:
-            try:
-                ws = await _dial_and_greet(nursery, url, credentials, name, command, settings,
-                                           allow_insecure, version)
-            except ConnectRefused as exc:
-                if exc.failure.code == "DEVICE_AUTH_SIGNATURE_INVALID" and attempt == 1:
-                    retry, version = True, "v2"  # a gateway that knows v2 only
-                else:
-                    error = exc
-                nursery.cancel_scope.cancel()
-            except BaseException as exc:  # noqa: BLE001 - re-raised below, outside the nursery
-                error = exc
-                nursery.cancel_scope.cancel()
-            else:
-                gateway = Gateway(ws[0], ws[1], settings, on_gap)
-                nursery.start_soon(gateway._read)
-                nursery.start_soon(gateway._watch_ticks)
+        try:
+            async with trio.open_nursery() as nursery:
                 try:
-                    yield gateway
-                except BaseException as exc:  # noqa: BLE001 - the caller's own error
-                    error = exc
-                finally:
-                    with trio.CancelScope(shield=True), trio.move_on_after(2):
-                        await ws[0].aclose(1000, "bye")
+                    ws = await _dial_and_greet(nursery, url, credentials, name, command, settings,
+                                               allow_insecure, version)
+                except ConnectRefused as exc:
+                    if exc.failure.code == "DEVICE_AUTH_SIGNATURE_INVALID" and attempt == 1:
+                        retry, version = True, "v2"  # a gateway that knows v2 only
+                    else:
+                        error = exc
                     nursery.cancel_scope.cancel()
+                except BaseException as exc:  # noqa: BLE001 - re-raised below, outside the nursery
+                    error = exc
+                    nursery.cancel_scope.cancel()
+                else:
+                    gateway = Gateway(ws[0], ws[1], settings, on_gap)
+                    nursery.start_soon(gateway._read)
+                    nursery.start_soon(gateway._watch_ticks)
+                    try:
+                        yield gateway
+                    except BaseException as exc:  # noqa: BLE001 - the caller's own error
+                        error = exc
+                    finally:
+                        with trio.CancelScope(shield=True), trio.move_on_after(2):
+                            await ws[0].aclose(1000, "bye")
+                        nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # trio-websocket's reader failed (a 503 while restarting)
+            error = _dial_group_error(group, url)
         if error is not None:
             raise error
         if not retry:
             return
+
+
+def _dial_group_error(group: BaseExceptionGroup, url: str) -> BaseException:
+    """One error for a nursery that failed while dialing: the dial error in words."""
+    single = single_error(group)
+    if single is not group:
+        return single
+    leaves = _leaves(group)
+    for leaf in leaves:
+        if isinstance(leaf, (OSError, trio_websocket.HandshakeError, trio.BrokenResourceError)):
+            return RemoteError(_describe_dial_error(leaf, url))
+    return group
 
 
 async def _dial_and_greet(nursery: trio.Nursery, url: str, credentials: Credentials, name: str,
@@ -415,7 +432,10 @@ async def run_connected(connect: Callable[[], Any], body: Callable[[Gateway], Aw
             async with connect() as gateway:
                 attempts = 0
                 on_state("connected", f"gateway {gateway.hello.server_version}")
-                return await body(gateway)
+                try:
+                    return await body(gateway)
+                except BaseExceptionGroup as group:  # the body's nursery: one loss, seen by several tasks
+                    raise single_error(group) from None
         except ConnectionLost as exc:
             problem = str(exc)
         except ConnectRefused as exc:
@@ -439,6 +459,20 @@ async def probe_url(url: str, *, settings: Any, allow_insecure: bool = False) ->
     url = protocol.normalize_url(url)
     dial_timeout = float(settings["remote.connect_timeout_seconds"])
     result: dict[str, Any] = {"url": url, "challenge": False}
+    error: BaseException | None = None
+    try:
+        await _probe(url, settings, allow_insecure, dial_timeout, result)
+    except BaseExceptionGroup as group:
+        error = _dial_group_error(group, url)
+    except RemoteError as exc:
+        error = exc
+    if error is not None:
+        raise error
+    return result
+
+
+async def _probe(url: str, settings: Any, allow_insecure: bool, dial_timeout: float,
+                 result: dict[str, Any]) -> None:
     error: BaseException | None = None
     async with trio.open_nursery() as nursery:
         try:
@@ -466,4 +500,25 @@ async def probe_url(url: str, *, settings: Any, allow_insecure: bool = False) ->
         nursery.cancel_scope.cancel()
     if error is not None:
         raise error
-    return result
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        elif not isinstance(exc, trio.Cancelled):
+            leaves.append(exc)
+    walk(group)
+    return leaves
+
+
+def single_error(group: BaseExceptionGroup) -> BaseException:
+    """The first remote error inside a nursery's exception group, when every error in it
+    is one (a lost connection wakes every task that used it); else the group itself."""
+    leaves = _leaves(group)
+    if leaves and all(isinstance(leaf, RemoteError) for leaf in leaves):
+        return leaves[0]
+    return group

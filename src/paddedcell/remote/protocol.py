@@ -352,6 +352,8 @@ def explain_close(code: int | None, reason: str | None) -> str:
              4000: "no tick from the gateway in twice its tick interval",
              4001: "the gateway revoked this device's token"}
     text = known.get(code or 0, "the connection closed")
+    if code == 4001 and reason:
+        reason = f"{reason} (the gateway revoked this device's token; pair again)"
     return f"Connection closed ({code}): {reason or text}" if code else f"Connection closed: {reason or text}"
 
 

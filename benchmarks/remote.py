@@ -1,0 +1,285 @@
+"""`paddedcell remote` speed and size, with baselines measured in the same run.
+
+Rows (goal in brackets; each with its baseline and the ratio, the machine is noisy):
+- connect + handshake with a stored device token, p50 [≤ 50 ms], against the scripted
+  local gateway (tests/remote_fake_gateway.py: the real signature check) and, with
+  ``--real``, against a real OpenClaw gateway started here; baseline: a bare WebSocket
+  open + close to the same server;
+- first streamed delta shown, p50 [≤ 10 ms after it arrives]: from the frame's arrival in
+  the client (the reader task) to the redacted text written by the CLI's output layer;
+  baseline: the same frame's arrival to a bare ``print``;
+- ``remote list`` with 100 remotes, p50 [≤ 150 ms], a fresh process each run;
+  baseline: ``paddedcell --version``, and ``python -c pass``;
+- the client's peak RSS during a chat [≤ 60 MB]; baseline: ``python -c pass``.
+
+    .venv/bin/python benchmarks/remote.py [--samples N] [--real] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import trio
+import trio_websocket
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_common import percentile  # noqa: E402
+from remote_fake_gateway import FakeGateway, ThreadedGateway  # noqa: E402
+
+from paddedcell import config  # noqa: E402
+from paddedcell.remote import connection  # noqa: E402
+from paddedcell.remote.client import RemoteClient  # noqa: E402
+from paddedcell.remote.store import RemoteStore  # noqa: E402
+
+SHARED = "bench-shared-token-0123456789"
+
+
+def env_for(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
+    env["PADDEDCELL_HOME"] = str(home)
+    return env
+
+
+def new_home(root: Path, name: str) -> Path:
+    home = root / name
+    home.mkdir(mode=0o700)
+    return home
+
+
+# -- connect + handshake ----------------------------------------------------------------
+
+async def handshake_times(home: Path, url: str, samples: int) -> tuple[list[float], list[float]]:
+    settings = config.load(environ={"PADDEDCELL_HOME": str(home)})
+    store = RemoteStore(home)
+    client = RemoteClient(store, store.get("gw"), settings, lambda kind, fields: None)
+    assert store.secrets(store.get("gw")).device_token, "pair first: no stored device token"
+    ours, bare = [], []
+    for _ in range(samples):
+        start = time.perf_counter()
+        async with client.connect("status"):
+            pass
+        ours.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            ws = await connection.dial(nursery, url, False, settings)
+            await ws.aclose()
+            nursery.cancel_scope.cancel()
+        bare.append((time.perf_counter() - start) * 1000)
+    return ours, bare
+
+
+def fake_handshake(root: Path, samples: int) -> tuple[list[float], list[float]]:
+    home = new_home(root, "handshake")
+    with ThreadedGateway(FakeGateway()) as gateway:
+        store = RemoteStore(home)
+        store.add("gw", gateway.url, auth_type="token", secret=SHARED)
+        trio.run(_first_connect, home)
+        return trio.run(handshake_times, home, gateway.url, samples)
+
+
+async def _first_connect(home: Path) -> None:
+    settings = config.load(environ={"PADDEDCELL_HOME": str(home)})
+    store = RemoteStore(home)
+    await RemoteClient(store, store.get("gw"), settings, lambda k, f: None).handshake("test")
+
+
+def real_handshake(root: Path, samples: int) -> tuple[list[float], list[float]]:
+    """Start a real OpenClaw gateway (tests/e2e), pair through `openclaw devices approve`."""
+    sys.path.insert(0, str(REPO / "tests" / "e2e"))
+    from fake_model import FakeModelServer
+    from harness import openclaw_path
+    from test_remote_gateway import SHARED as GATEWAY_TOKEN
+    from test_remote_gateway import RemoteGateway
+
+    home = new_home(root, "real")
+    with FakeModelServer() as model:
+        gateway = RemoteGateway(root / "gw", openclaw_path(), model.port)
+        (root / "gw").mkdir()
+        gateway.prepare()
+        gateway.start()
+        try:
+            RemoteStore(home).add("gw", f"ws://127.0.0.1:{gateway.port}", auth_type="token", secret=GATEWAY_TOKEN)
+            test = subprocess.run([sys.executable, "-m", "paddedcell.cli.main", "remote", "test", "gw", "--json"],
+                                  env=env_for(home), capture_output=True, text=True)
+            request = RemoteStore(home).get("gw").pairing_request_id
+            assert request, test.stdout + test.stderr
+            gateway.openclaw("devices", "approve", request)
+            trio.run(_first_connect, home)
+            return trio.run(handshake_times, home, f"ws://127.0.0.1:{gateway.port}", samples)
+        finally:
+            gateway.stop()
+
+
+# -- first delta --------------------------------------------------------------------------
+
+def first_delta(root: Path, samples: int) -> tuple[list[float], list[float]]:
+    """Arrival (the reader's receive) → shown (the CLI's Output wrote the redacted text)."""
+    from paddedcell.cli.remote import Output
+
+    home = new_home(root, "delta")
+    arrivals: list[float] = []
+    original = connection.Gateway._dispatch
+
+    def stamped(self, frame):
+        if getattr(frame, "event", None) == "chat":
+            arrivals.append(time.perf_counter())
+        return original(self, frame)
+    connection.Gateway._dispatch = stamped
+
+    async def script(ws, gw):
+        while not any(r["method"] == "chat.send" for r in gw.requests):
+            await trio.sleep(0.001)
+        gw.requests.clear()
+        for state, text in (("delta", "Hello from the gateway"), ("final", "Hello from the gateway")):
+            await gw.event(ws, "chat", {"runId": "r", "state": state,
+                                        "message": {"content": [{"type": "text", "text": text}]}})
+
+    gateway = FakeGateway(script=None, methods={"sessions.resolve": lambda p: {"key": p["key"]},
+                                                "chat.send": lambda p: {"runId": "r"}})
+    ours, bare = [], []
+    with ThreadedGateway(gateway):
+        store = RemoteStore(home)
+        store.add("gw", gateway.url, auth_type="token", secret=SHARED)
+        settings = config.load(environ={"PADDEDCELL_HOME": str(home)})
+        for _ in range(samples):
+            gateway.script = script
+            out = Output(True, settings, store.all_secret_values())
+            shown: list[float] = []
+            sink = io.StringIO()
+
+            def emit(kind, fields):
+                if kind == "delta" and not shown:
+                    with redirect_stdout(sink):
+                        out.reply(fields["text"])
+                        out.finish_reply()  # the JSON mode holds nothing back after this
+                    shown.append(time.perf_counter())
+            arrivals.clear()
+            client = RemoteClient(store, store.get("gw"), settings, emit)
+            trio.run(lambda: client.chat("hi", session="s"))
+            ours.append((shown[0] - arrivals[0]) * 1000)
+            start = time.perf_counter()
+            with redirect_stdout(sink):
+                print("Hello from the gateway")
+            bare.append((time.perf_counter() - start) * 1000)
+    connection.Gateway._dispatch = original
+    return ours, bare
+
+
+# -- remote list, RSS -------------------------------------------------------------------------
+
+def run_ms(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def list_times(root: Path, samples: int) -> dict[str, list[float]]:
+    home = new_home(root, "list")
+    store = RemoteStore(home)
+    for index in range(100):
+        store.add(f"gw{index:03d}", f"ws://10.0.{index // 250}.{index % 250 + 1}:18789",
+                  auth_type="token", secret=f"{SHARED}-{index}")
+    store.close()
+    env = env_for(home)
+    cli = [sys.executable, "-m", "paddedcell.cli.main"]
+    times: dict[str, list[float]] = {"list": [], "version": [], "python": []}
+    for _ in range(samples):
+        times["list"].append(run_ms(cli + ["remote", "list"], env))
+        times["version"].append(run_ms(cli + ["--version"], env))
+        times["python"].append(run_ms([sys.executable, "-c", "pass"], env))
+    return times
+
+
+def peak_rss_mb(args: list[str], env: dict[str, str]) -> float:
+    """VmHWM of a fresh interpreter running ``args`` (a module's argv, or [] for nothing),
+    read by the process itself at exit: getrusage's maxrss would count the pages of this
+    (large) benchmark process that the fork copied before exec."""
+    with tempfile.NamedTemporaryFile("r", suffix=".hwm") as out:
+        code = ("import atexit, runpy, sys\n"
+                "def hwm():\n"
+                f"    open({out.name!r}, 'w').write(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
+                "atexit.register(hwm)\n"
+                f"sys.argv = {['paddedcell'] + args!r}\n"
+                + ("runpy.run_module('paddedcell.cli.main', run_name='__main__', alter_sys=True)\n" if args else ""))
+        subprocess.run([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return int(out.read().split()[1]) / 1024
+
+
+def chat_rss(root: Path) -> tuple[float, float]:
+    home = new_home(root, "rss")
+
+    async def script(ws, gw):
+        while not any(r["method"] == "chat.send" for r in gw.requests):
+            await trio.sleep(0.01)
+        text = ""
+        for word in ("streamed ", "reply ", "with ", "a ", "tool ", "call"):
+            text += word
+            await gw.event(ws, "chat", {"runId": "r", "state": "delta",
+                                        "message": {"content": [{"type": "text", "text": text}]}})
+        await gw.event(ws, "agent", {"runId": "r", "stream": "tool",
+                                     "data": {"phase": "start", "name": "exec", "args": {"command": "ls"}}})
+        await gw.event(ws, "chat", {"runId": "r", "state": "final",
+                                    "message": {"content": [{"type": "text", "text": text}]}})
+    gateway = FakeGateway(script=script, methods={"sessions.resolve": lambda p: {"key": p["key"]},
+                                                  "chat.send": lambda p: {"runId": "r"}})
+    with ThreadedGateway(gateway):
+        RemoteStore(home).add("gw", gateway.url, auth_type="token", secret=SHARED)
+        env = env_for(home)
+        ours = peak_rss_mb(["remote", "chat", "gw", "-m", "hi", "--json"], env)
+    return ours, peak_rss_mb([], env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=30)
+    parser.add_argument("--real", action="store_true", help="also time the handshake against a real OpenClaw gateway")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-remote-") as tmp:
+        root = Path(tmp)
+        ours, bare = fake_handshake(root, args.samples)
+        rows.append(("connect+handshake, stored device token (scripted gateway)", "ms p50", 50,
+                     percentile(ours, 50), "bare WebSocket open+close", percentile(bare, 50)))
+        if args.real:
+            ours, bare = real_handshake(root, args.samples)
+            rows.append(("connect+handshake, stored device token (OpenClaw 2026.9.6)", "ms p50", 50,
+                         percentile(ours, 50), "bare WebSocket open+close", percentile(bare, 50)))
+        ours, bare = first_delta(root, args.samples)
+        rows.append(("first delta: arrival -> shown (redacted)", "ms p50", 10, percentile(ours, 50),
+                     "arrival -> bare print", percentile(bare, 50)))
+        times = list_times(root, max(5, args.samples // 3))
+        rows.append(("remote list, 100 remotes (new process)", "ms p50", 150, percentile(times["list"], 50),
+                     "paddedcell --version", percentile(times["version"], 50)))
+        rows.append(("  (python -c pass, for scale)", "ms p50", None, percentile(times["python"], 50), "", None))
+        ours, bare = chat_rss(root)
+        rows.append(("client peak RSS during a chat (VmHWM)", "MB", 60, ours, "python doing nothing", bare))
+    if args.json:
+        print(json.dumps([{"row": r[0], "unit": r[1], "goal": r[2], "value": round(r[3], 3),
+                           "baseline": r[4], "baselineValue": None if r[5] is None else round(r[5], 3),
+                           "ratio": None if not r[5] else round(r[3] / r[5], 2),
+                           "met": None if r[2] is None else r[3] <= r[2]} for r in rows], indent=1))
+        return
+    print(f"{'row':58} {'value':>9} {'goal':>6} {'met':>4}   baseline")
+    for name, unit, goal, value, base_name, base in rows:
+        met = "" if goal is None else ("yes" if value <= goal else "NO")
+        ratio = f" ({value / base:.2f}x of {base:.2f})" if base else ""
+        print(f"{name:58} {value:9.2f} {'' if goal is None else goal:>6} {met:>4}   {base_name}{ratio} [{unit}]")
+
+
+if __name__ == "__main__":
+    main()
