@@ -30,23 +30,16 @@ _DECISION_WORDS = {"o": "allow-once", "once": "allow-once", "y": "allow-once", "
                    "r": "deny", "reject": "deny", "n": "deny", "no": "deny", "deny": "deny"}
 
 
-def make_redactor(values: list[str], settings: Any):
-    """The terminal's redactor: the operator's remote secrets, with every variant form."""
-    from ..redactor import StreamRedactor
-    from ..supervisor.secretflow import redactor_options
-
-    return StreamRedactor([v for v in values if v], **redactor_options(settings))
-
-
 class Output:
     """Where events go: a terminal (rich), plain lines, or NDJSON, all redacted."""
 
     def __init__(self, json_mode: bool, settings: Any, secrets: list[str]):
+        from ..redactor import new_filter  # the redactor's one factory (redactor.* settings)
+
         self.json = json_mode
         self.tty = not json_mode and sys.stdout.isatty()
-        self.settings = settings
-        self._secrets = secrets
-        self._stream = make_redactor(secrets, settings) if secrets else None
+        self._filter = new_filter(secrets, settings)  # a template: fresh() per use
+        self._stream = self._filter.fresh()
         self._midline = False
         self.console = None
         if self.tty:
@@ -57,23 +50,19 @@ class Output:
     # -- redaction -------------------------------------------------------------------
 
     def clean(self, text: str) -> str:
-        if not self._secrets or not text:
+        """One whole line or record, redacted."""
+        if not text:
             return text
-        from ..redactor import redact
-        from ..supervisor.secretflow import redactor_options
-        return redact(text.encode("utf-8"), self._secrets, **redactor_options(self.settings)).decode(
-            "utf-8", errors="replace")
+        one = self._filter.fresh()
+        return (one.feed(text.encode("utf-8")) + one.flush()).decode("utf-8", errors="replace")
 
     def clean_stream(self, text: str) -> str:
-        if self._stream is None:
-            return text
+        """Streamed reply text: a secret split across deltas is held until it is whole."""
         return self._stream.feed(text.encode("utf-8")).decode("utf-8", errors="replace")
 
     def end_stream(self) -> str:
-        if self._stream is None:
-            return ""
         rest = self._stream.flush().decode("utf-8", errors="replace")
-        self._stream = make_redactor(self._secrets, self.settings)
+        self._stream = self._filter.fresh()
         return rest
 
     # -- writing ---------------------------------------------------------------------
