@@ -120,3 +120,29 @@ def test_chat_output_never_shows_the_operators_secrets(home, mode):
         else:
             assert "tool running execute exec" in out.stdout
             assert out.stdout.rstrip().endswith("final final")
+
+
+def test_pair_waits_with_the_command_to_run_and_ctrl_c_leaves_it_pending(home):
+    import signal
+    import time
+
+    gateway = FakeGateway(connect_error={"code": "X", "message": "pairing required",
+                                         "details": {"code": "PAIRING_REQUIRED", "requestId": "req-77"}})
+    with ThreadedGateway(gateway):
+        run(home, "add", "gw", gateway.url)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
+        env.update(PADDEDCELL_HOME=str(home), PADDEDCELL_REMOTE_PAIRING_POLL_SECONDS="0.2")
+        proc = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "remote", "pair", "gw"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        first = proc.stdout.readline()
+        assert first.startswith("pending 5:00 openclaw devices approve req-77"), first
+        deadline = time.monotonic() + 20
+        while len(gateway.connects) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(gateway.connects) >= 3, "it polls again"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert "gw stays pending" in err
+    listed = json.loads(run(home, "list", "--json").stdout)
+    assert listed["status"] == "pending" and listed["pairingRequestId"] == "req-77"

@@ -128,6 +128,10 @@ class PaddedcellDaemon:
 class Gateway:
     """One OpenClaw gateway in a fresh HOME, with the plugin linked and configured."""
 
+    #: `gateway run` arguments past the port (a subclass with token auth drops these).
+    run_args: tuple[str, ...] = ("--auth", "none")
+    ready_timeout = 90
+
     def __init__(self, root: Path, path: str, model_port: int, daemon: PaddedcellDaemon,
                  exec_mode: str = "full", plugin_config: dict[str, Any] | None = None,
                  extra_config: dict[str, Any] | None = None):
@@ -204,7 +208,7 @@ class Gateway:
 
     def start(self) -> None:
         out = open(self.stdout_path, "ab")
-        self.proc = subprocess.Popen(["openclaw", "gateway", "run", "--port", str(self.port), "--auth", "none"],
+        self.proc = subprocess.Popen(["openclaw", "gateway", "run", "--port", str(self.port), *self.run_args],
                                      env=self.env(), cwd=self.root, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         out.close()
@@ -213,7 +217,7 @@ class Gateway:
             if self.proc.poll() is not None:
                 raise SetupError(f"openclaw gateway exited ({self.proc.returncode}):\n{self.output()[-4000:]}")
             return "[gateway] ready" in self.output()
-        wait_for(ready, 90, "the OpenClaw gateway to be ready", interval=0.25)
+        wait_for(ready, self.ready_timeout, "the OpenClaw gateway to be ready", interval=0.25)
 
     def output(self) -> str:
         text = ""

@@ -23,22 +23,25 @@ from pathlib import Path
 import pytest
 
 from fake_model import Reply, ToolCall
-from harness import base_env, free_port, wait_for
+from harness import Gateway, base_env, free_port
 
 SHARED = "e2e-remote-shared-token-7Hq2Rk9w"
 
 
-class RemoteGateway:
-    """A gateway with token auth and real pairing, no PaddedCell plugin (none is needed)."""
+class RemoteGateway(Gateway):
+    """A gateway with token auth and real pairing, no PaddedCell plugin (none is needed);
+    start, stop, output and the `openclaw` CLI are the harness's."""
 
-    def __init__(self, root: Path, path: str, model_port: int):
-        self.root, self.path = root, path
+    run_args = ()  # the config's token auth, not --auth none
+    ready_timeout = 180  # a loaded CI machine
+
+    def __init__(self, root: Path, path: str, model_port: int):  # noqa: D107 - no daemon here
+        self.root, self.path, self.model_port = root, path, model_port
         self.home = root / "home"
         self.workspace = root / "workspace"
         self.port = free_port()
-        self.model_port = model_port
-        self.log = root / "openclaw.log"
-        self.out = root / "gateway.out"
+        self.log_path = root / "openclaw.log"
+        self.stdout_path = root / "gateway.out"
         self.proc: subprocess.Popen | None = None
 
     def env(self) -> dict[str, str]:
@@ -64,39 +67,9 @@ class RemoteGateway:
                             "contextWindow": 128000, "maxTokens": 4096}]}}},
             "tools": {"exec": {"mode": "full"}, "toolSearch": False},
             "skills": {"workshop": {"autonomous": {"mode": "off"}}},
-            "logging": {"file": str(self.log)},
+            "logging": {"file": str(self.log_path)},
         }
         (self.home / ".openclaw" / "openclaw.json").write_text(json.dumps(config, indent=2))
-
-    def output(self) -> str:
-        return "".join(p.read_text(errors="replace") for p in (self.out, self.log) if p.exists())
-
-    def start(self) -> None:
-        with open(self.out, "ab") as out:
-            self.proc = subprocess.Popen(["openclaw", "gateway", "run", "--port", str(self.port)],
-                                         env=self.env(), cwd=self.root, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
-
-        def ready() -> bool:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"gateway exited ({self.proc.returncode}): {self.output()[-3000:]}")
-            return "[gateway] ready" in self.output()
-        wait_for(ready, 180, "the OpenClaw gateway to be ready", interval=0.25)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-
-    def openclaw(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        proc = subprocess.run(["openclaw", *argv], env=self.env(), capture_output=True, text=True,
-                              timeout=timeout, cwd=self.root)
-        assert proc.returncode == 0, f"openclaw {' '.join(argv)}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
-        return proc
 
 
 @pytest.fixture(scope="module")
@@ -303,7 +276,8 @@ def test_remote_client_against_a_real_gateway(gateway, fake_model, tmp_path):
     live = cli.start("approvals", "gw", "--json", PADDEDCELL_REMOTE_BACKOFF_MAX_SECONDS="2",
                      PADDEDCELL_REMOTE_MAX_RECONNECT_ATTEMPTS="100")
     live.wait_for(lambda e: e.get("event") == "state" and e.get("state") == "connected", 30, "connected")
-    os.kill(gateway.proc.pid, signal.SIGUSR1)  # what `openclaw gateway restart` sends a foreground gateway
+    gateway.stop()   # a whole restart of the process (same state, same port) under the client
+    gateway.start()
     live.wait_for(lambda e: e.get("event") == "state" and e.get("state") != "connected", 60, "the loss noticed")
     live.wait_for(lambda e: e.get("event") == "state" and e.get("state") == "connected", 180, "reconnected")
     assert json.loads(cli.run("list", "--json").stdout.splitlines()[0])["status"] == "connected"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -131,13 +132,10 @@ def _settings():
 
 
 def _store(settings):
-    from ..remote.protocol import RemoteError
     from ..remote.store import RemoteStore
 
-    try:
+    with _one_line_errors():
         return RemoteStore(settings.home, lock_timeout=float(settings["vault.lock_timeout_seconds"]))
-    except RemoteError as exc:
-        raise click.ClickException(str(exc)) from None
 
 
 def _read_secret(kind: str) -> str:
@@ -157,6 +155,21 @@ def _output(json_mode: bool, store, settings) -> Output:
     except Exception as exc:  # a damaged box: say so, but never print unredacted
         raise click.ClickException(str(exc)) from None
     return Output(json_mode, settings, secrets)
+
+
+def _session(name: str | None, json_mode: bool):
+    """(settings, store, output, remote) for a command about one remote (or none)."""
+    from ..remote.protocol import RemoteError
+
+    settings = _settings()
+    store = _store(settings)
+    out = _output(json_mode, store, settings)
+    if name is None:
+        return settings, store, out, None
+    try:
+        return settings, store, out, store.get(name)
+    except RemoteError as exc:
+        out.fail(str(exc))
 
 
 def _run(out: Output, coro_fn, *args, cancelled: str = "cancelled"):
@@ -188,6 +201,17 @@ def _run(out: Output, coro_fn, *args, cancelled: str = "cancelled"):
         if out.status is not None:
             out.status.stop()
         out.fail(str(exc))
+
+
+@contextmanager
+def _one_line_errors():
+    """The library's errors as click's one-line error (exit 1)."""
+    from ..remote.protocol import RemoteError
+
+    try:
+        yield
+    except RemoteError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.group()
@@ -237,16 +261,12 @@ def list_command(json_mode: bool) -> None:
 @click.option("--description", help="A note shown by list --json.")
 def add_command(name: str, url: str, auth_type: str, allow_insecure: bool, description: str | None) -> None:
     """Add a remote gateway (a new Ed25519 device identity is made for it)."""
-    from ..remote.protocol import RemoteError
-
     settings = _settings()
     store = _store(settings)
     secret = _read_secret(auth_type) if auth_type != "none" else None
-    try:
+    with _one_line_errors():
         item = store.add(name, url, auth_type=auth_type, secret=secret, allow_insecure=allow_insecure,
                          description=description)
-    except RemoteError as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"added {item.name} ({item.url}), device {item.device_id[:16]}…; "
                f"next: paddedcell remote pair {item.name}")
 
@@ -263,18 +283,14 @@ def add_command(name: str, url: str, auth_type: str, allow_insecure: bool, descr
 def edit_command(name: str, new_name: str | None, url: str | None, auth_type: str | None,
                  new_secret: bool, allow_insecure: bool | None, description: str | None) -> None:
     """Change a remote; a new URL or credentials reset its state until the next connect."""
-    from ..remote.protocol import RemoteError
-
     settings = _settings()
     store = _store(settings)
-    try:
+    with _one_line_errors():
         current = store.get(name)
         kind = auth_type or current.auth_type
         secret = _read_secret(kind) if (auth_type not in (None, "none") or new_secret) and kind != "none" else None
         item = store.edit(name, new_name=new_name, url=url, auth_type=auth_type, secret=secret,
                           allow_insecure=allow_insecure, description=description)
-    except RemoteError as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"updated {item.name} ({item.url})")
 
 
@@ -283,19 +299,15 @@ def edit_command(name: str, new_name: str | None, url: str | None, auth_type: st
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def remove_command(name: str, yes: bool) -> None:
     """Remove a remote and every secret kept for it."""
-    from ..remote.protocol import RemoteError
-
     settings = _settings()
     store = _store(settings)
-    try:
+    with _one_line_errors():
         store.get(name)
         if not yes:
             if not sys.stdin.isatty():
                 raise click.UsageError(f"removing {name} needs confirmation: add --yes")
             click.confirm(f"Remove the remote gateway 「{name}」 and its device identity?", abort=True)
         store.remove(name)
-    except RemoteError as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"removed {name}")
 
 
@@ -345,22 +357,12 @@ def test_command(target: str, allow_insecure: bool, json_mode: bool) -> None:
 def pair_command(name: str, json_mode: bool) -> None:
     """Connect and wait (5:00) for the gateway's operator to approve this device."""
     from ..remote.client import RemoteClient
-    from ..remote.protocol import RemoteError, countdown
+    from ..remote.protocol import countdown
 
-    settings = _settings()
-    store = _store(settings)
-    out = _output(json_mode, store, settings)
-    try:
-        item = store.get(name)
-    except RemoteError as exc:
-        out.fail(str(exc))
-    last: dict[str, Any] = {}
+    settings, store, out, item = _session(name, json_mode)
 
     def emit(kind: str, fields: dict[str, Any]) -> None:
         if kind == "pending":
-            first = not last or last.get("requestId") != fields.get("requestId")
-            polled = first or int(fields["remaining"]) % int(settings["remote.pairing_poll_seconds"]) == 0
-            last.update(fields)
             text = (f"waiting for approval {countdown(fields['remaining'])}; on the gateway host run: "
                     f"{fields['command']}")
             if out.tty:
@@ -370,8 +372,7 @@ def pair_command(name: str, json_mode: bool) -> None:
                     out.status.start()
                 else:
                     out.status.update(out.clean(text))
-            elif polled and last.get("_printed") != int(fields["remaining"]):
-                last["_printed"] = int(fields["remaining"])
+            elif fields["polled"]:
                 if json_mode:
                     out.record("pending", {**fields, "remaining": round(fields["remaining"])})
                 else:
@@ -528,21 +529,14 @@ def chat_command(name: str, session_key: str | None, message: str | None, attach
     import trio
 
     from ..remote.client import RemoteClient
-    from ..remote.protocol import RemoteError
 
-    settings = _settings()
-    store = _store(settings)
-    out = _output(json_mode, store, settings)
     if message is None:
         if sys.stdin.isatty():
             raise click.UsageError("give the message with -m TEXT (or pipe it on stdin)")
         message = sys.stdin.read().strip()
     if not message:
         raise click.UsageError("the message is empty")
-    try:
-        item = store.get(name)
-    except RemoteError as exc:
-        out.fail(str(exc))
+    settings, store, out, item = _session(name, json_mode)
     client = RemoteClient(store, item, settings, _printer(out))
     interactive = out.tty and sys.stdin.isatty()
 
@@ -575,15 +569,8 @@ def approvals_command(name: str, json_mode: bool, limit: int) -> None:
     import trio
 
     from ..remote.client import RemoteClient
-    from ..remote.protocol import RemoteError
 
-    settings = _settings()
-    store = _store(settings)
-    out = _output(json_mode, store, settings)
-    try:
-        item = store.get(name)
-    except RemoteError as exc:
-        out.fail(str(exc))
+    settings, store, out, item = _session(name, json_mode)
     printer = _printer(out)
     decided = trio.Event() if limit else None
     count = [0]
@@ -626,9 +613,7 @@ def status_command(names: tuple[str, ...], json_mode: bool) -> None:
     from ..remote.client import RemoteClient
     from ..remote.protocol import RemoteError
 
-    settings = _settings()
-    store = _store(settings)
-    out = _output(json_mode, store, settings)
+    settings, store, out, _ = _session(None, json_mode)
     try:
         remotes = [store.get(n) for n in names] if names else store.list()
     except RemoteError as exc:

@@ -217,10 +217,13 @@ class RemoteClient:
             except RemoteError as exc:  # shown, not swallowed (the seed's catch {})
                 self.emit("poll-error", {"message": str(exc)})
             next_poll = min(clock() + poll, deadline)
+            polled = True  # the first event after a poll; the rest only move the clock
             while True:
                 remaining = deadline - clock()
                 self.emit("pending", {"requestId": request_id, "remaining": max(0.0, remaining),
-                                      "command": f"openclaw devices approve {request_id or '<requestId>'}"})
+                                      "command": f"openclaw devices approve {request_id or '<requestId>'}",
+                                      "polled": polled})
+                polled = False
                 if remaining <= 0:
                     raise RemoteError(
                         f"not approved within {protocol.countdown(timeout)}; {self.remote.name} stays pending: "
