@@ -298,3 +298,15 @@ async def test_status_row(nursery, home):
     assert row == {"name": "gw", "state": "connected", "version": "fake-1", "protocol": 4, "health": "ok",
                    "agents": ["main", "ops"], "sessions": 2, "activeSessions": ["a"]}
     assert summarize_status({"name": "x", "state": "connected", "health": {"error": "no"}})["health"] == "degraded"
+
+
+async def test_what_the_gateway_says_is_stored_redacted(nursery, home):
+    gateway = FakeGateway(connect_error={"code": "WEIRD", "message": f"bad token {SHARED} here"})
+    await nursery.start(gateway.serve)
+    client, events = make(home, gateway)
+    with pytest.raises(ConnectRefused) as caught:
+        await client.handshake()
+    stored = client.store.get("gw").status_detail
+    assert SHARED not in stored and "######" in stored
+    assert SHARED not in str(events)
+    del caught

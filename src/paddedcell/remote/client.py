@@ -95,10 +95,21 @@ class RemoteClient:
         self.emit = emit
         self._gap_warned = False
         self._retrying = False
+        self._filter = None
 
     # -- connecting ------------------------------------------------------------------
 
+    def clean(self, text: str) -> str:
+        """``text`` through a redactor of every configured remote's secrets: what the
+        gateway said is stored for ``list`` only after this."""
+        if self._filter is None:
+            from ..redactor import new_filter
+            self._filter = new_filter(self.store.all_secret_values(), self.settings)
+        one = self._filter.fresh()
+        return (one.feed(text.encode("utf-8")) + one.flush()).decode("utf-8", errors="replace")
+
     def _state(self, state: str, detail: str = "", **extra: Any) -> None:
+        detail = self.clean(detail) if detail else detail
         stored = {"connected": "connected", "pending": "pending"}.get(state, "error")
         self.store.set_status(self.remote, stored, detail or None, request_id=extra.get("request_id"),
                               server_version=extra.get("server_version"),
