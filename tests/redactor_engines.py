@@ -12,3 +12,12 @@ NEEDS_HYPERSCAN = pytest.mark.skipif(
 HYPERSCAN = pytest.param(matcher.HyperscanMatcher, id="hyperscan", marks=NEEDS_HYPERSCAN)
 PORTABLE = pytest.param(matcher.AhoMatcher, id="portable")
 BOTH = [HYPERSCAN, PORTABLE]
+
+
+@pytest.fixture(autouse=True, scope="module", params=BOTH)
+def engine(request):
+    """Every test of a module that imports this runs on each engine in turn."""
+    saved = matcher.ENGINE
+    matcher.ENGINE = request.param
+    yield request.param
+    matcher.ENGINE = saved

@@ -20,18 +20,11 @@ from paddedcell.redactor import ShortSecretWarning, StreamRedactor, Variants, ma
 from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
 from paddedcell.redactor import stream as stream_module
 from paddedcell.redactor.variants import fragments
-from redactor_engines import BOTH
+from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
 
 M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 
-
-@pytest.fixture(autouse=True, scope="module", params=BOTH)
-def engine(request):
-    saved = matcher.ENGINE
-    matcher.ENGINE = request.param
-    yield request.param
-    matcher.ENGINE = saved
 
 
 def bash(script: str, *args: str) -> subprocess.CompletedProcess:

@@ -12,18 +12,10 @@ from paddedcell.redactor import ShortSecretWarning, StreamRedactor, redact
 from paddedcell.redactor import matcher
 from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
 from paddedcell.redactor.variants import Variants, expand
-from redactor_engines import BOTH
+from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
 
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 
-
-@pytest.fixture(autouse=True, scope="module", params=BOTH)
-def engine(request):
-    """Every property runs on the fast engine and on the portable one."""
-    saved = matcher.ENGINE
-    matcher.ENGINE = request.param
-    yield request.param
-    matcher.ENGINE = saved
 
 MASK = b"######"
 # A small alphabet makes overlaps, self-overlaps and prefixes common. No "#":
@@ -134,9 +126,9 @@ def test_engines_agree(secrets, data):
     text = b"".join(data) + b"".join(secrets[:2])
     pats = sorted(patterns_for(secrets, variants=True))
     ref = sorted(set(matcher.FindMatcher(pats).spans(text)))
-    for engine in matcher.ENGINES:
+    for each in matcher.ENGINES:
         try:
-            e = engine(pats)
+            e = each(pats)
         except ValueError:
             continue
         assert sorted(set(e.spans(text))) == ref

@@ -38,34 +38,40 @@ class WorkPerStep(trio.abc.Instrument):
             self.in_workers += n
 
 
-@pytest.mark.parametrize("pty", [False, True], ids=["pipes", "pty"])
-async def test_a_flood_is_sanitized_and_redacted_in_worker_threads(tmp_path, monkeypatch, pty):
-    counter = WorkPerStep()
-    sanitize, redact = OutputSanitizer.feed, StreamRedactor.feed
+def counted(monkeypatch, counter: WorkPerStep, cls, name: str = "feed") -> None:
+    original = getattr(cls, name)
 
-    def counting_sanitize(self, data):
+    def counting(self, data):
         counter.count(len(data))
-        return sanitize(self, data)
+        return original(self, data)
 
-    def counting_redact(self, data):
-        counter.count(len(data))
-        return redact(self, data)
+    monkeypatch.setattr(cls, name, counting)
 
-    monkeypatch.setattr(OutputSanitizer, "feed", counting_sanitize)
-    monkeypatch.setattr(StreamRedactor, "feed", counting_redact)
+
+async def run_counted(tmp_path, counter: WorkPerStep, spec: LaunchSpec):
+    """Run ``spec`` to its end with ``counter`` watching the loop's task steps."""
     settings = make_settings(tmp_path / "home", supervisor__sandbox="none")
-    size = 3_000_000
-    command = f"head -c {size} /dev/zero | tr '\\0' a; printf ' {SECRET} '"
     trio.lowlevel.add_instrument(counter)
     try:
         async with trio.open_nursery() as nursery:
-            sup = Supervisor(settings, nursery)
-            s = sup.start(LaunchSpec(command=command, secrets=[SECRET], pty=pty, timeout_seconds=60))
+            s = Supervisor(settings, nursery).start(spec)
             with trio.fail_after(60):
                 await s.done.wait()
             nursery.cancel_scope.cancel()
     finally:
         trio.lowlevel.remove_instrument(counter)
+    return s
+
+
+@pytest.mark.parametrize("pty", [False, True], ids=["pipes", "pty"])
+async def test_a_flood_is_sanitized_and_redacted_in_worker_threads(tmp_path, monkeypatch, pty):
+    counter = WorkPerStep()
+    counted(monkeypatch, counter, OutputSanitizer)
+    counted(monkeypatch, counter, StreamRedactor)
+    size = 3_000_000
+    command = f"head -c {size} /dev/zero | tr '\\0' a; printf ' {SECRET} '"
+    s = await run_counted(tmp_path, counter, LaunchSpec(command=command, secrets=[SECRET], pty=pty,
+                                                         timeout_seconds=60))
     assert s.outcome.exit_code == 0
     tail = s.buffer.tail(200)
     assert SECRET.encode() not in s.buffer.held() and tail.rstrip().endswith(b"######"), tail
@@ -76,25 +82,9 @@ async def test_a_flood_is_sanitized_and_redacted_in_worker_threads(tmp_path, mon
 
 async def test_plain_ascii_without_secrets_stays_on_the_loop(tmp_path, monkeypatch):
     counter = WorkPerStep()
-    sanitize = OutputSanitizer.feed
-
-    def counting_sanitize(self, data):
-        counter.count(len(data))
-        return sanitize(self, data)
-
-    monkeypatch.setattr(OutputSanitizer, "feed", counting_sanitize)
-    settings = make_settings(tmp_path / "home", supervisor__sandbox="none")
-    trio.lowlevel.add_instrument(counter)
-    try:
-        async with trio.open_nursery() as nursery:
-            sup = Supervisor(settings, nursery)
-            s = sup.start(LaunchSpec(command="head -c 1000000 /dev/zero | tr '\\0' a; printf 'é'",
-                                     timeout_seconds=60))
-            with trio.fail_after(60):
-                await s.done.wait()
-            nursery.cancel_scope.cancel()
-    finally:
-        trio.lowlevel.remove_instrument(counter)
+    counted(monkeypatch, counter, OutputSanitizer)
+    s = await run_counted(tmp_path, counter, LaunchSpec(
+        command="head -c 1000000 /dev/zero | tr '\\0' a; printf 'é'", timeout_seconds=60))
     assert s.buffer.end == 1_000_002
     assert counter.on_loop >= 1_000_000 - 64 * 1024  # ASCII reads: no thread round trip
     assert counter.in_workers >= 2  # the read holding "é" went to a worker

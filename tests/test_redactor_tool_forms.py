@@ -13,23 +13,15 @@ import unicodedata
 
 import pytest
 
-from paddedcell.redactor import StreamRedactor, Variants, matcher, redact
+from paddedcell.redactor import StreamRedactor, Variants, redact
 from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
-from redactor_engines import BOTH
+from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
 
 M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 ASCII = b'Zq8x"v2\\NmP4<t&R7yWb3Kd'
 TEXT = "Gehe\u00efm-Schl\u00fcssel-42"  # precomposed (NFC)
 UTF8 = TEXT.encode()
-
-
-@pytest.fixture(autouse=True, scope="module", params=BOTH)
-def engine(request):
-    saved = matcher.ENGINE
-    matcher.ENGINE = request.param
-    yield request.param
-    matcher.ENGINE = saved
 
 
 def tool(script: str, *args: str | bytes, stdin: bytes | None = None, locale: str = "C.UTF-8") -> bytes:

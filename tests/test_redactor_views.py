@@ -20,19 +20,12 @@ from paddedcell.redactor import StreamRedactor, Variants, matcher, redact
 from paddedcell.redactor.oracle import _csi_length, naive_held, naive_redact, patterns_for, scan_view
 from paddedcell.redactor.variants import base64_inner_forms
 from paddedcell.redactor.views import VIEWS, Viewed
-from redactor_engines import BOTH
+from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
 
 M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 SECRET = b"Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua"
 
-
-@pytest.fixture(autouse=True, scope="module", params=BOTH)
-def engine(request):
-    saved = matcher.ENGINE
-    matcher.ENGINE = request.param
-    yield request.param
-    matcher.ENGINE = saved
 
 
 def sh(script: str, *args: str, stdin: bytes | None = None) -> bytes:

@@ -140,23 +140,33 @@ class Variants:
         raise TypeError(f"variants must be a bool or Variants, not {type(value).__name__}")
 
 
-def base64_inner_forms(secret: bytes) -> list[bytes]:
-    """Base64 of ``secret`` at byte offsets 0, 1 and 2, cut to the stable part.
+def _inner_forms(secret: bytes, encode, bits: int, alignments: int) -> list[bytes]:
+    """``encode`` (``bits`` per output character) of ``secret`` preceded by 0 to
+    ``alignments - 1`` other bytes, cut to the characters that lie wholly inside
+    the secret's bits.
 
-    Preceded by ``a`` other bytes, the secret occupies bits ``[8a, 8(a+n))`` of
-    the encoded stream; output character ``j`` covers bits ``[6j, 6j+6)``. Only
-    characters lying wholly inside the secret's bits are the same whatever
-    precedes or follows it, so those are what we match (GitHub's runner kept
-    the padded tail and missed ``echo $S | base64``, actions/runner #291).
+    Preceded by ``a`` bytes, the secret occupies bits ``[8a, 8(a+n))`` of the
+    encoded stream; output character ``j`` covers bits ``[bits*j, bits*(j+1))``.
+    Only those characters are the same whatever precedes or follows it, so those
+    are what we match (GitHub's runner kept the padded tail and missed ``echo $S |
+    base64``, actions/runner #291).
     """
     forms = []
     n = len(secret)
-    for a in range(3):
-        encoded = base64.b64encode(b"\0" * a + secret)
-        first = (8 * a + 5) // 6
-        last = (8 * (a + n)) // 6
-        forms.append(encoded[first:last])
+    for a in range(alignments):
+        encoded = encode(b"\0" * a + secret)
+        forms.append(encoded[(8 * a + bits - 1) // bits:(8 * (a + n)) // bits])
     return forms
+
+
+def base64_inner_forms(secret: bytes) -> list[bytes]:
+    """Base64 of ``secret`` at byte offsets 0, 1 and 2, cut to the stable part."""
+    return _inner_forms(secret, base64.b64encode, 6, 3)
+
+
+def base32_inner_forms(secret: bytes) -> list[bytes]:
+    """Base32 of ``secret`` at byte offsets 0 to 4, cut to the stable part."""
+    return _inner_forms(secret, base64.b32encode, 5, 5)
 
 
 _PERCENT_HEX = re.compile(rb"%[0-9A-F]{2}")
@@ -191,19 +201,6 @@ def _c_escaped(secret: bytes) -> bytes:
         else:
             out.append(c)
     return bytes(out)
-
-
-def base32_inner_forms(secret: bytes) -> list[bytes]:
-    """Base32 of ``secret`` at byte offsets 0 to 4, cut to the characters that lie
-    wholly inside its bits (as :func:`base64_inner_forms`, five bits a character)."""
-    forms = []
-    n = len(secret)
-    for a in range(5):
-        encoded = base64.b32encode(b"\0" * a + secret)
-        first = (8 * a + 4) // 5
-        last = (8 * (a + n)) // 5
-        forms.append(encoded[first:last])
-    return forms
 
 
 #: bash's ansic_quote: these controls by letter, every other non-printable byte in octal.

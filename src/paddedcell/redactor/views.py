@@ -493,16 +493,7 @@ class Viewed(_matcher._Engine):
                     if h > best:
                         best = h
                 continue
-            seen = view.view(buf[:n] if cut else buf)
-            hits = []
-            for s, e in m.spans(seen):
-                for p in full[seen[s:e]]:
-                    if len(p) == e - s or seen.startswith(p, s):
-                        hits.append((s, s + len(p)))
-            if hits:
-                tokens, starts, _ = view.layout(buf, 0, n)
-                for s, e in hits:
-                    found.append((_to_raw(tokens, starts, 0, s)[0], _to_raw(tokens, starts, 0, e - 1)[1]))
+            seen = self._view_hits(view, m, full, buf, 0, n, found)
             if final:
                 continue
             h = proper.hold(seen)
