@@ -10,7 +10,10 @@ Every row is measured in the same run on the same machine:
     in ms per MB fed in 4 KiB and 64 KiB reads, beside the same detector without its
     class prefilter (the window sums every detector used before) as the baseline.
 
-Usage: python benchmarks/vault.py [--runs N] [--json]
+Usage: python benchmarks/vault.py [--runs N] [--json] [--setup]
+
+Setup: ``--setup`` installs Debian's ``pass`` (``apt-get install pass``, as root) when it is
+missing, so that the ``pass show`` baseline is measured; without it that row is skipped.
 """
 
 from __future__ import annotations
@@ -149,7 +152,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--setup", action="store_true",
+                        help="install Debian's pass (apt-get, as root) when it is missing")
     args = parser.parse_args()
+    if args.setup and shutil.which("pass") is None:
+        subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "pass"], check=True,
+                       stdout=subprocess.DEVNULL)
 
     # PYTHONDONTWRITEBYTECODE would make the console script recompile every module on
     # every run; an installed pass_mgr runs from cached bytecode.
