@@ -145,17 +145,18 @@ class ToolsHandler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def tools_upstream(ca: CertificateAuthority, secret: str, root: Path
-                   ) -> Iterator[tuple[int, list[dict]]]:
-    """The server on 127.0.0.1 with a leaf for ``localhost``; yields (port, requests)."""
+def tools_upstream(ca: CertificateAuthority, secret: str, root: Path, host: str = "localhost",
+                   address: str = "127.0.0.1") -> Iterator[tuple[int, list[dict]]]:
+    """The server on ``address`` with a leaf for ``host``; yields (port, requests)."""
+    root.mkdir(exist_ok=True)
     bare_repo(root)
     handler = type("Handler", (ToolsHandler,), {"secret": secret, "root": root,
                                                 "wheel": tiny_wheel()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ThreadingHTTPServer((address, 0), handler)
     server.daemon_threads = True
     server.received = []  # type: ignore[attr-defined]
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    load_chain_from_memory(context, *ca.issue("localhost"))
+    load_chain_from_memory(context, *ca.issue(host))
     server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

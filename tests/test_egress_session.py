@@ -134,3 +134,17 @@ def test_headers_target_and_basic():
         plain.headers([(b"x", p)])
     other_port = Substituter([grant], Destination("api.github.com", 8443, "https"))
     assert other_port.headers([(b"x", b"nothing here")]) == [(b"x", b"nothing here")]
+
+
+def test_the_bundle_file_is_system_trust_then_the_session_ca(tmp_path, vault):
+    settings, ws = vault
+    set_secret("a1", ws, "gh", REAL, PW, settings, binding=Binding(("api.github.com",)))
+    session = load_session("a1", ws, settings)
+    path = tmp_path / "s.ca.pem"
+    session.write_bundle(str(path))
+    data = path.read_bytes()
+    assert data.endswith(session.ca.certificate_pem)
+    assert data.count(b"BEGIN CERTIFICATE") > 10  # the system's roots first
+    assert path.stat().st_mode & 0o777 == 0o644
+    with pytest.raises(FileExistsError):  # a new file each session, never a rewrite
+        session.write_bundle(str(path))

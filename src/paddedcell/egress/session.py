@@ -16,6 +16,7 @@ request carry? (:mod:`.substitute`); how to filter a response body?
 
 from __future__ import annotations
 
+import os
 import ssl
 from typing import Any, Callable
 
@@ -133,6 +134,18 @@ class ProxySession:
     def bundle(self, system_bundle: str | None = None) -> bytes:
         """System trust + the session CA: the file the CA variables name."""
         return bundle_text(self.ca.certificate_pem, system_bundle)
+
+    def write_bundle(self, path: str) -> None:
+        """:meth:`bundle` into a new file (0644: public certificates, read by the agent's
+        uid). A new name, not a rewrite: truncating a file forces ext4 to flush it."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            os.fchmod(fd, 0o644)  # whatever the umask
+            view = memoryview(self.bundle())
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
 
 

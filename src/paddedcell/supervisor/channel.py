@@ -155,6 +155,22 @@ def _vault_call(op: str, agent_id: str, workspace: str, request: dict[str, Any],
         raise Refusal(f"{exc.strerror or exc}{where}", 1) from None
 
 
+def _placeholder_for(session, key: str, answer: dict[str, Any],
+                     values: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """A bound key's ``get`` in a session whose proxy intercepts: the session's placeholder
+    instead of the value (docs/design.md §6.5); both are masked from here on."""
+    egress = getattr(session, "egress", None)
+    if egress is None or not egress.is_bound(key):
+        return answer, values
+    from ..egress.placeholders import PlaceholderError
+
+    try:
+        placeholder = egress.issue(key, answer["value"])
+    except PlaceholderError as exc:
+        raise Refusal(f"{key} is bound to hosts, but {exc}", exits.ERROR) from None
+    return {"value": placeholder}, [*values, placeholder]
+
+
 class SessionChannel:
     """Serves one session's socket until the session ends (cancel the task)."""
 
@@ -165,6 +181,8 @@ class SessionChannel:
         self.settings = settings
         self.path = str(directory / f"{token[:20]}.sock")
         self.forward = forward
+        #: The session's egress CA bundle (written beside the socket), removed at close.
+        self.ca_bundle: str | None = None
         self._sock = None
         #: ``share(agent_id, workspace, values)``: the supervisor's broadcast of values
         #: this channel handed out to every other live session that could print them.
@@ -203,6 +221,12 @@ class SessionChannel:
                 os.unlink(self.path)
             except OSError:
                 pass
+        if self.ca_bundle is not None:  # the session's egress CA bundle, beside the socket
+            try:
+                os.unlink(self.ca_bundle)
+            except OSError:
+                pass
+            self.ca_bundle = None
 
     async def serve(self) -> None:
         """Accept and answer until cancelled; whatever a client does ends at most this
@@ -306,6 +330,8 @@ class SessionChannel:
                                   "workspace), so it has no secrets", exits.ERROR)
                 answer, values = await trio.to_thread.run_sync(
                     _vault_call, op, agent_id, workspace, request, self.settings)
+                if op == "get":
+                    answer, values = _placeholder_for(session, request["key"], answer, values)
                 if values:
                     # Masked before the value leaves: from its first byte on, in this
                     # session and in every other live one that could print it.

@@ -157,6 +157,7 @@ class ExecService:
                           agent_id=request.agent_id, agent_workspace=request.agent_workspace,
                           session_key=request.session_key, name=request.title,
                           secrets=prepared.secrets, redactor=prepared.redactor,
+                          egress=prepared.egress,
                           on_output=on_output, stdin_fd=stdin_fd)
         del prepared
         try:

@@ -32,7 +32,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import trio
 
@@ -144,6 +144,9 @@ class Session:
         self.backgrounded = False
         #: Lines shown before the output in exec results (e.g. the PTY fallback).
         self.warnings: list[str] = []
+        #: The session's egress side (``egress.session.ProxySession``) when its proxy
+        #: intercepts for bound secrets: the channel answers placeholders from it.
+        self.egress: Any = None
         #: ``process remove`` on a running session: dropped as soon as it ends.
         self.removed = False
         #: A poll showed the model this session's end (no exit notification then).

@@ -74,6 +74,9 @@ class LaunchSpec:
     secrets: list[str] = field(default_factory=list)
     #: The output filter already built for ``secrets`` (else built here).
     redactor: OutputFilter | None = None
+    #: The agent's egress side (``egress.session.ProxySession``) when egress is on for it
+    #: (``secretflow.Prepared.egress``); used where the sandbox gives the session a proxy.
+    egress: Any = None
     on_output: OutputCallback | None = None
     #: Pipes only: give the child this fd as stdin instead of a writable pipe.
     stdin_fd: int | None = None
