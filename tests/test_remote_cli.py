@@ -146,3 +146,43 @@ def test_pair_waits_with_the_command_to_run_and_ctrl_c_leaves_it_pending(home):
     assert "gw stays pending" in err
     listed = json.loads(run(home, "list", "--json").stdout)
     assert listed["status"] == "pending" and listed["pairingRequestId"] == "req-77"
+
+
+def test_on_a_terminal_list_is_a_table_and_chat_asks_for_approvals(home):
+    """The terminal idiom: a rich table, and an approval prompt answered with a key."""
+    pexpect = pytest.importorskip("pexpect")
+
+    async def script(ws, gw):
+        import trio
+        while not any(r["method"] == "chat.send" for r in gw.requests):
+            await trio.sleep(0.01)
+        await gw.event(ws, "exec.approval.requested", {"id": "ap-tty", "request": {
+            "command": "make deploy", "allowedDecisions": ["allow-once", "deny"]}})
+        while not any(r["method"] == "exec.approval.resolve" for r in gw.requests):
+            await trio.sleep(0.01)
+        await gw.event(ws, "chat", {"runId": "r1", "state": "final",
+                                    "message": {"content": [{"type": "text", "text": "deployed"}]}})
+    gateway = FakeGateway(script=script, methods={
+        "sessions.resolve": lambda p: {"key": p["key"]}, "chat.send": lambda p: {"runId": "r1"},
+        "exec.approval.resolve": lambda p: {"ok": True}})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
+    env.update(PADDEDCELL_HOME=str(home), COLUMNS="120", TERM="xterm")
+    with ThreadedGateway(gateway):
+        run(home, "add", "gw", gateway.url)
+        child = pexpect.spawn(sys.executable, ["-m", "paddedcell.cli.main", "remote", "list"], env=env,
+                              encoding="utf-8", timeout=30)
+        child.expect("Name")
+        child.expect("gw")
+        child.expect(pexpect.EOF)
+        chat = pexpect.spawn(sys.executable, ["-m", "paddedcell.cli.main", "remote", "chat", "gw", "-m", "go",
+                                              "--session", "s"], env=env, encoding="utf-8", timeout=30)
+        chat.expect(r"allow exec 'make deploy'.*\[o\]nce / \[r\]eject")
+        chat.sendline("a")  # not offered: asked again
+        chat.expect("answer one of")
+        chat.sendline("r")
+        chat.expect("deployed")
+        chat.expect(pexpect.EOF)
+        chat.close()
+    assert chat.exitstatus == 0
+    decided = [r["params"] for r in gateway.requests if r["method"] == "exec.approval.resolve"]
+    assert decided == [{"id": "ap-tty", "decision": "deny"}]
