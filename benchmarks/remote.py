@@ -48,7 +48,10 @@ SHARED = "bench-shared-token-0123456789"
 
 
 def env_for(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
+    """PADDEDCELL_HOME=home; bytecode written and used, as an installed package has it
+    (with PYTHONDONTWRITEBYTECODE every run would compile every module again)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PADDEDCELL_") and k != "PYTHONDONTWRITEBYTECODE"}
     env["PADDEDCELL_HOME"] = str(home)
     return env
 
@@ -61,17 +64,22 @@ def new_home(root: Path, name: str) -> Path:
 
 # -- connect + handshake ----------------------------------------------------------------
 
+CPU: list[float] = []  # this process's CPU per handshake (the client's share with a real gateway)
+
+
 async def handshake_times(home: Path, url: str, samples: int) -> tuple[list[float], list[float]]:
     settings = config.load(environ={"PADDEDCELL_HOME": str(home)})
     store = RemoteStore(home)
     client = RemoteClient(store, store.get("gw"), settings, lambda kind, fields: None)
     assert store.secrets(store.get("gw")).device_token, "pair first: no stored device token"
     ours, bare = [], []
+    CPU.clear()
     for _ in range(samples):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         async with client.connect("status"):
             pass
         ours.append((time.perf_counter() - start) * 1000)
+        CPU.append((time.process_time() - cpu) * 1000)
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
             ws = await connection.dial(nursery, url, False, settings)
@@ -196,6 +204,7 @@ def list_times(root: Path, samples: int) -> dict[str, list[float]]:
     env = env_for(home)
     cli = [sys.executable, "-m", "paddedcell.cli.main"]
     times: dict[str, list[float]] = {"list": [], "version": [], "python": []}
+    run_ms(cli + ["remote", "list"], env)  # warm-up: writes the bytecode
     for _ in range(samples):
         times["list"].append(run_ms(cli + ["remote", "list"], env))
         times["version"].append(run_ms(cli + ["--version"], env))
@@ -259,6 +268,8 @@ def main() -> None:
             ours, bare = real_handshake(root, args.samples)
             rows.append(("connect+handshake, stored device token (OpenClaw 2026.9.6)", "ms p50", 50,
                          percentile(ours, 50), "bare WebSocket open+close", percentile(bare, 50)))
+            rows.append(("  of which the client's CPU (the rest: the gateway, the wire)", "ms p50", None,
+                         percentile(CPU, 50), "", None))
         ours, bare = first_delta(root, args.samples)
         rows.append(("first delta: arrival -> shown (redacted)", "ms p50", 10, percentile(ours, 50),
                      "arrival -> bare print", percentile(bare, 50)))
