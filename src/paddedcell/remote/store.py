@@ -30,7 +30,6 @@ import json
 import os
 import sqlite3
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -339,6 +338,8 @@ class RemoteStore:
         url = normalize_url(url)
         _check_auth(auth_type, secret)
         from .identity import DeviceIdentity
+
+        import uuid
 
         identity = DeviceIdentity.generate()
         remote_id, now = str(uuid.uuid4()), _now_ms()
