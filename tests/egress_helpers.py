@@ -114,11 +114,12 @@ class EchoHandler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def upstream(tls: CertificateAuthority | None = None, host: str = "localhost"
-             ) -> Iterator[tuple[int, list[dict]]]:
-    """A threaded echo server on 127.0.0.1 (TLS with a leaf for ``host`` from ``tls``);
-    yields (port, the records of the requests it received)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
+def serving(handler: type[BaseHTTPRequestHandler], tls: CertificateAuthority | None = None,
+            host: str = "localhost", address: str = "127.0.0.1"
+            ) -> Iterator[tuple[int, list[dict]]]:
+    """A threaded server of ``handler`` on ``address`` (TLS with a leaf for ``host`` from
+    ``tls``); yields (port, the records of the requests it received)."""
+    server = ThreadingHTTPServer((address, 0), handler)
     server.daemon_threads = True
     server.received = []  # type: ignore[attr-defined]
     if tls is not None:
@@ -133,6 +134,11 @@ def upstream(tls: CertificateAuthority | None = None, host: str = "localhost"
     finally:
         server.shutdown()
         server.server_close()
+
+
+def upstream(tls: CertificateAuthority | None = None, host: str = "localhost"):
+    """The echo server (:class:`EchoHandler`) on 127.0.0.1."""
+    return serving(EchoHandler, tls, host)
 
 
 def listener() -> socket.socket:

@@ -12,17 +12,15 @@ import hashlib
 import io
 import json
 import os
-import ssl
 import subprocess
-import threading
 import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Iterator
 
-from paddedcell.egress.ca import CertificateAuthority, load_chain_from_memory
+from paddedcell.egress.ca import CertificateAuthority
 
-from egress_helpers import read_body
+from egress_helpers import read_body, serving
 
 WHEEL_NAME = "tinypkg-1.0-py3-none-any.whl"
 
@@ -152,16 +150,5 @@ def tools_upstream(ca: CertificateAuthority, secret: str, root: Path, host: str 
     bare_repo(root)
     handler = type("Handler", (ToolsHandler,), {"secret": secret, "root": root,
                                                 "wheel": tiny_wheel()})
-    server = ThreadingHTTPServer((address, 0), handler)
-    server.daemon_threads = True
-    server.received = []  # type: ignore[attr-defined]
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    load_chain_from_memory(context, *ca.issue(host))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], server.received  # type: ignore[attr-defined]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(handler, ca, host, address) as served:
+        yield served
