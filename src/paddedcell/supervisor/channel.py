@@ -31,6 +31,7 @@ import logging
 import os
 import socket
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -50,6 +51,7 @@ ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, e
 Forward = Callable[[str, str, Any], Awaitable[dict[str, Any]]]
 
 
+@dataclass(frozen=True, slots=True)
 class ChannelLimits:
     """What one session's channel may hold, from the ``supervisor.channel_*`` settings.
 
@@ -62,16 +64,11 @@ class ChannelLimits:
     arrive whole within ``idle_seconds``.
     """
 
-    __slots__ = ("max_connections", "max_request_bytes", "session_buffer_bytes",
-                 "idle_seconds", "accept_backoff_max")
-
-    def __init__(self, max_connections: int, max_request_bytes: int, session_buffer_bytes: int,
-                 idle_seconds: float, accept_backoff_max: float):
-        self.max_connections = max_connections
-        self.max_request_bytes = max_request_bytes
-        self.session_buffer_bytes = session_buffer_bytes
-        self.idle_seconds = idle_seconds
-        self.accept_backoff_max = accept_backoff_max
+    max_connections: int
+    max_request_bytes: int
+    session_buffer_bytes: int
+    idle_seconds: float
+    accept_backoff_max: float
 
     @classmethod
     def from_settings(cls, settings) -> "ChannelLimits":
