@@ -90,10 +90,11 @@ class Daemon:
         self.env = base_env(home, **env)
         self.log = open(home / "daemon-test.log", "ab")
 
-        def limit() -> None:
+        def limit() -> None:  # the soft limit: a session may raise its own again
             import resource
 
-            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+            resource.setrlimit(resource.RLIMIT_NOFILE,
+                               (open_files, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
         self.proc = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
                                      env=self.env, stdout=self.log, stderr=self.log,
