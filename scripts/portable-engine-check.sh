@@ -12,6 +12,7 @@ trap 'rm -rf "$scratch"' EXIT
 
 "$PY" -m venv "$scratch/venv"
 pip=("$scratch/venv/bin/pip" --quiet --disable-pip-version-check)
+install=("${pip[@]}" install --no-compile)  # bytecode is written on first import, for the tests only
 "${pip[@]}" wheel --no-deps --wheel-dir "$scratch/dist" . >/dev/null
 wheel=$(ls "$scratch"/dist/paddedcell-*.whl)
 # The wheel's own requirements, less the fast engine (as pip resolves them on aarch64).
@@ -27,8 +28,8 @@ for r in requires:
         continue
     print(name)
 PYEOF
-"${pip[@]}" install -r "$scratch/requirements.txt" "pytest>=8,<9" "pytest-trio>=0.8,<0.9" "hypothesis>=6.100,<7"
-"${pip[@]}" install --no-deps "$wheel"
+"${install[@]}" -r "$scratch/requirements.txt" "pytest>=8,<9" "pytest-trio>=0.8,<0.9" "hypothesis>=6.100,<7"
+"${install[@]}" --no-deps "$wheel"
 if "$scratch/venv/bin/python" -c "import hyperscan" 2>/dev/null; then
     echo "portable-engine-check: hyperscan is installed in the scratch venv; the check would prove nothing" >&2
     exit 1
