@@ -1,5 +1,6 @@
-"""Where the host has no namespaces, "auto" runs commands unsandboxed and says so once;
-"namespaces" refuses to run them (supervisor/sandbox.py, docs/design.md §1)."""
+"""Where the host has no namespaces: "auto" runs each agent as its own uid under a root
+daemon, and otherwise refuses agent commands with one line saying how to fix it (said
+once at start too); "namespaces" refuses; "none" is the explicit opt-out (docs/design.md §1)."""
 
 from __future__ import annotations
 
@@ -11,48 +12,90 @@ import trio
 
 from paddedcell.supervisor import LaunchSpec, Supervisor
 from paddedcell.supervisor import sandbox
-from paddedcell.supervisor.spawn import SpawnError
+from paddedcell.supervisor.spawn import SandboxUnavailable, SpawnError
 
 from supervisor_helpers import make_settings
+
+WHY = "user namespaces are off (test)"
 
 
 @pytest.fixture
 def no_namespaces(monkeypatch):
-    monkeypatch.setattr(sandbox, "_AVAILABLE", (False, "user namespaces are off (test)"))
-    monkeypatch.setattr(sandbox, "_WARNED", False)
+    monkeypatch.setattr(sandbox, "_AVAILABLE", {True: (False, WHY), False: (False, WHY)})
 
 
-async def test_auto_without_namespaces_runs_unsandboxed_and_says_so_once(
-        tmp_path, no_namespaces, caplog, nursery):
+@pytest.fixture
+def ordinary_user(monkeypatch):
+    """The daemon's checks see an ordinary user (root cannot be one in-process)."""
+    monkeypatch.setattr(sandbox, "host_root", lambda: False)
+
+
+async def test_auto_without_namespaces_refuses_agent_commands_for_an_ordinary_user(
+        tmp_path, no_namespaces, ordinary_user, caplog, nursery):
     home = tmp_path / "home"
     settings = make_settings(home, supervisor__sandbox="auto")
-    (home / "marker").write_text("visible-home")
     caplog.set_level(logging.WARNING, logger="paddedcell.supervisor")
     sup = Supervisor(settings, nursery, base_env={"PATH": os.environ["PATH"]})
-    assert any("sandbox: unavailable" in r.getMessage() for r in caplog.records)  # at start
+    said = [r.getMessage() for r in caplog.records if "agent commands refused" in r.getMessage()]
+    assert len(said) == 1 and WHY in said[0]  # at start, once
     for _ in range(2):
-        session = sup.start(LaunchSpec(command=f"cat {home}/marker", agent_id="a"))
-        with trio.fail_after(20):
-            await session.done.wait()
-        assert "visible-home" in session.text()[0]
-    lines = [r.getMessage() for r in caplog.records if "sandbox: unavailable" in r.getMessage()]
-    assert len(lines) == 1 and "user namespaces are off (test)" in lines[0]
-    assert "PADDEDCELL_HOME" in lines[0] and 'supervisor.sandbox = "none"' in lines[0]
+        with pytest.raises(SandboxUnavailable) as refused:
+            sup.start(LaunchSpec(command=f"touch {tmp_path}/ran", agent_id="a"))
+        message = str(refused.value)
+        assert "\n" not in message and "paddedcell doctor" in message
+        assert 'supervisor.sandbox = "none"' in message and WHY in message
+    assert not (tmp_path / "ran").exists()
+
+
+async def test_none_is_the_explicit_opt_out(tmp_path, no_namespaces, ordinary_user, nursery):
+    home = tmp_path / "home"
+    settings = make_settings(home, supervisor__sandbox="none")
+    (home / "marker").write_text("visible-home")
+    sup = Supervisor(settings, nursery, base_env={"PATH": os.environ["PATH"]})
+    session = sup.start(LaunchSpec(command=f"cat {home}/marker", agent_id="a"))
+    with trio.fail_after(20):
+        await session.done.wait()
+    assert "visible-home" in session.text()[0]
 
 
 async def test_namespaces_profile_refuses_without_namespaces(tmp_path, no_namespaces, nursery):
     settings = make_settings(tmp_path / "home", supervisor__sandbox="namespaces")
     sup = Supervisor(settings, nursery)
-    with pytest.raises(SpawnError, match="not available on this host"):
+    with pytest.raises(SpawnError, match="no namespaces"):
         sup.start(LaunchSpec(command="true", agent_id="a"))
 
 
-# Issue 17: the probe is the sandbox itself, so "auto" falls back exactly when a command
-# would fail, whoever runs it (the suite's unprivileged pass runs these as an ordinary user).
+@pytest.mark.skipif(not sandbox.host_root(),
+                    reason="switching to an agent's uid needs a root daemon")
+async def test_auto_without_namespaces_under_root_runs_each_agent_as_its_own_uid(
+        tmp_path, no_namespaces, nursery):
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    settings = make_settings(home, supervisor__sandbox="auto")
+    home.chmod(0o700)
+    ws.mkdir()
+    (home / "marker").write_text("visible-home")
+    (home / "marker").chmod(0o600)
+    sup = Supervisor(settings, nursery, base_env={"PATH": "/usr/bin:/bin"})
+    uids = []
+    for agent in ("a", "b", "a"):
+        session = sup.start(LaunchSpec(command=f"id -u; cat {home}/marker; touch own",
+                                       agent_id=agent, agent_workspace=str(ws), cwd=str(ws)))
+        with trio.fail_after(20):
+            await session.done.wait()
+        out = session.text()[0]
+        assert "visible-home" not in out, out
+        uids.append(int(out.split()[0]))
+    assert uids[0] == uids[2] != uids[1] and 0 not in uids
+    assert (ws / "own").stat().st_uid in uids
+
+
+# Issue 17: the probe is the sandbox itself, so a command gets exactly what the probe
+# said, whoever runs it (the suite's unprivileged pass runs these as an ordinary user).
 
 def _pcexec_with_user_namespaces_off(tmp_path, *command, sandbox="auto"):
     """``pcexec`` in a user namespace whose ``user.max_user_namespaces`` is 0: the host
-    gives no namespaces, as on a hardened or containerised host."""
+    gives no namespaces, as on a hardened or containerised host (uid 0 in there is not
+    the host's root: no agent uid to switch to)."""
     import shutil
     import subprocess
 
@@ -70,10 +113,13 @@ def _pcexec_with_user_namespaces_off(tmp_path, *command, sandbox="auto"):
                           cwd=str(ws))
 
 
-def test_auto_falls_back_for_real_when_the_host_refuses_namespaces(tmp_path):
+def test_auto_refuses_for_real_in_one_line_when_the_host_refuses_namespaces(tmp_path):
     done = _pcexec_with_user_namespaces_off(tmp_path, "echo hello")
-    assert (done.returncode, done.stdout) == (0, "hello\n"), done.stderr
-    assert done.stderr.count("sandbox: unavailable") == 1, done.stderr
+    assert done.returncode != 0 and "hello" not in done.stdout, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "paddedcell doctor" in lines[0], done.stderr
+    none = _pcexec_with_user_namespaces_off(tmp_path / "x", "echo hello", sandbox="none")
+    assert (none.returncode, none.stdout) == (0, "hello\n"), none.stderr  # the opt-out
 
 
 def test_namespaces_profile_refuses_for_real_in_one_line(tmp_path):
@@ -89,7 +135,7 @@ def test_the_probe_and_a_command_agree(tmp_path, monkeypatch):
 
     from supervisor_helpers import BIN, base_env
 
-    monkeypatch.setattr(sandbox, "_AVAILABLE", None)
+    monkeypatch.setattr(sandbox, "_AVAILABLE", {})
     ok, why = sandbox.available()
     ws = tmp_path / "ws"
     ws.mkdir()

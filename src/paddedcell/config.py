@@ -77,18 +77,41 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "pty_columns": 120,
         "pty_rows": 40,
         # "auto": every agent command in the namespace sandbox where the host
-        # allows it (PADDEDCELL_HOME, agent stores and other processes hidden);
-        # "namespaces" (or refuse), "none", "rlimits", "bwrap" (read-only, no net).
+        # allows it (an allow-list root: system read-only, the workspace, a per-agent
+        # home, private /tmp; docs/design.md §1), else under a root daemon as the agent's own
+        # uid ("user"), else agent commands are refused with the fix. "namespaces" /
+        # "user" (that or refuse), "none" (explicit opt-out: no sandbox, no limits),
+        # "rlimits", "bwrap".
         "sandbox": "auto",
-        # Namespace sandbox, stricter opt-ins: no network at all; a read-only
-        # root with only the work directory and /tmp writable.
-        "sandbox_network": True,
-        "sandbox_read_only": False,
-        # Limits of the "rlimits" and "bwrap" sandbox profiles; 0 = leave as is.
-        "sandbox_cpu_seconds": 600,
-        "sandbox_address_space_bytes": 4 * 1024 * 1024 * 1024,
+        # "proxy": own network namespace, loopback plus the session's HTTP(S) proxy
+        # (HTTP_PROXY and friends set); "none": loopback only; "host": the host's.
+        "sandbox_network": "proxy",
+        # The proxy's policy (paddedcell/egress): host patterns allowed / denied
+        # (empty allow = every public address), and host[:port] patterns let through
+        # to loopback, private and link-local addresses (never by default).
+        "sandbox_proxy_allow": [],
+        "sandbox_proxy_deny": [],
+        "sandbox_allow_local": [],
+        # Extra host paths bound into the sandbox at the same path (a list, or one
+        # string of paths separated by ':').
+        "sandbox_bind_ro": [],
+        "sandbox_bind_rw": [],
+        # Under a root daemon: one user for every agent's commands ("" = one uid per
+        # agent from sandbox_uid_range, "START:COUNT"; "" = root's /etc/subuid range,
+        # else 1500000000:65536).
+        "sandbox_user": "",
+        "sandbox_uid_range": "",
+        # Limits, on for every profile but "none"; 0 = leave as is. Per process:
+        # CPU seconds, private memory (RLIMIT_DATA), address space, file size, open
+        # files; processes per session (per agent uid under a root daemon).
+        "sandbox_cpu_seconds": 3600,
+        "sandbox_memory_bytes": 4 * 1024 * 1024 * 1024,
+        "sandbox_address_space_bytes": 0,
         "sandbox_file_size_bytes": 1024 * 1024 * 1024,
-        "sandbox_open_files": 1024,
+        "sandbox_open_files": 4096,
+        "sandbox_processes": 512,
+        # Size of each private tmpfs of a session (/tmp, /var/tmp, /dev/shm, /run/user).
+        "sandbox_tmp_bytes": 512 * 1024 * 1024,
         # Reserved per session at admission (enough for the 200,000-char tail);
         # a buffer grows toward ring_buffer_bytes only while the budget has room.
         "session_buffer_floor_bytes": 512 * 1024,

@@ -95,6 +95,10 @@ from .remote import remote as _remote_command  # noqa: E402
 
 cli.add_command(_remote_command)
 
+from .doctor import doctor as _doctor_command  # noqa: E402
+
+cli.add_command(_doctor_command)
+
 
 def main() -> None:
     # A bad setting is one line and exit 2, as in every CLI (config.exit_on_bad_settings).

@@ -234,25 +234,27 @@ def _rollback_argv(path: str) -> list[str]:
 
 
 def _rollback_sandbox(argv: list[str], env: dict[str, str] | None):
-    """The rollback script is the agent's: it runs in the namespace sandbox, as the
-    agent's commands do (PADDEDCELL_HOME and the stores hidden, docs/design.md §1), or None
-    where the sandbox is off or unavailable. Restart and status commands are the
-    operator's and run as they are."""
+    """The rollback script is the agent's: it runs in the sandbox agent commands get,
+    built by the same plan builder from the same settings (docs/design.md §1), its directory
+    as the workspace, or bare where ``supervisor.sandbox = "none"``. Restart and
+    status commands are the operator's and run as they are. No proxy serves a
+    rollback: in "proxy" mode it has loopback only."""
     from .. import config
-    from ..supervisor import sandbox as ns
+    from ..supervisor.sandbox_plan import prepare
     from ..supervisor.spawn import Sandbox, SpawnError
 
     settings = config.load()
-    try:
-        if not Sandbox.from_settings(settings).namespaces:
-            return None
-    except SpawnError as exc:  # "namespaces" where there are none: do not run it bare
-        raise OSError(str(exc)) from None
-    home = settings.home_text
     workdir = os.path.dirname(os.path.abspath(argv[-1])) or "/"
-    plan = ns.Plan(home=home, hidden=ns.hidden_directories(home), workdir=workdir,
-                   argv=tuple(argv), env=dict(os.environ if env is None else env))
-    return lambda: ns.enter(plan)
+    try:
+        sandbox = Sandbox.from_settings(settings)
+        if sandbox.network == "proxy":
+            sandbox = replace(sandbox, network="none")
+        prepared = prepare(settings, sandbox, agent_id=None, workspace=workdir,
+                           workdir=workdir, argv=argv,
+                           env=dict(os.environ if env is None else env))
+    except SpawnError as exc:  # refused (no sandbox this host can give): do not run it bare
+        raise OSError(str(exc)) from None
+    return prepared.preexec, prepared.env
 
 
 Persist = Callable[[JobState], None]
@@ -322,9 +324,10 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
             if spec.confinement is not None:  # still the agent's own file, no symlink on the way
                 os.close(open_confined(spec.rollback, spec.confinement, READ))
             argv = _rollback_argv(spec.rollback)
+            preexec, rollback_env = _rollback_sandbox(argv, env)
             result = await run_command(argv, timeout=spec.rollback_timeout_seconds,
-                                       log=log, label="rollback", env=env,
-                                       preexec_fn=_rollback_sandbox(argv, env))
+                                       log=log, label="rollback", env=rollback_env,
+                                       preexec_fn=preexec)
             detail = ("timed out" if result.returncode is None
                       else f"exited with code {result.returncode}")
         except (OSError, ConfinementError) as exc:

@@ -93,13 +93,15 @@ def bind_path(path: str) -> tuple[str, int | None]:
     return f"/proc/self/fd/{fd}/{name}", fd
 
 
-def peer_pid(sock) -> int | None:
+def peer_pid(sock, uids: tuple[int, ...] = ()) -> int | None:
+    """The peer's pid when it runs as us or as one of ``uids`` (a root daemon's
+    sessions run as their agent's own uid, supervisor/sandbox_plan.py)."""
     try:
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except OSError:
         return None
     pid, uid, _gid = struct.unpack("3i", raw)
-    return pid if pid > 0 and uid == os.getuid() else None
+    return pid if pid > 0 and (uid == os.getuid() or uid in uids) else None
 
 
 def _vault_call(op: str, agent_id: str, workspace: str, request: dict[str, Any],
@@ -180,6 +182,8 @@ class SessionChannel:
         self.forward = forward
         #: The session's egress CA bundle (written beside the socket), removed at close.
         self.ca_bundle: str | None = None
+        #: Besides ours, the uid the session's commands run as (a root daemon's agent).
+        self.peer_uids: tuple[int, ...] = ()
         self._sock = None
         #: ``share(agent_id, workspace, values)``: the supervisor's broadcast of values
         #: this channel handed out to every other live session that could print them.
@@ -305,7 +309,7 @@ class SessionChannel:
 
     async def _answer(self, conn, line: bytes) -> dict[str, Any]:
         session = self.session
-        pid = peer_pid(conn)
+        pid = peer_pid(conn, self.peer_uids)
         if pid is None or not procs.in_tree(session.tree, pid):
             return Refusal("this channel belongs to another session; pass_mgr answers only "
                            "inside the session it was started for", exits.FORBIDDEN).answer()

@@ -1,61 +1,61 @@
 """The namespace sandbox every agent command runs in where the host allows it (docs/design.md §1).
 
-What the command sees: the host as it is (same paths, read-write, network
-on), except
+Deny by default: the command's root is an empty ``tmpfs`` (named
+``paddedcell-sandbox``, which ``agent_session`` looks for) into which the plan
+binds only what it was given — the system read-only, the agent's workspace
+read-write (its ``.paddedcell`` covered), a per-agent home, private ``/tmp``,
+``/var/tmp``, ``/dev/shm`` and ``/run/user/UID``, PaddedCell's own installation
+read-only, the session's channel socket — then ``pivot_root``s into it. What
+nobody gave is not there: the human's home, other agents' workspaces,
+``PADDEDCELL_HOME``, a second mount of the same filesystem, sockets under ``/run``
+and ``/tmp``. ``supervisor/sandbox_plan.py`` decides what a plan holds; this module
+builds it in the forked child, before ``exec``, with no helper binary (exec'ing
+one such as ``unshare(1)`` costs ~3 ms, a Python helper ~17 ms).
 
-- ``PADDEDCELL_HOME`` (host key, admin key, registry, main socket, audit and
-  security logs) and every registered agent store directory are empty
-  ``tmpfs`` mounts named ``paddedcell-sandbox`` (``agent_session`` looks for
-  that name);
-- its own PID namespace with its own ``/proc``: the daemon and every other
-  session's processes are not there, so ``/proc/PID/environ``, ``ptrace``
-  and ``ps`` reach only the session's own processes;
-- the session's channel socket bound at its usual path inside the hidden
-  home, so ``pass_mgr`` still reaches its supervisor.
+Namespaces: mount, PID and (unless ``supervisor.sandbox_network = "host"``)
+network. An ordinary user also gets a user namespace that maps its uid to root
+inside only long enough to mount; a root daemon needs none and instead switches
+the command to the agent's own unprivileged uid (``Plan.switch_user``), so a
+session is never host root (``/proc/sys`` stays read-only for it).
 
-Opt-in, stricter: ``supervisor.sandbox_network = false`` (own network
-namespace: no network at all) and ``supervisor.sandbox_read_only = true``
-(every mount read-only but the work directory and ``/tmp``).
-
-How, without bubblewrap or any helper binary (measured: exec'ing a helper
-such as ``unshare(1)`` costs ~3 ms, a Python helper ~17 ms): in the forked
-child, before ``exec``, ``unshare(2)`` a user, mount and PID namespace
-(unprivileged user namespaces), mapping our uid to root *inside* only long
-enough to mount. A PID namespace's first process is its init, which the
-kernel protects from every signal it has no handler for, so the command
-must not be it. The child therefore forks once, and init spawns the command:
+A PID namespace's first process is its init, which the kernel protects from
+every signal it has no handler for, so the command must not be it. The child
+forks once, and init spawns the command:
 
 - the **leader** (the pid the supervisor knows, outside the namespace) waits
   for the command's wait status from init and dies the same way (same exit
   code, or re-raises the same signal): exit statuses stay exact;
-- **init** (pid 1 inside) mounts ``/proc``, enters one more user namespace
-  that maps root back to our uid (so the command holds no capability after
-  ``exec``: it cannot unmount what hides the keys, and mounts it inherits
-  into any namespace it makes are locked together by the kernel), ``chdir``s
-  to the work directory *by path*, closes every fd of the supervisor's and
-  ``posix_spawn``s the command (vfork-like: no third copy of the supervisor;
-  default signal dispositions). It reports the command's status the moment
-  it exits and reaps whatever the command left running until nothing is (a
-  daemonised server outlives its shell, as outside; the session's kill scope
-  still tracks it by pid).
+- **init** (pid 1 inside) builds the root (binds, ``/proc`` of its PID
+  namespace, a fresh ``devpts``), brings loopback up and, in proxy mode,
+  listens on ``127.0.0.1:PROXY_PORT`` and hands that socket to the supervisor
+  over ``Plan.proxy_fd`` (a socket keeps its namespace: the supervisor accepts on
+  it from outside). Then it gives up every privilege — one more user namespace
+  mapping root back to the caller's uid, or ``setresuid`` to the agent's uid — sets
+  ``no_new_privs``, applies ``RLIMIT_NPROC`` (counted per user namespace, so per
+  session, or per agent uid), ``chdir``s *by path*, closes every fd of the
+  supervisor's and ``posix_spawn``s the command. It reports the command's status
+  the moment it exits and reaps whatever the command left running until nothing is.
 
-Leader and init are copies of the supervisor's memory: they are made not
-dumpable, so the command (same uid) cannot read them through ``/proc``. All
-three are in the leader's session and process group: ``killpg``, the PTY's
-``C-c`` and the kill scope reach the command as before; leader and init
-ignore the job-control and termination signals.
-
-Cost: Popen can no longer ``vfork`` (this runs as its pre-exec step), and the
-leader forks init: two copies of the supervisor's page tables per command
-(benchmarks/supervisor.py, "sandbox start-up").
+Leader and init are copies of the supervisor's memory: they are not dumpable, so
+the command (same uid) cannot read them through ``/proc``. Init turns dumpable on
+only while it writes its own id maps (a non-dumpable process's ``/proc/self`` files
+belong to root, so an ordinary user could not write them), before the command
+exists. All three are in the leader's session and process group: ``killpg``, the
+PTY's ``C-c`` and the kill scope reach the command; leader and init ignore the
+job-control and termination signals.
 """
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import logging
 import os
+import platform
+import resource
 import signal
+import socket
+import stat
 import struct
 from dataclasses import dataclass, field
 
@@ -65,19 +65,32 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
 PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_NOSUID = 0x2
+MOUNT_ATTR_NODEV = 0x4
 SYS_MOUNT_SETATTR = 442  # x86_64 and aarch64 (generic syscall table)
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine(), 155)
+SIOCSIFFLAGS = 0x8914
+IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x1, 0x8, 0x40
 
 #: The tmpfs source name; ``agent_session.SANDBOX_MOUNT_SOURCE``.
 MOUNT_SOURCE = "paddedcell-sandbox"
+#: Where the session proxy listens inside the session's own network namespace.
+PROXY_PORT = 3128
+#: Where init builds the new root in its private mount namespace (every bind
+#: source is opened first, so covering this path hides nothing the plan needs).
+_SCRATCH = "/tmp"
 #: Signals the leader and init ignore (they reach the command through the group).
 _SHIELDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP,
              signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1, signal.SIGUSR2, signal.SIGPIPE,
@@ -94,18 +107,37 @@ class SandboxSetupError(Exception):
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What one command's sandbox hides and binds (computed in the supervisor)."""
+class Mount:
+    """One entry of the new root, at ``target`` (the same path as on the host).
 
-    home: str
-    hidden: tuple[str, ...] = ()
-    #: (path, O_PATH fd opened before hiding) of files bound back in (the channel).
-    channel: str | None = None
-    network: bool = True
-    read_only: bool = False
-    workdir: str | None = None
+    ``kind``: ``ro`` / ``rw`` bind ``source`` (a directory or a file); ``dev`` binds a
+    device node; ``tmpfs`` mounts an empty one (``source``: its mount options);
+    ``symlink`` makes a link whose text is ``source``; ``devpts`` a fresh instance.
+    """
+
+    target: str
+    kind: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything one command's sandbox holds (computed in the supervisor)."""
+
+    mounts: tuple[Mount, ...] = ()
+    workdir: str = "/"
+    #: ``"proxy"`` (own network namespace + the listener handed back), ``"none"``
+    #: (own network namespace, loopback only), ``"host"`` (the host's network).
+    network: str = "proxy"
+    #: The child's end of a socketpair: init sends the proxy listener over it.
+    proxy_fd: int | None = None
+    #: Outside ids of the command. With ``switch_user`` (a root daemon) init switches
+    #: to them; otherwise a user namespace maps the caller's own ids.
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
+    switch_user: bool = False
+    #: RLIMIT_NPROC for the command (set after the namespaces; 0 = leave as is).
+    max_processes: int = 0
     #: The command: init starts it with ``posix_spawn`` (no third fork of the supervisor).
     argv: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
@@ -148,55 +180,122 @@ def _map_ids(inside_uid: int, outside_uid: int, inside_gid: int, outside_gid: in
     _write("/proc/self/gid_map", f"{inside_gid} {outside_gid} 1\n")
 
 
-def _hide(path: str) -> None:
-    if os.path.isdir(path):
-        _mount(MOUNT_SOURCE, path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k")
-
-
-def _setattr(path: str, set_flags: int, clear_flags: int) -> None:
-    attr = struct.pack("QQQQ", set_flags, clear_flags, 0, 0)
+def _setattr(path: str, set_flags: int, recursive: bool = True) -> None:
+    attr = struct.pack("QQQQ", set_flags, 0, 0, 0)
     buf = ctypes.create_string_buffer(attr)
-    _check(_libc().syscall(SYS_MOUNT_SETATTR, -100, path.encode(), AT_RECURSIVE, buf,
-                           len(attr)), f"mount_setattr {path}")
+    _check(_libc().syscall(SYS_MOUNT_SETATTR, -100, path.encode(),
+                           AT_RECURSIVE if recursive else 0, buf, len(attr)),
+           f"mount_setattr {path}")
 
 
-def _read_only_root(plan: Plan) -> None:
-    """Every mount read-only, then the work directory and /tmp bound onto themselves
-    read-write again (the hidden home's tmpfs comes along in those binds)."""
-    _setattr("/", MOUNT_ATTR_RDONLY, 0)
-    writable = []
-    for path in (plan.workdir, "/tmp"):
-        if path and os.path.isdir(path) and not any(
-                path == w or path.startswith(w.rstrip("/") + "/") for w in writable):
-            writable.append(path)
-    for path in writable:
-        _mount(path, path, None, MS_BIND | MS_REC)
-        _setattr(path, 0, MOUNT_ATTR_RDONLY)
+def _makedirs(path: str) -> None:
+    try:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    except FileExistsError:  # a file or link there: the mount fails with its own error
+        pass
 
 
-def _setup_mounts(plan: Plan) -> None:
-    channel_fd = None
-    if plan.channel:
-        channel_fd = os.open(plan.channel, os.O_PATH | os.O_CLOEXEC)
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    for path in plan.hidden:
-        _hide(path)
-    _hide(plan.home)
-    if channel_fd is not None:
-        # Back in at its usual path, inside the now empty home.
-        os.makedirs(os.path.dirname(plan.channel), mode=0o700, exist_ok=True)
-        os.close(os.open(plan.channel, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-        _mount(f"/proc/self/fd/{channel_fd}", plan.channel, None, MS_BIND)
-        os.close(channel_fd)
-    if plan.read_only:
-        _read_only_root(plan)
+def _touch(path: str) -> None:
+    _makedirs(os.path.dirname(path))
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+    except IsADirectoryError:
+        pass
 
 
-def _undumpable() -> None:
-    """Leader and init are copies of the supervisor's memory: not dumpable, so no
-    process of the command (same uid) may read their ``/proc/PID/mem``, maps or environ.
-    Set only after the process's last write to its own ``/proc/self`` (see ``enter``)."""
-    _check(_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+def _open_sources(plan: Plan) -> dict[int, int]:
+    """``O_PATH`` fds of every bind source, opened before the scratch tmpfs covers
+    anything (a source that vanished since the plan was made is left out)."""
+    fds = {}
+    for index, entry in enumerate(plan.mounts):
+        if entry.kind in ("ro", "rw", "dev"):
+            try:
+                fds[index] = os.open(entry.source, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+    return fds
+
+
+def _build_root(plan: Plan, root: str) -> None:
+    """The new root in ``root``: only the plan's entries, then ``/proc``."""
+    fds = _open_sources(plan)
+    _mount(MOUNT_SOURCE, root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m")
+    for index, entry in enumerate(plan.mounts):
+        target = root + entry.target
+        if entry.kind == "symlink":
+            _makedirs(os.path.dirname(target))
+            os.symlink(entry.source, target)
+        elif entry.kind == "tmpfs":
+            _makedirs(target)
+            _mount(MOUNT_SOURCE, target, "tmpfs", MS_NOSUID | MS_NODEV, entry.source)
+        elif entry.kind == "devpts":
+            _makedirs(target)
+            _mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC,
+                   "newinstance,ptmxmode=0666,mode=0620")
+        elif index in fds:
+            fd = fds[index]
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                _makedirs(target)
+            else:
+                _touch(target)
+            _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+            flags = MOUNT_ATTR_NOSUID
+            if entry.kind != "dev":
+                flags |= MOUNT_ATTR_NODEV
+            if entry.kind == "ro":
+                flags |= MOUNT_ATTR_RDONLY
+            _setattr(target, flags)
+            os.close(fd)
+    _makedirs(root + "/proc")
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _pivot(root: str) -> None:
+    """Into the new root; the old one detached (``pivot_root(".", ".")``)."""
+    os.chdir(root)
+    libc = _libc()
+    _check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
+    os.chdir("/")
+    _setattr("/", MOUNT_ATTR_RDONLY, recursive=False)  # the root tmpfs itself
+
+
+def _loopback_up() -> None:
+    """``ip link set lo up`` without ``ip``: one ``SIOCSIFFLAGS``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        ifreq = struct.pack("16sH22x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING)
+        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, ifreq)
+
+
+def _hand_over_listener(channel_fd: int) -> None:
+    """Listen on the proxy port in this network namespace; send the socket out."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", PROXY_PORT))
+    listener.listen(128)
+    channel = socket.socket(fileno=channel_fd)
+    try:
+        socket.send_fds(channel, [b"L"], [listener.fileno()])
+    finally:
+        channel.detach()
+        listener.close()
+
+
+def _drop_privileges(plan: Plan) -> None:
+    libc = _libc()
+    if plan.switch_user:
+        os.setgroups([])
+        os.setresgid(plan.gid, plan.gid, plan.gid)
+        os.setresuid(plan.uid, plan.uid, plan.uid)
+    else:
+        # No capability from here on: one more user namespace mapping root back to us.
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # our /proc/self files are ours again
+        _check(libc.unshare(CLONE_NEWUSER), "unshare (drop privileges)")
+        _map_ids(plan.uid, 0, plan.gid, 0)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if plan.max_processes > 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (plan.max_processes, plan.max_processes))
 
 
 def _close_all_but(keep: int) -> None:
@@ -262,24 +361,29 @@ def _init(command_pid: int, report: int) -> None:
 def enter(plan: Plan) -> None:
     """Run in the forked child (after setsid, the controlling TTY and rlimits), last.
 
-    Returns only in the command's process; the leader and init never return.
+    Returns only in the command's process; the leader and init never return. With
+    an empty ``plan.argv`` init reports success once everything is built (the probe).
     """
-    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
-    if not plan.network:
+    flags = CLONE_NEWNS | CLONE_NEWPID
+    if plan.network != "host":
         flags |= CLONE_NEWNET
+    if not plan.switch_user:
+        flags |= CLONE_NEWUSER
     try:
         libc = _libc()
         _check(libc.unshare(flags), "unshare")
-        _map_ids(0, plan.uid, 0, plan.gid)
-        _setup_mounts(plan)
+        if not plan.switch_user:
+            _map_ids(0, plan.uid, 0, plan.gid)
         report_r, report_w = os.pipe()
     except Exception as exc:  # noqa: BLE001 - nothing may return to exec half set up
         _fail(str(exc))
     _shield()  # leader and init; the command gets the defaults (posix_spawn setsigdef)
+    # Leader and init are copies of the supervisor's memory: not dumpable, so no
+    # process of the command (same uid) may read /proc/1/mem, maps or environ.
+    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     init_pid = _fork()
     if init_pid:
         # The leader: wait for the command's status (init reports it), die like it.
-        _undumpable()
         _close_all_but(report_r)
         status = None
         try:
@@ -297,22 +401,24 @@ def enter(plan: Plan) -> None:
     # init (pid 1 in the new namespace)
     try:
         os.close(report_r)
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        # No capability from here on: one more user namespace mapping root back to us.
-        _check(_libc().unshare(CLONE_NEWUSER), "unshare (drop privileges)")
-        # Still dumpable here: a non-dumpable process's /proc/self files belong to root,
-        # so an ordinary user could not write its own id maps (issue 17). The command
-        # does not exist yet, so nothing of the session can read init in between.
-        _map_ids(plan.uid, 0, plan.gid, 0)
-        _undumpable()
+        umask = os.umask(0o022)  # the mount points, whatever the supervisor's umask
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _build_root(plan, _SCRATCH)
+        _pivot(_SCRATCH)
+        if plan.network != "host":
+            _loopback_up()
+            if plan.network == "proxy" and plan.proxy_fd is not None:
+                _hand_over_listener(plan.proxy_fd)
+        _drop_privileges(plan)
+        os.umask(umask)
+        if not plan.argv:
+            os.write(report_w, struct.pack("i", 0))
+            os._exit(0)
         try:
-            # By path, after the mounts: an inherited working directory could lead into
-            # a hidden one (and /proc/1/cwd with it).
-            os.chdir(plan.workdir or "/")
+            os.chdir(plan.workdir)
         except OSError:
-            raise SandboxSetupError(f"the work directory {plan.workdir} is hidden by the "
-                                    "sandbox (inside PADDEDCELL_HOME or an agent store); "
-                                    "run the command somewhere else") from None
+            raise SandboxSetupError(f"the work directory {plan.workdir} is not in the "
+                                    "sandbox; run the command in the agent workspace") from None
         os.closerange(3, report_w)  # nothing of the supervisor's reaches the command
         os.closerange(report_w + 1, 1 << 20)
         spawn = os.posix_spawn if os.path.isabs(plan.argv[0]) else os.posix_spawnp
@@ -322,6 +428,33 @@ def enter(plan: Plan) -> None:
         _fail(str(exc))
     _close_all_but(report_w)
     _init(command_pid, report_w)
+
+
+def receive_listener(sock: socket.socket) -> socket.socket | None:
+    """The proxy listener init sent over ``sock`` (blocking), or None if it sent none."""
+    try:
+        _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    except OSError:
+        return None
+    if not fds:
+        return None
+    return socket.socket(fileno=fds[0])
+
+
+def enter_as_user(uid: int, gid: int, max_processes: int) -> None:
+    """The pre-exec step where there are no namespaces but the daemon is root:
+    the command runs as the agent's own unprivileged uid (``supervisor.sandbox =
+    "user"``), which cannot read ``PADDEDCELL_HOME``, the stores or other agents'
+    processes."""
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        if max_processes > 0:
+            resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
+    except Exception as exc:  # noqa: BLE001
+        _fail(str(exc))
 
 
 def hidden_directories(home: str) -> tuple[str, ...]:
@@ -346,65 +479,58 @@ def hidden_directories(home: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-_WARNED = False
+def host_root(uid_map: str = "/proc/self/uid_map") -> bool:
+    """Running as the host's root: uid 0 in the initial user namespace (whose map is the
+    whole range). Uid 0 of a container's or ``unshare -r``'s user namespace is not: it has
+    no agent uids to switch to, so it builds the sandbox as an ordinary user does."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open(uid_map) as f:
+            return f.read().split() == ["0", "0", "4294967295"]
+    except OSError:
+        return False
 
 
-def say_unsandboxed(why: str) -> None:
-    """The one start-up line when the host has no namespaces for us."""
-    global _WARNED
-    if _WARNED:
-        return
-    _WARNED = True
-    log.warning("sandbox: unavailable on this host (%s); agent commands run unsandboxed, so a "
-                "command that goes around PaddedCell can read PADDEDCELL_HOME (the host key) "
-                "and see other sessions' processes. Enable unprivileged user namespaces "
-                "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces) or set "
-                "supervisor.sandbox = \"none\" to accept this.", why)
-
-
-_AVAILABLE: tuple[bool, str] | None = None
+_AVAILABLE: dict[bool, tuple[bool, str]] = {}
 
 
 def available() -> tuple[bool, str]:
     """``(True, "")`` when this host lets us build the sandbox, else ``(False, why)``.
 
-    Probed once per process by building a real sandbox with :func:`enter` itself
-    around ``true``: a probe that only imitates ``enter`` passed as root while every
-    command failed for ordinary users (issue 17), so "auto" never fell back.
+    Probed once per process: a forked child builds a real, small sandbox the way
+    :func:`enter` does (namespaces, binds, ``/proc``, ``devpts``, loopback, the
+    privilege drop), without a command.
     """
-    global _AVAILABLE
-    if _AVAILABLE is not None:
-        return _AVAILABLE
+    switch_user = host_root()
+    if switch_user in _AVAILABLE:
+        return _AVAILABLE[switch_user]
     try:
         _libc()  # loaded here: the pre-exec child must not search for libc
     except OSError as exc:
-        _AVAILABLE = (False, f"no libc: {exc}")
-        return _AVAILABLE
-    true = next((p for p in ("/bin/true", "/usr/bin/true") if os.access(p, os.X_OK)), None)
-    if true is None:
-        _AVAILABLE = (False, "no /bin/true to probe the sandbox with")
-        return _AVAILABLE
+        _AVAILABLE[switch_user] = (False, f"no libc: {exc}")
+        return _AVAILABLE[switch_user]
+    from .sandbox_plan import probe_plan
+
+    plan = probe_plan(switch_user)
     r, w = os.pipe()
     pid = _fork()
     if pid == 0:  # pragma: no cover - runs in the probe child
-        try:
-            os.close(r)
-            os.dup2(w, 2)  # _fail's one line is the reason
-            os.close(w)
-            enter(Plan(home="/nonexistent/paddedcell-probe", workdir="/", argv=(true,)))
-        finally:
-            os._exit(126)
+        os.close(r)
+        os.dup2(w, 2)
+        os.close(w)
+        enter(plan)
+        os._exit(0)
     os.close(w)
     why = b""
     while True:
         chunk = os.read(r, 256)
         if not chunk:
             break
-        why += chunk[: max(0, 512 - len(why))]
+        why += chunk
     os.close(r)
     _, status = os.waitpid(pid, 0)
     ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    reason = why.decode(errors="replace").strip().removeprefix("paddedcell: sandbox: ")
-    _AVAILABLE = (ok, "" if ok else (reason or f"namespace set-up failed (status {status})"))
-    return _AVAILABLE
-
+    text = why.decode(errors="replace").strip().removeprefix("paddedcell: sandbox: ")
+    _AVAILABLE[switch_user] = (ok, "" if ok else (text or "namespace set-up failed"))
+    return _AVAILABLE[switch_user]

@@ -59,9 +59,9 @@ def sandbox_runs(settings) -> bool:
     profile = str(settings["supervisor.sandbox"]).strip().lower()
     if profile == "none":
         return False
-    if profile == "auto":
-        from .sandbox import available
-        return available()[0]
+    if profile == "auto":  # the namespace sandbox, or a root daemon's per-agent uids
+        from .sandbox import available, host_root
+        return available()[0] or host_root()
     return True
 
 

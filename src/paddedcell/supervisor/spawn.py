@@ -27,10 +27,13 @@ from typing import Callable, Mapping
 
 from .. import orphans
 
-#: The sandbox profiles. "auto" (the default, docs/design.md §1): the namespace sandbox
-#: (supervisor/sandbox.py) where the host allows it, else none and one log line;
-#: "namespaces": that sandbox or refuse to run; "rlimits", "bwrap": as before.
-SANDBOX_PROFILES = ("auto", "namespaces", "none", "rlimits", "bwrap")
+#: The sandbox profiles (docs/design.md §1). "auto" (the default): the namespace sandbox
+#: (supervisor/sandbox.py) where the host allows it, else, under a root daemon, each
+#: agent's own unprivileged uid ("user"), else refuse agent commands with the fix;
+#: "namespaces" / "user": that one or refuse; "none": the explicit opt-out (no
+#: sandbox, no limits); "rlimits", "bwrap": as before.
+SANDBOX_PROFILES = ("auto", "namespaces", "user", "none", "rlimits", "bwrap")
+NETWORK_MODES = ("proxy", "none", "host")
 
 
 class SpawnError(Exception):
@@ -103,9 +106,14 @@ class Sandbox:
     address_space_bytes: int = 0
     file_size_bytes: int = 0
     open_files: int = 0
-    #: Namespace sandbox options (profiles "auto" and "namespaces").
-    network: bool = True
-    read_only: bool = False
+    #: RLIMIT_DATA: private writable memory per process (unlike RLIMIT_AS it leaves
+    #: the address-space reservations of V8, the JVM and Go alone).
+    memory_bytes: int = 0
+    #: RLIMIT_NPROC inside the sandbox (per session in a user namespace, per agent uid
+    #: under a root daemon).
+    processes: int = 0
+    #: Namespace sandbox: "proxy" | "none" | "host" (supervisor.sandbox_network).
+    network: str = "proxy"
 
     @classmethod
     def from_settings(cls, settings) -> "Sandbox":
@@ -114,36 +122,61 @@ class Sandbox:
             raise SandboxUnavailable(
                 f"unknown sandbox profile {profile!r} (supervisor.sandbox); use one of "
                 + ", ".join(SANDBOX_PROFILES))
+        network = str(settings["supervisor.sandbox_network"]).strip().lower()
+        if network not in NETWORK_MODES:
+            raise SandboxUnavailable(
+                f"unknown network mode {network!r} (supervisor.sandbox_network); use one of "
+                + ", ".join(NETWORK_MODES))
         return cls(profile,
                    int(settings["supervisor.sandbox_cpu_seconds"]),
                    int(settings["supervisor.sandbox_address_space_bytes"]),
                    int(settings["supervisor.sandbox_file_size_bytes"]),
                    int(settings["supervisor.sandbox_open_files"]),
-                   bool(settings["supervisor.sandbox_network"]),
-                   bool(settings["supervisor.sandbox_read_only"]))
+                   int(settings["supervisor.sandbox_memory_bytes"]),
+                   int(settings["supervisor.sandbox_processes"]),
+                   network)
+
+    def mode(self) -> str:
+        """What really runs: "namespaces", "user", or the profile itself ("none",
+        "rlimits", "bwrap"). Raises SandboxUnavailable, one line with the fix, where
+        the profile asks for what this host cannot give."""
+        if self.profile not in ("auto", "namespaces", "user"):
+            return self.profile
+        from .sandbox import available, host_root
+
+        root = host_root()
+        if self.profile in ("auto", "namespaces"):
+            ok, why = available()
+            if ok:
+                return "namespaces"
+            if self.profile == "namespaces" or not root:
+                raise SandboxUnavailable(
+                    f"agent commands refused: this host gives PaddedCell no namespaces ({why}); "
+                    "run `paddedcell doctor` for the fix (enable unprivileged user namespaces), "
+                    "run the daemon as root (each agent then runs as its own uid), or set "
+                    'supervisor.sandbox = "none" to run them unprotected')
+        if not root:
+            raise SandboxUnavailable(
+                'supervisor.sandbox = "user" runs each agent as its own uid, which needs the '
+                'daemon to run as root; use "auto" or "namespaces"')
+        return "user"
 
     @property
     def namespaces(self) -> bool:
-        """Run in the namespace sandbox? ("auto": when the host allows it.)"""
-        if self.profile not in ("auto", "namespaces"):
-            return False
-        from .sandbox import available
-
-        ok, why = available()
-        if not ok and self.profile == "namespaces":
-            raise SandboxUnavailable(
-                f"sandbox profile 'namespaces' is not available on this host ({why}); enable "
-                "unprivileged user namespaces or set supervisor.sandbox to 'auto' or 'none'")
-        return ok
+        """Run in the namespace sandbox? (raises SandboxUnavailable as :meth:`mode`)."""
+        return self.mode() == "namespaces"
 
     def rlimits(self) -> list[tuple[int, int]]:
-        if self.profile in ("none", "auto", "namespaces"):
+        """Applied in the child before the sandbox (RLIMIT_NPROC comes later, inside)."""
+        if self.profile == "none":
             return []
         pairs = [(resource.RLIMIT_CPU, self.cpu_seconds),
                  (resource.RLIMIT_AS, self.address_space_bytes),
+                 (resource.RLIMIT_DATA, self.memory_bytes),
                  (resource.RLIMIT_FSIZE, self.file_size_bytes),
                  (resource.RLIMIT_NOFILE, self.open_files)]
-        return [(which, value) for which, value in pairs if value > 0]
+        limits = [(which, value) for which, value in pairs if value > 0]
+        return limits + [(resource.RLIMIT_CORE, 0)]
 
     def wrap(self, argv: list[str], workdir: str, use_pty: bool) -> list[str]:
         """bubblewrap: read-only root, writable workdir and /tmp, no network."""
@@ -189,6 +222,9 @@ def _child_setup(use_pty: bool, rlimits: list[tuple[int, int]],
         if use_pty:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         for which, value in rlimits:
+            hard = resource.getrlimit(which)[1]
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)  # an ordinary user cannot raise a hard limit
             resource.setrlimit(which, (value, value))
         if enter_sandbox is not None:  # last: it forks (supervisor/sandbox.py)
             enter_sandbox()

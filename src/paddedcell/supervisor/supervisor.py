@@ -35,6 +35,8 @@ from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
 from .channel import CHANNEL_VARIABLE, Forward, SessionChannel, channel_dir
 from ..redactor.filters import OutputFilter, new_filter
 from .session import OutputCallback, Session, new_session_id
+from .sandbox import receive_listener
+from .sandbox_plan import Prepared, prepare
 from .spawn import PtyUnavailable, Sandbox, SpawnError, child_environment, pick_shell, spawn
 
 log = logging.getLogger("paddedcell.supervisor")
@@ -104,12 +106,6 @@ class Supervisor:
         #: (docs/design.md §1): the daemon gives its own routes, a foreground pcexec the
         #: daemon's socket; None refuses them.
         self.forward = forward
-        if str(settings["supervisor.sandbox"]).strip().lower() == "auto":
-            from . import sandbox as ns
-
-            ok, why = ns.available()  # probed once per process; one line when it is not
-            if not ok:
-                ns.say_unsandboxed(why)
 
     # --- admission and start ------------------------------------------------
 
@@ -149,10 +145,15 @@ class Supervisor:
         env[CHANNEL_VARIABLE] = channel.path
         argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
         try:
-            enter_sandbox = self._sandbox_entry(sandbox, cwd, channel.path, argv, env)
+            prepared = prepare(settings, sandbox, agent_id=spec.agent_id,
+                               workspace=spec.agent_workspace, workdir=cwd, argv=argv,
+                               env=env, channel=channel.path)
         except BaseException:
             channel.close()
             raise
+        env, enter_sandbox = prepared.env, prepared.preexec
+        if prepared.uid >= 0:
+            channel.peer_uids = (prepared.uid,)
         redactor = spec.redactor if spec.redactor is not None else new_filter(spec.secrets, settings)
         # Built once: the command line and every output stream get a fresh()
         # stream of it (the matcher is the expensive part).
@@ -163,6 +164,7 @@ class Supervisor:
                                   int(settings["supervisor.session_buffer_floor_bytes"]))
         except BudgetExhausted as exc:
             channel.close()
+            prepared.close()
             raise LimitReached(str(exc)) from None
         session_id = new_session_id()
         cgroup = procs.open_cgroup_scope(self._cgroup_parent, f"paddedcell-{token[:16]}")
@@ -189,9 +191,11 @@ class Supervisor:
         except BaseException:
             buffer.release()
             channel.close()
+            prepared.close()
             if cgroup is not None:
                 cgroup.remove()
             raise
+        prepared.spawned()
         tree = procs.ProcessTree(spawned.proc.pid, token)
         if enter_sandbox is not None:
             tree.adopt_children()  # the sandbox's init (supervisor/sandbox.py)
@@ -203,6 +207,8 @@ class Supervisor:
                           timeout_seconds=spec.timeout_seconds, name=spec.name,
                           on_output=spec.on_output, cgroup=cgroup)
         session.warnings = warnings
+        if prepared.uid >= 0:  # the agent's own uid (restart/confine.session_ids reads it)
+            session.uid, session.gid = prepared.uid, prepared.gid
         channel.session = session
         channel.share = self.share_values
         if spec.agent_id and spec.agent_workspace:  # store changes from now on are noticed
@@ -210,6 +216,8 @@ class Supervisor:
                                           _store_stamp(settings, spec.agent_id,
                                                        spec.agent_workspace))
         self.nursery.start_soon(self._serve_channel, session, channel)
+        if prepared.proxy is not None:
+            self.nursery.start_soon(self._serve_proxy, session, prepared)
         self.sessions[session_id] = session
         self._protect_floors()
         self._record("exec.started", session, pid=session.pid, cwd=cwd, pty=use_pty)
@@ -217,27 +225,37 @@ class Supervisor:
         self._wake.set()
         return session
 
-    def _sandbox_entry(self, sandbox: Sandbox, cwd: str, channel_path: str, argv: list[str],
-                       env: Mapping[str, str]):
-        """The namespace sandbox's pre-exec step for one command, or None (docs/design.md §1)."""
-        from . import sandbox as ns
-
-        if not sandbox.namespaces:  # "namespaces" unavailable raises SandboxUnavailable
-            if sandbox.profile == "auto":
-                ns.say_unsandboxed(ns.available()[1])
-            return None
-        home = self.settings.home_text
-        plan = ns.Plan(home=home, hidden=ns.hidden_directories(home), channel=channel_path,
-                       network=sandbox.network, read_only=sandbox.read_only,
-                       workdir=os.path.abspath(cwd), argv=tuple(argv), env=dict(env))
-        return lambda: ns.enter(plan)
-
     async def _serve_channel(self, session: Session, channel: SessionChannel) -> None:
         """The session's channel lives as long as the session runs."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(channel.serve)
             await session.done.wait()
             nursery.cancel_scope.cancel()
+
+    async def _serve_proxy(self, session: Session, prepared: Prepared) -> None:
+        """The session's egress proxy, on the listener its sandbox's init handed over
+        (in the session's network namespace), for as long as the session runs."""
+        sock = prepared.proxy
+        try:
+            sock.setblocking(False)
+            with trio.move_on_after(30):
+                await trio.lowlevel.wait_readable(sock)
+            listener = receive_listener(sock)
+            if listener is None:
+                return  # init failed before listening: the command got the error
+            from ..egress.policy import EgressPolicy
+            from ..egress.proxy import serve_proxy
+
+            policy = EgressPolicy.from_settings(self.settings)
+            with listener:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(serve_proxy, listener, policy)
+                    await session.done.wait()
+                    nursery.cancel_scope.cancel()
+        except Exception:
+            log.exception("session %s: the egress proxy failed", session.id)
+        finally:
+            prepared.close()
 
     async def _run(self, session: Session) -> None:
         try:

@@ -1,0 +1,374 @@
+"""What an agent command's sandbox shows it: the one plan builder (docs/design.md §1).
+
+Sessions (``Supervisor.start``) and restart rollbacks (``restart/job.py``) both
+call :func:`prepare`, so both get the same settings. The plan is an allow-list:
+
+- the system read-only (``SYSTEM_DIRS``; merged-``/usr`` links kept as links) and
+  a minimal ``/dev`` (null, zero, full, random, urandom, tty, a fresh ``devpts``);
+- the agent's workspace read-write, its ``.paddedcell`` covered by an empty tmpfs;
+- a persistent per-agent home, ``PADDEDCELL_HOME/agents/<agent>/home``, as ``$HOME``
+  (caches such as ``~/.npm`` and ``~/.cache/pip`` persist; the human's home, its
+  ``.bashrc``, ``.ssh`` and ``PATH`` directories are not there);
+- private ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/user/UID`` per session
+  (size-capped tmpfs, gone with the session: concurrent sessions of one agent do
+  not see each other's scratch files or sockets; what must persist goes in the
+  workspace or the home);
+- PaddedCell's own installation read-only (interpreter, package, ``pass_mgr``);
+- the session's channel socket; ``supervisor.sandbox_bind_ro`` / ``sandbox_bind_rw``.
+
+``PADDEDCELL_HOME`` and every registered store are covered wherever they fall
+under something bound. Under a root daemon the command runs as the agent's own
+unprivileged uid (:func:`agent_ids`); the daemon hands it the workspace and home.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import re
+import shutil
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from . import sandbox as ns
+from .sandbox import log
+from .spawn import Sandbox, SandboxUnavailable, SpawnError
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+#: Variables that point at the human's sockets or home: not there in the sandbox.
+HOST_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "TMUX",
+                  "TMUX_PANE", "STY", "WINDOW", "XAUTHORITY", "DISPLAY", "WAYLAND_DISPLAY",
+                  "GPG_AGENT_INFO", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
+                  "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "OLDPWD")
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY",
+                   "all_proxy")
+NO_PROXY = "localhost,127.0.0.1,::1"
+#: The uid range for agents under a root daemon when neither the setting nor
+#: /etc/subuid gives one.
+DEFAULT_UID_RANGE = (1_500_000_000, 65536)
+
+
+@dataclass
+class Prepared:
+    """One command's sandbox: the pre-exec step, its environment, and (proxy mode)
+    the supervisor's end of the socketpair the proxy listener arrives on."""
+
+    preexec: Callable[[], None] | None
+    env: dict[str, str]
+    #: The uid the command runs as outside (the agent's own under a root daemon).
+    uid: int = -1
+    gid: int = -1
+    proxy: socket.socket | None = None
+    #: The child's end: close it in the supervisor once the child is spawned.
+    proxy_child: socket.socket | None = None
+
+    def spawned(self) -> None:
+        if self.proxy_child is not None:
+            self.proxy_child.close()
+            self.proxy_child = None
+
+    def close(self) -> None:
+        self.spawned()
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
+
+
+def agent_key(agent_id: str | None) -> str:
+    """A directory name for ``agent_id`` (ids that are not plain names are hashed)."""
+    if not agent_id:
+        return "_local"
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", agent_id):
+        return agent_id
+    return "x-" + hashlib.sha256(agent_id.encode()).hexdigest()[:32]
+
+
+def uid_range(settings, subuid: str = "/etc/subuid") -> tuple[int, int]:
+    """``(first, count)``: ``supervisor.sandbox_uid_range`` ("START:COUNT"), else
+    root's range in /etc/subuid, else ``DEFAULT_UID_RANGE``."""
+    text = str(settings["supervisor.sandbox_uid_range"]).strip()
+    if not text:
+        try:
+            with open(subuid) as f:
+                for line in f:
+                    parts = line.strip().split(":")
+                    if len(parts) == 3 and parts[0] in ("root", "0"):
+                        text = f"{parts[1]}:{parts[2]}"
+                        break
+        except OSError:
+            pass
+    if not text:
+        return DEFAULT_UID_RANGE
+    try:
+        first, count = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise SandboxUnavailable(f"supervisor.sandbox_uid_range {text!r} is not START:COUNT; "
+                                 "fix it (e.g. \"1500000000:65536\")") from None
+    if first < 1000 or count < 1:
+        raise SandboxUnavailable(f"supervisor.sandbox_uid_range {text!r} must start at 1000 or "
+                                 "above and hold at least one uid")
+    return first, count
+
+
+def agent_ids(settings, agent_id: str | None) -> tuple[int, int]:
+    """The unprivileged ``(uid, gid)`` an agent's commands run as under a root daemon:
+    ``supervisor.sandbox_user`` for every agent if set, else one uid per agent from
+    :func:`uid_range`, recorded under ``PADDEDCELL_HOME/agents`` (first come, first
+    served; the same agent always gets the same uid)."""
+    user = str(settings["supervisor.sandbox_user"]).strip()
+    if user:
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            raise SandboxUnavailable(f"supervisor.sandbox_user {user!r} does not exist; create "
+                                     f"it (useradd --system {user}) or unset the setting") from None
+        if entry.pw_uid == 0:
+            raise SandboxUnavailable(f"supervisor.sandbox_user {user!r} is root; name an "
+                                     "unprivileged user")
+        return entry.pw_uid, entry.pw_gid
+    first, count = uid_range(settings)
+    agents = os.path.join(settings.home_text, "agents")
+    record = os.path.join(agents, agent_key(agent_id), "uid")
+    try:
+        with open(record) as f:
+            uid = int(f.read().strip())
+        return uid, uid
+    except (OSError, ValueError):
+        pass
+    os.makedirs(os.path.dirname(record), mode=0o700, exist_ok=True)
+    taken = os.path.join(agents, ".uids")
+    os.makedirs(taken, mode=0o700, exist_ok=True)
+    for offset in range(count):
+        uid = first + offset
+        try:
+            fd = os.open(os.path.join(taken, str(uid)), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(agent_id or "")
+        tmp = f"{record}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(str(uid))
+        os.replace(tmp, record)
+        return uid, uid
+    raise SandboxUnavailable(f"every uid of supervisor.sandbox_uid_range ({first}:{count}) is "
+                             "taken by an agent; widen the range")
+
+
+def agent_home(settings, agent_id: str | None, owner: tuple[int, int] | None) -> str:
+    """The agent's persistent home (made on first use; handed to ``owner`` if given)."""
+    path = os.path.join(settings.home_text, "agents", agent_key(agent_id), "home")
+    if not os.path.isdir(path):
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    if owner is not None and os.stat(path).st_uid != owner[0]:
+        os.chown(path, *owner)
+    return path
+
+
+def _within(path: str, parent: str) -> bool:
+    parent = parent.rstrip("/") or "/"
+    return path == parent or path.startswith(parent + "/") or parent == "/"
+
+
+def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> None:
+    """Give a root daemon's agent its workspace: chown the tree to the agent's uid,
+    once (when its top directory is someone else's); ``.paddedcell`` (the store) stays
+    the daemon's. Refused for ``/``, homes of users, anything holding the home or
+    PaddedCell's own installation."""
+    st = os.stat(workspace)
+    if st.st_uid == owner[0]:
+        return
+    home = os.path.realpath(settings.home_text)
+    homes = {os.path.realpath(entry.pw_dir) for entry in pwd.getpwall() if entry.pw_dir}
+    own = [os.path.realpath(p) for p in _installation()]
+    if workspace == "/" or any(_within(p, workspace) for p in [home, *homes, *own]):
+        raise SpawnError(f"the agent workspace {workspace} holds a user's home, "
+                         "PADDEDCELL_HOME or PaddedCell itself; a root daemon hands the workspace "
+                         "to the agent's own uid, so give the agent a directory of its own")
+    log.info("sandbox: handing the workspace %s to uid %d (agent commands run as it)",
+             workspace, owner[0])
+    for top, dirs, files in os.walk(workspace):
+        if top == workspace and ".paddedcell" in dirs:
+            dirs.remove(".paddedcell")
+        for name in dirs + files:
+            os.lchown(os.path.join(top, name), *owner)
+    os.lchown(workspace, *owner)
+
+
+def _installation() -> list[str]:
+    """PaddedCell's own files: the interpreter's prefixes, the package, ``pass_mgr``."""
+    import paddedcell
+
+    paths = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(paddedcell.__file__))]
+    found = shutil.which("pass_mgr") or os.path.join(os.path.dirname(sys.executable), "pass_mgr")
+    if os.path.exists(found):
+        paths.append(os.path.dirname(os.path.realpath(found)))
+    return paths
+
+
+def _paths(setting) -> list[str]:
+    if isinstance(setting, str):
+        items = [p for p in setting.split(":")]
+    else:
+        items = list(setting or ())
+    return [os.path.normpath(os.path.abspath(os.path.expanduser(p))) for p in items if p]
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.rstrip("/").count("/")
+
+
+def mounts(*, workspace: str | None, home: str | None, channel: str | None, runtime_uid: int,
+           tmp_options: str, hidden: tuple[str, ...] = (), extra_ro: list[str] = (),
+           extra_rw: list[str] = ()) -> tuple[ns.Mount, ...]:
+    """Every entry of the new root, parents before what they hold."""
+    entries: list[ns.Mount] = []
+    bound: list[str] = []
+
+    def bind(path: str, kind: str) -> None:
+        path = os.path.normpath(path)
+        if any(e.target == path for e in entries):
+            return
+        if os.path.islink(path) and path in SYSTEM_DIRS:
+            entries.append(ns.Mount(path, "symlink", os.readlink(path)))
+        elif os.path.exists(path):
+            entries.append(ns.Mount(path, kind, path))
+            bound.append(path)
+
+    for path in SYSTEM_DIRS:
+        bind(path, "ro")
+    for path in _installation():
+        if not any(_within(path, b) for b in bound):
+            bind(path, "ro")
+    entries.append(ns.Mount("/dev", "tmpfs", "mode=0755,size=64k"))
+    for name in DEVICES:
+        if os.path.exists(f"/dev/{name}"):
+            entries.append(ns.Mount(f"/dev/{name}", "dev", f"/dev/{name}"))
+    entries += [ns.Mount("/dev/pts", "devpts"), ns.Mount("/dev/ptmx", "symlink", "pts/ptmx"),
+                ns.Mount("/dev/fd", "symlink", "/proc/self/fd"),
+                ns.Mount("/dev/stdin", "symlink", "/proc/self/fd/0"),
+                ns.Mount("/dev/stdout", "symlink", "/proc/self/fd/1"),
+                ns.Mount("/dev/stderr", "symlink", "/proc/self/fd/2"),
+                ns.Mount("/dev/shm", "tmpfs", f"mode=1777,{tmp_options}"),
+                ns.Mount("/tmp", "tmpfs", f"mode=1777,{tmp_options}"),
+                ns.Mount("/var/tmp", "tmpfs", f"mode=1777,{tmp_options}"),
+                ns.Mount(f"/run/user/{runtime_uid}", "tmpfs", f"mode=0700,{tmp_options}")]
+    for path in extra_ro:
+        bind(path, "ro")
+    for path in [p for p in (workspace, home) if p] + list(extra_rw):
+        bind(path, "rw")
+    covered = list(hidden)
+    if workspace and os.path.isdir(os.path.join(workspace, ".paddedcell")):
+        covered.append(os.path.join(workspace, ".paddedcell"))
+    for path in covered:
+        if os.path.isdir(path) and any(_within(path, b) for b in bound):
+            entries.append(ns.Mount(path, "tmpfs", "mode=0700,size=64k"))
+    if channel:
+        entries.append(ns.Mount(channel, "rw", channel))
+    return tuple(sorted(entries, key=lambda e: _depth(e.target)))
+
+
+def session_environment(env: Mapping[str, str], *, home: str | None, runtime_uid: int,
+                        network: str) -> dict[str, str]:
+    """The command's environment inside: its own home, scratch and runtime dirs, no
+    pointers to the human's sockets, and the session proxy in proxy mode."""
+    out = {k: v for k, v in env.items() if k not in HOST_VARIABLES}
+    if home:
+        out["HOME"] = home
+    out["TMPDIR"] = "/tmp"
+    out["XDG_RUNTIME_DIR"] = f"/run/user/{runtime_uid}"
+    if network != "host":
+        for name in PROXY_VARIABLES + ("NO_PROXY", "no_proxy"):
+            out.pop(name, None)
+    if network == "proxy":
+        url = f"http://127.0.0.1:{ns.PROXY_PORT}"
+        for name in PROXY_VARIABLES:
+            out[name] = url
+        out["NO_PROXY"] = out["no_proxy"] = NO_PROXY
+    return out
+
+
+def probe_plan(switch_user: bool) -> ns.Plan:
+    """A small plan like a session's (for ``sandbox.available``)."""
+    uid = 65534 if switch_user else os.getuid()
+    return ns.Plan(mounts=mounts(workspace=None, home=None, channel=None, runtime_uid=uid,
+                                 tmp_options="size=1m"),
+                   network="none", uid=uid, gid=65534 if switch_user else os.getgid(),
+                   switch_user=switch_user)
+
+
+def refuse_outside(workdir: str, visible: list[str], workspace: str) -> None:
+    """A work directory must be something the sandbox shows (or its empty ``/tmp``)."""
+    if workdir != "/tmp" and not any(_within(workdir, v) for v in visible):
+        raise SpawnError(f"workdir {workdir} is outside the sandbox, which shows the agent "
+                         f"workspace {workspace}; run the command there (or add the path to "
+                         "supervisor.sandbox_bind_ro / supervisor.sandbox_bind_rw)")
+
+
+def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str | None,
+            workdir: str, argv: list[str], env: Mapping[str, str],
+            channel: str | None = None) -> Prepared:
+    """The sandbox of one agent command, as ``sandbox`` (from the settings) says.
+
+    Raises ``SandboxUnavailable`` (one line with the fix) where the settings ask for
+    a sandbox this host cannot give, ``SpawnError`` for a work directory outside it.
+    """
+    mode = sandbox.mode()
+    if mode not in ("namespaces", "user"):
+        return Prepared(None, dict(env))
+    root = ns.host_root()
+    owner = agent_ids(settings, agent_id) if root else None
+    workdir = os.path.normpath(os.path.abspath(workdir))
+    if owner is not None and workspace and os.path.isdir(workspace):
+        # Only a workspace named as the agent's is handed over, never a work directory.
+        hand_over_workspace(os.path.normpath(os.path.abspath(workspace)), owner, settings)
+    workspace = os.path.normpath(os.path.abspath(workspace or workdir))
+    home = agent_home(settings, agent_id, owner)
+    if channel and owner is not None:
+        os.chown(channel, *owner)
+    if mode == "user":
+        _open_channel_path(settings)
+        uid, gid = owner
+        out = session_environment(env, home=home, runtime_uid=uid, network="host")
+        out.pop("XDG_RUNTIME_DIR", None)  # no private /run/user without namespaces
+        return Prepared(lambda: ns.enter_as_user(uid, gid, sandbox.processes), out, uid, gid)
+    uid, gid = owner if owner is not None else (os.getuid(), os.getgid())
+    extra_ro, extra_rw = _paths(settings["supervisor.sandbox_bind_ro"]), \
+        _paths(settings["supervisor.sandbox_bind_rw"])
+    refuse_outside(workdir, [workspace, home, *extra_ro, *extra_rw, *SYSTEM_DIRS],
+                   workspace)
+    tmp_options = f"size={int(settings['supervisor.sandbox_tmp_bytes'])}"
+    if owner is not None:
+        tmp_options += f",uid={uid},gid={gid}"
+    home_dir = settings.home_text
+    entries = mounts(workspace=workspace, home=home, channel=channel, runtime_uid=uid,
+                     tmp_options=tmp_options,
+                     hidden=(home_dir, *ns.hidden_directories(home_dir)),
+                     extra_ro=extra_ro, extra_rw=extra_rw)
+    proxy = proxy_child = None
+    if sandbox.network == "proxy":
+        proxy, proxy_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    out = session_environment(env, home=home, runtime_uid=uid, network=sandbox.network)
+    plan = ns.Plan(mounts=entries, workdir=workdir, network=sandbox.network,
+                   proxy_fd=proxy_child.fileno() if proxy_child else None, uid=uid, gid=gid,
+                   switch_user=owner is not None, max_processes=sandbox.processes,
+                   argv=tuple(argv), env=out)
+    return Prepared(lambda: ns.enter(plan), out, uid, gid, proxy, proxy_child)
+
+
+def _open_channel_path(settings) -> None:
+    """Without namespaces the agent's uid reaches its channel socket through the home:
+    let it traverse (not list) ``PADDEDCELL_HOME``, ``run`` and ``run/sessions``."""
+    home = settings.home_text
+    for path in (home, os.path.join(home, "run"), os.path.join(home, "run", "sessions")):
+        try:
+            mode = os.stat(path).st_mode & 0o777
+            if mode & 0o011 != 0o011:
+                os.chmod(path, mode | 0o011)
+        except OSError:
+            pass
