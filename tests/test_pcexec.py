@@ -77,7 +77,7 @@ def test_resolution_failure_runs_nothing_at_all(vault_home, tmp_path):
 
 def test_dynamic_key_and_file_contents_are_masked(vault_home, tmp_path):
     home, ws = vault_home
-    leak = tmp_path / "leak.txt"
+    leak = ws / f"leak-{tmp_path.name}.txt"  # the sandbox shows the workspace, not tmp_path
     leak.write_text(f"from a file: {SECRETS['api_key']}\n")
     result = pcexec(home, ws, f'K=dy; pass_mgr get "${{K}}n"; echo; cat {leak}')
     assert result.returncode == 0, result.stderr

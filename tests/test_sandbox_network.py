@@ -1,0 +1,174 @@
+"""The session's own network namespace and its egress proxy (supervisor/sandbox.py,
+paddedcell/egress; DESIGN §1): tools reach what the proxy allows through it — git
+clones, pip installs — and nothing on the host's loopback unless
+``supervisor.sandbox_allow_local`` lets one through.
+
+The servers run on the host at 127.0.0.2: inside the session 127.0.0.1 is the
+session's own loopback (and NO_PROXY), so only the proxy can reach them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import io
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from paddedcell.supervisor import sandbox
+from supervisor_helpers import Daemon
+
+pytestmark = pytest.mark.skipif(not sandbox.available()[0],
+                                reason="this host has no namespaces for the sandbox: "
+                                       + sandbox.available()[1])
+
+HOST = "127.0.0.2"
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    requests: list[str] = []
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        type(self).requests.append(self.path)
+        super().do_GET()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A dumb-HTTP git repository and a one-wheel package index, served on HOST."""
+    root = tmp_path_factory.mktemp("served")
+    git = shutil.which("git")
+    if git:
+        src = root / "src"
+        src.mkdir()
+        run = lambda *a: subprocess.run([git, *a], cwd=src, check=True, capture_output=True)  # noqa: E731
+        run("init", "-q")
+        (src / "README").write_text("cloned-through-the-proxy\n")
+        run("add", "README")
+        run("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "one")
+        subprocess.run([git, "clone", "-q", "--bare", str(src), str(root / "repo.git")], check=True)
+        subprocess.run([git, "update-server-info"], cwd=root / "repo.git", check=True)
+    wheel = "pcdemo-0.1-py3-none-any.whl"
+    (root / "simple" / "pcdemo").mkdir(parents=True)
+    (root / "simple" / "pcdemo" / wheel).write_bytes(_wheel())
+    (root / "simple" / "pcdemo" / "index.html").write_text(f'<a href="{wheel}">{wheel}</a>\n')
+    handler = type("Handler", (_Quiet,), {"requests": []})
+    server = http.server.ThreadingHTTPServer(
+        (HOST, 0), lambda *a: handler(*a, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield {"port": server.server_address[1], "handler": handler, "git": git}
+    server.shutdown()
+
+
+def _wheel() -> bytes:
+    members = {"pcdemo/__init__.py": b"ANSWER = 'installed-through-the-proxy'\n",
+               "pcdemo-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: pcdemo\nVersion: 0.1\n",
+               "pcdemo-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\n"
+                                             b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = ""
+    for name, data in members.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record += f"{name},sha256={digest},{len(data)}\n"
+    record += "pcdemo-0.1.dist-info/RECORD,,\n"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        zf.writestr("pcdemo-0.1.dist-info/RECORD", record)
+    return buf.getvalue()
+
+
+def _daemon(tmp_path: Path, **env: str) -> tuple[Daemon, Path]:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    return Daemon(home, **env), ws
+
+
+def _run(daemon: Daemon, ws: Path, command: str, timeout: int = 120) -> str:
+    result = daemon.call("/exec", {"command": command, "agentId": "a1",
+                                   "agentWorkspace": str(ws), "awaitResults": True,
+                                   "timeoutSeconds": timeout})
+    return result["content"][0]["text"]
+
+
+def test_git_clone_and_pip_install_go_through_the_session_proxy(files, tmp_path):
+    port = files["port"]
+    daemon, ws = _daemon(tmp_path, PADDEDCELL_SUPERVISOR_SANDBOX_ALLOW_LOCAL=f"{HOST}:{port}")
+    try:
+        out = _run(daemon, ws, "env | grep -i '^https*_proxy=' | sort")
+        assert "HTTPS_PROXY=http://127.0.0.1:3128" in out, out
+        if files["git"]:
+            out = _run(daemon, ws, f"git clone -q http://{HOST}:{port}/repo.git cloned 2>&1; "
+                                   "cat cloned/README")
+            assert "cloned-through-the-proxy" in out, out
+        py = shlex.quote(sys.executable)
+        out = _run(daemon, ws, f"{py} -m venv venv && venv/bin/python -m pip install -q "
+                               f"--disable-pip-version-check --no-cache-dir "
+                               f"--index-url http://{HOST}:{port}/simple/ --trusted-host {HOST} "
+                               "pcdemo 2>&1; venv/bin/python -c 'import pcdemo; print(pcdemo.ANSWER)'",
+                   timeout=240)
+        assert "installed-through-the-proxy" in out, out
+        assert (ws / "venv").is_dir()
+    finally:
+        daemon.stop()
+
+
+def test_the_hosts_loopback_is_refused_by_the_proxy_unless_allowed(files, tmp_path):
+    daemon, ws = _daemon(tmp_path)
+    handler = files["handler"]
+    before = len(handler.requests)
+    code = ("import urllib.request, urllib.error\n"
+            f"for url in ('http://{HOST}:{files['port']}/simple/', "
+            f"'http://127.0.0.1:{files['port']}/simple/'):\n"
+            "    try:\n"
+            "        print('GOT', urllib.request.urlopen(url, timeout=10).status)\n"
+            "    except (urllib.error.URLError, OSError) as e:\n"
+            "        print('REFUSED', getattr(e, 'code', e))\n")
+    try:
+        out = _run(daemon, ws, f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}")
+        assert "GOT" not in out and out.count("REFUSED") == 2, out
+        assert "REFUSED 403" in out, out  # the proxy said no (not a timeout)
+        assert len(handler.requests) == before
+    finally:
+        daemon.stop()
+
+
+def test_host_network_mode_has_no_proxy(tmp_path, files):
+    daemon, ws = _daemon(tmp_path, PADDEDCELL_SUPERVISOR_SANDBOX_NETWORK="host")
+    code = ("import urllib.request\n"
+            f"print('GOT', urllib.request.urlopen('http://{HOST}:{files['port']}/simple/', "
+            "timeout=10).status)\n")
+    try:
+        out = _run(daemon, ws, f"echo proxy=${{HTTPS_PROXY:-unset}}; "
+                               f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}")
+        assert "GOT 200" in out, out
+        assert "proxy=http://127.0.0.1:3128" not in out
+    finally:
+        daemon.stop()
+
+
+def test_every_proxy_variable_is_set_in_proxy_mode():
+    from paddedcell.supervisor.sandbox_plan import PROXY_VARIABLES, session_environment
+
+    env = session_environment({"HTTPS_PROXY": "http://corp:8080", "SSH_AUTH_SOCK": "/run/a",
+                               "TMUX": "/tmp/tmux-0/default,1,0"},
+                              home="/h", runtime_uid=7, network="proxy")
+    for name in PROXY_VARIABLES:
+        assert env[name] == "http://127.0.0.1:3128"
+    assert env["NO_PROXY"] == env["no_proxy"] == "localhost,127.0.0.1,::1"
+    assert "SSH_AUTH_SOCK" not in env and "TMUX" not in env
+    assert env["HOME"] == "/h" and env["XDG_RUNTIME_DIR"] == "/run/user/7"
+    assert os.environ.get("HOME") != "/h"
