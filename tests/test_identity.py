@@ -82,7 +82,7 @@ def test_identity_switch_in_the_command_does_not_change_the_agent(world, how):
 
 def test_identity_switch_in_a_script_with_every_variable_removed(world, tmp_path):
     # The script drops every PaddedCell and agent variable, then claims victim.
-    script = tmp_path / "switch.sh"
+    script = world["ws"] / f"switch-{tmp_path.name}.sh"  # the sandbox shows the workspace
     script.write_text(
         "for v in $(env | cut -d= -f1 | grep -E '^(PADDEDCELL_|AGENT|OPENCLAW)'); do unset $v; done\n"
         f"export AGENT_ID=victim AGENT_WORKSPACE={shlex.quote(str(world['wv']))}\n"
@@ -161,7 +161,7 @@ def test_nested_pcexec_acts_for_the_sessions_agent(world):
 
 
 def test_request_agent_id_is_refused(world, tmp_path):
-    request = tmp_path / "req.json"
+    request = world["ws"] / f"req-{tmp_path.name}.json"
     request.write_text(json.dumps({"command": "pass_mgr get db", "agentId": "victim",
                                    "agentWorkspace": str(world["wv"])}))
     out = pcexec(world, f"pcexec --request {request}; echo rc=$?")
@@ -219,7 +219,7 @@ def test_daemon_refuses_a_body_agent_id_from_inside_a_session(world, tmp_path, s
             "        print('ROUTE-REFUSED', e.status)\n")
     marker = tmp_path / "operator-command-ran"
     code = code % (str(tmp_path / "restart.log"), marker)
-    script = tmp_path / "forge.py"
+    script = world["ws"] / f"forge-{tmp_path.name}.py"
     script.write_text(code)
     home = tmp_path / "home"
     home.mkdir(mode=0o700)

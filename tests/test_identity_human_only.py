@@ -9,6 +9,7 @@ namespaces) the vault is not even there; without it, ``inside_agent_session``
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -29,7 +30,10 @@ def clean(command: str, home) -> str:
     import tempfile
 
     path = shlex.quote(f"{BIN}:/usr/bin:/bin")
-    fd, script = tempfile.mkstemp(prefix="human-only-", suffix=".sh", dir=str(home.parent))
+    # In the workspace: the sandbox shows the agent its workspace, not the test's tmp dir.
+    where = home.parent / "ws" if (home.parent / "ws").is_dir() else home.parent
+    fd, script = tempfile.mkstemp(prefix="human-only-", suffix=".sh", dir=str(where))
+    os.chmod(script, 0o644)  # a root daemon's session runs as the agent's own uid
     with open(fd, "w") as f:
         f.write(f"exec env -i PATH={path} PADDEDCELL_HOME={shlex.quote(str(home))} "
                 f"sh -c {shlex.quote(command)}\n")
@@ -86,7 +90,7 @@ def test_admin_init_of_an_uninitialised_vault_from_a_session(tmp_path, sandbox):
 @pytest.mark.parametrize("sandbox", ["none", "auto"])
 def test_admin_init_after_a_lock_from_a_session_started_before_it(tmp_path, sandbox):
     with session_daemon(tmp_path, sandbox) as (home, ws, daemon):
-        flag = tmp_path / "locked"
+        flag = ws / "locked"
         command = (f"while [ ! -e {shlex.quote(str(flag))} ]; do sleep 0.1; done; "
                    + clean(f"printf '{AGENT_PW}\\n' | pass_mgr admin init --password-stdin; "
                            "echo rc=$?; printf '%s\\n' " + AGENT_PW

@@ -78,6 +78,13 @@ def world(tmp_path):
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
+    if os.geteuid() == 0:
+        # A root daemon's sandbox runs the session as the agent's own uid, and the job's
+        # files are walked from / as that uid: pytest's 0700 directories must let it pass.
+        for parent in [tmp_path, *tmp_path.parents]:
+            if str(parent) in ("/", "/tmp"):
+                break
+            parent.chmod(parent.stat().st_mode | 0o011)
     init_vault(home, ADMIN)
     subprocess.run([str(BIN / "pass_mgr"), "set", "a1", str(ws), "db", "a1-db-value-123", ADMIN],
                    env=base_env(home), check=True, capture_output=True)
@@ -120,7 +127,10 @@ def test_restart_job_paths_are_the_sessions(world, sandbox):
         answers = run_in_session(daemon, ws, CHANNEL_CLIENT,
                                  *[restart_line(log, rb) for log, rb in hostile], good)
         for (log, rb), answer in zip(hostile, answers):
-            assert answer["ok"] is False and answer["exit"] == 5, (log, rb, answer)
+            # (under a root daemon's sandbox the hard link, which keeps the host key's
+            # owner, is already closed to the agent's uid: permission denied, exit 1)
+            denied = log.endswith("hard-link") and "Permission denied" in json.dumps(answer)
+            assert answer["ok"] is False and (answer["exit"] == 5 or denied), (log, rb, answer)
         assert answers[-1]["ok"] is True and answers[-1]["result"]["result"] == "OK", answers[-1]
         deadline = time.monotonic() + 20
         while "restart finished" not in (ws / "restart.log").read_text():
@@ -129,7 +139,10 @@ def test_restart_job_paths_are_the_sessions(world, sandbox):
     assert host_key.read_bytes() == before
     assert not (home / "vault" / "locked.json").exists()
     assert not (outside / "restart.log").exists() and not store_dir.joinpath("store.log").exists()
-    assert (ws / "restart.log").stat().st_uid == os.getuid()
+    # Written as the session's uid: ours, or the agent's own under a root daemon's sandbox
+    # (which then owns the workspace); never the host key's owner through the hard link.
+    assert (ws / "restart.log").stat().st_uid == ws.stat().st_uid
+    assert host_key.stat().st_uid == os.getuid()
     status = subprocess.run([str(BIN / "pass_mgr"), "admin", "status"], env=base_env(home),
                             capture_output=True, text=True)
     assert status.stdout.strip() == "ready", status

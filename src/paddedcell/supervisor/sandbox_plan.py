@@ -29,6 +29,7 @@ import pwd
 import re
 import shutil
 import socket
+import stat
 import sys
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -178,7 +179,8 @@ def _within(path: str, parent: str) -> bool:
 def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> None:
     """Give a root daemon's agent its workspace: chown the tree to the agent's uid,
     once (when its top directory is someone else's); ``.paddedcell`` (the store) stays
-    the daemon's. Refused for ``/``, homes of users, anything holding the home or
+    the daemon's, and so does a file with more than one name (a hard link could be
+    another file's). Refused for ``/``, homes of users, anything holding the home or
     PaddedCell's own installation."""
     st = os.stat(workspace)
     if st.st_uid == owner[0]:
@@ -196,7 +198,12 @@ def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> Non
         if top == workspace and ".paddedcell" in dirs:
             dirs.remove(".paddedcell")
         for name in dirs + files:
-            os.lchown(os.path.join(top, name), *owner)
+            path = os.path.join(top, name)
+            st = os.lstat(path)
+            # A second name of a file elsewhere (a hard link to the host key) keeps its owner.
+            if stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode) or (
+                    stat.S_ISREG(st.st_mode) and st.st_nlink == 1):
+                os.lchown(path, *owner)
     os.lchown(workspace, *owner)
 
 
