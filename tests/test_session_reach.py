@@ -75,20 +75,28 @@ def restart_line(log: str, rollback: str, **job) -> str:
 
 @pytest.fixture
 def world(tmp_path):
+    if os.geteuid() == 0:
+        # A root daemon's sandbox runs the session as the agent's own uid, and the job's
+        # files are walked from / as that uid: not under pytest's 0700 basetemp.
+        import shutil
+        import tempfile
+
+        tmp_path = Path(tempfile.mkdtemp(prefix="pc-session-reach-", dir="/tmp"))
+        tmp_path.chmod(0o711)
+        yield from _world(tmp_path)
+        shutil.rmtree(tmp_path, ignore_errors=True)
+    else:
+        yield from _world(tmp_path)
+
+
+def _world(tmp_path):
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
-    if os.geteuid() == 0:
-        # A root daemon's sandbox runs the session as the agent's own uid, and the job's
-        # files are walked from / as that uid: pytest's 0700 directories must let it pass.
-        for parent in [tmp_path, *tmp_path.parents]:
-            if str(parent) in ("/", "/tmp"):
-                break
-            parent.chmod(parent.stat().st_mode | 0o011)
     init_vault(home, ADMIN)
     subprocess.run([str(BIN / "pass_mgr"), "set", "a1", str(ws), "db", "a1-db-value-123", ADMIN],
                    env=base_env(home), check=True, capture_output=True)
-    return home, ws
+    yield home, ws
 
 
 @pytest.mark.parametrize("sandbox", ["none", "auto"])

@@ -23,8 +23,10 @@ def _tool(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
 
 
-def _run(argv: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, env=env, input=stdin, capture_output=True, text=True, timeout=60)
+def _run(argv: list[str], env: dict[str, str], stdin: str | None = None,
+         cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, env=env, input=stdin, capture_output=True, text=True, timeout=60,
+                          cwd=cwd)
 
 
 def _say(text: str) -> None:
@@ -57,10 +59,12 @@ def main() -> int:
                    'printf "%s" "$(pass_mgr get db)" | base64')
         _say("\n2. The agent runs a command that uses the secret, through pcexec:")
         print(f"   $ pcexec '{command}'")
-        done = _run([_tool("pcexec"), command], agent)
+        # In the workspace, as an agent runs: the sandbox shows it nothing else.
+        done = _run([_tool("pcexec"), command], agent, cwd=workspace)
         print("   " + done.stdout.rstrip("\n").replace("\n", "\n   "))
         leaked = db_password in done.stdout + done.stderr
-        failing = _run([_tool("pcexec"), "echo $(pass_mgr get no-such-key)"], agent)
+        failing = _run([_tool("pcexec"), "echo $(pass_mgr get no-such-key)"], agent,
+                       cwd=workspace)
         print("   A key that does not exist runs nothing:")
         print(f"   $ pcexec 'echo $(pass_mgr get no-such-key)'\n   exit {failing.returncode}: "
               f"{failing.stderr.strip() or failing.stdout.strip()}")

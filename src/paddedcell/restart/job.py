@@ -233,25 +233,35 @@ def _rollback_argv(path: str) -> list[str]:
     return [path] if os.access(path, os.X_OK) else ["/bin/sh", path]
 
 
-def _rollback_sandbox(argv: list[str], env: dict[str, str] | None):
+def _rollback_sandbox(argv: list[str], env: dict[str, str] | None,
+                      confinement: Confinement | None = None):
     """The rollback script is the agent's: it runs in the sandbox agent commands get,
-    built by the same plan builder from the same settings (docs/design.md §1), its directory
-    as the workspace, or bare where ``supervisor.sandbox = "none"``. Restart and
-    status commands are the operator's and run as they are. No proxy serves a
-    rollback: in "proxy" mode it has loopback only."""
+    built by the same plan builder from the same settings (docs/design.md §1), its
+    directory as the workspace (a session's job: its workspace), or bare where
+    ``supervisor.sandbox = "none"``. Under a root daemon it runs as the session's uid,
+    else as its script's owner (root only for a script root wrote: the operator's own,
+    like the restart command). No proxy serves a rollback: "proxy" means loopback only.
+    Restart and status commands are the operator's and run as they are. Returns the
+    pre-exec step and the environment to run it with."""
     from .. import config
     from ..supervisor.sandbox_plan import prepare
     from ..supervisor.spawn import Sandbox, SpawnError
 
     settings = config.load()
     workdir = os.path.dirname(os.path.abspath(argv[-1])) or "/"
+    if confinement is not None:
+        run_as = (confinement.uid, confinement.gid)
+    else:
+        st = os.stat(argv[-1])
+        run_as = (st.st_uid, st.st_gid)
     try:
         sandbox = Sandbox.from_settings(settings)
         if sandbox.network == "proxy":
             sandbox = replace(sandbox, network="none")
-        prepared = prepare(settings, sandbox, agent_id=None, workspace=workdir,
+        prepared = prepare(settings, sandbox, agent_id=None,
+                           workspace=confinement.workspace if confinement else None,
                            workdir=workdir, argv=argv,
-                           env=dict(os.environ if env is None else env))
+                           env=dict(os.environ if env is None else env), run_as=run_as)
     except SpawnError as exc:  # refused (no sandbox this host can give): do not run it bare
         raise OSError(str(exc)) from None
     return prepared.preexec, prepared.env
@@ -324,7 +334,7 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
             if spec.confinement is not None:  # still the agent's own file, no symlink on the way
                 os.close(open_confined(spec.rollback, spec.confinement, READ))
             argv = _rollback_argv(spec.rollback)
-            preexec, rollback_env = _rollback_sandbox(argv, env)
+            preexec, rollback_env = _rollback_sandbox(argv, env, spec.confinement)
             result = await run_command(argv, timeout=spec.rollback_timeout_seconds,
                                        log=log, label="rollback", env=rollback_env,
                                        preexec_fn=preexec)

@@ -319,23 +319,25 @@ def refuse_outside(workdir: str, visible: list[str], workspace: str) -> None:
 
 def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str | None,
             workdir: str, argv: list[str], env: Mapping[str, str],
-            channel: str | None = None) -> Prepared:
+            channel: str | None = None, run_as: tuple[int, int] | None = None) -> Prepared:
     """The sandbox of one agent command, as ``sandbox`` (from the settings) says.
 
-    Raises ``SandboxUnavailable`` (one line with the fix) where the settings ask for
-    a sandbox this host cannot give, ``SpawnError`` for a work directory outside it.
+    ``run_as``: under a root daemon, these ids instead of the agent's (a restart
+    rollback runs as its script's owner). Raises ``SandboxUnavailable`` (one line with
+    the fix) where the settings ask for a sandbox this host cannot give, ``SpawnError``
+    for a work directory outside it.
     """
     mode = sandbox.mode()
     if mode not in ("namespaces", "user"):
         return Prepared(None, dict(env))
     root = ns.host_root()
-    owner = agent_ids(settings, agent_id) if root else None
+    owner = (run_as or agent_ids(settings, agent_id)) if root else None
     workdir = os.path.normpath(os.path.abspath(workdir))
-    if owner is not None and workspace and os.path.isdir(workspace):
+    if owner is not None and run_as is None and workspace and os.path.isdir(workspace):
         # Only a workspace named as the agent's is handed over, never a work directory.
         hand_over_workspace(os.path.normpath(os.path.abspath(workspace)), owner, settings)
     workspace = os.path.normpath(os.path.abspath(workspace or workdir))
-    home = agent_home(settings, agent_id, owner)
+    home = agent_home(settings, agent_id, owner if run_as is None else None)
     if channel and owner is not None:
         os.chown(channel, *owner)
     if mode == "user":
