@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from paddedcell.supervisor import sandbox
 from supervisor_helpers import BIN, Daemon, base_env, init_vault, pid_by_argv0, set_secret
 
-pytestmark = pytest.mark.skipif(not __import__("paddedcell.supervisor.sandbox", fromlist=["x"]).host_root(),
+pytestmark = pytest.mark.skipif(not sandbox.host_root(),
                                 reason="running agents as their own uids needs a root daemon")
 
 ADMIN = "admin-pw-for-tests-1"

@@ -26,6 +26,7 @@ import os
 import secrets as _secrets
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Mapping, Protocol
 
 import trio
@@ -249,7 +250,10 @@ class Supervisor:
             policy = EgressPolicy.from_settings(self.settings)
             with listener:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(serve_proxy, listener, policy)
+                    # session.egress: the agent's ProxySession where egress is on for it
+                    # (paddedcell/egress/session.load_session), else a plain proxy.
+                    nursery.start_soon(partial(serve_proxy, listener, policy,
+                                               session=getattr(session, "egress", None)))
                     await session.done.wait()
                     nursery.cancel_scope.cancel()
         except Exception:
