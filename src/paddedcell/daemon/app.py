@@ -95,6 +95,17 @@ def read_pid(settings: config.Settings) -> int | None:
         return None
 
 
+def _say_sandbox(settings) -> None:
+    """One line at start when every agent command will be refused (no sandbox this host
+    can give, docs/design.md §1), so the operator reads why before an agent does."""
+    from ..supervisor.spawn import Sandbox, SpawnError
+
+    try:
+        Sandbox.from_settings(settings).mode()
+    except SpawnError as exc:
+        log.warning("sandbox: %s", exc)
+
+
 async def run_daemon(settings: config.Settings, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Serve until SIGTERM/SIGINT or cancellation."""
     os.umask(0o077)
@@ -112,6 +123,7 @@ async def run_daemon(settings: config.Settings, *, task_status=trio.TASK_STATUS_
                 settings["daemon.request_timeout_seconds"])), router, path)
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
             log.info("paddedcell daemon %s listening on %s", __version__, path)
+            _say_sandbox(settings)
             task_status.started(ctx)
     finally:
         try:

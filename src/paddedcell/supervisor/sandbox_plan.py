@@ -273,7 +273,8 @@ def mounts(*, workspace: str | None, home: str | None, channel: str | None, runt
     if workspace and os.path.isdir(os.path.join(workspace, ".paddedcell")):
         covered.append(os.path.join(workspace, ".paddedcell"))
     for path in covered:
-        if os.path.isdir(path) and any(_within(path, b) for b in bound):
+        inside_another = any(other != path and _within(path, other) for other in covered)
+        if os.path.isdir(path) and any(_within(path, b) for b in bound) and not inside_another:
             entries.append(ns.Mount(path, "tmpfs", "mode=0700,size=64k"))
     if channel:
         entries.append(ns.Mount(channel, "rw", channel))
