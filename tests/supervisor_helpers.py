@@ -165,3 +165,13 @@ def two_agent_home(root: Path, a1_db: str, victim_db: str,
     set_secret(home, "a1", ws, "db", a1_db, admin_password)
     set_secret(home, "victim", wv, "db", victim_db, admin_password)
     return home, ws, wv
+
+
+def needs_sandbox():
+    """The skip mark of tests that need the namespace sandbox (supervisor/sandbox.py)."""
+    import pytest
+
+    from paddedcell.supervisor import sandbox
+
+    ok, why = sandbox.available()
+    return pytest.mark.skipif(not ok, reason=f"this host has no namespaces for the sandbox: {why}")

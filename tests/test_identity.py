@@ -95,7 +95,7 @@ def test_identity_switch_in_a_script_with_every_variable_removed(world, tmp_path
 def test_another_sessions_channel_refuses(world, tmp_path):
     # a1 points PADDEDCELL_CHANNEL at a socket of victim's running session.
     daemon = world["daemon"]
-    flag = tmp_path / "victim-up"
+    flag = world["wv"] / f"victim-up-{tmp_path.name}"  # what each sandbox shows
     sid = daemon.call("/exec", {"command": f"touch {flag}; sleep 30", "agentId": "victim",
                                 "agentWorkspace": str(world["wv"]), "background": True}
                       )["details"]["sessionId"]
@@ -106,7 +106,7 @@ def test_another_sessions_channel_refuses(world, tmp_path):
             time.sleep(0.02)
         sockets = sorted((world["home"] / "run" / "sessions").glob("*.sock"))
         assert sockets
-        script = tmp_path / "steal.sh"
+        script = world["ws"] / f"steal-{tmp_path.name}.sh"
         script.write_text("".join(
             f"PADDEDCELL_CHANNEL={shlex.quote(str(s))} pass_mgr get db; echo rc=$?\n"
             for s in sockets))

@@ -23,11 +23,9 @@ from pathlib import Path
 import pytest
 
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import Daemon, init_vault, pid_by_argv0, set_secret
+from supervisor_helpers import Daemon, needs_sandbox, pid_by_argv0, two_agent_home
 
-pytestmark = pytest.mark.skipif(not sandbox.available()[0],
-                                reason="this host has no namespaces for the sandbox: "
-                                       + sandbox.available()[1])
+pytestmark = needs_sandbox()
 
 ADMIN = "admin-pw-for-tests-1"
 A1_DB = "A1-attack-value-0000-aaaa"
@@ -38,13 +36,10 @@ ROOT = sandbox.host_root()
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("attacks")
-    home, ws, wv = root / "home", root / "ws-a1", root / "ws-victim"
+    home, ws, wv = two_agent_home(root, A1_DB, VICTIM_DB, ADMIN)
     human, human_bin = root / "human", root / "human-bin"
-    for d in (home, ws, wv, human, human_bin, human / ".ssh"):
+    for d in (human, human_bin, human / ".ssh"):
         d.mkdir(mode=0o700)
-    init_vault(home, ADMIN)
-    set_secret(home, "a1", ws, "db", A1_DB, ADMIN)
-    set_secret(home, "victim", wv, "db", VICTIM_DB, ADMIN)
     (human / ".bashrc").write_text("# the human's\n")
     (human / ".ssh" / "authorized_keys").write_text("")
     (wv / "deploy.sh").write_text("echo deploying\n")

@@ -24,12 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from paddedcell.supervisor import sandbox
-from supervisor_helpers import Daemon
+from supervisor_helpers import Daemon, needs_sandbox
 
-pytestmark = pytest.mark.skipif(not sandbox.available()[0],
-                                reason="this host has no namespaces for the sandbox: "
-                                       + sandbox.available()[1])
+pytestmark = needs_sandbox()
 
 HOST = "127.0.0.2"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import BIN, Daemon, base_env, init_vault, pid_by_argv0, set_secret
+from supervisor_helpers import BIN, Daemon, base_env, pid_by_argv0, two_agent_home
 
 pytestmark = pytest.mark.skipif(not sandbox.host_root(),
                                 reason="running agents as their own uids needs a root daemon")
@@ -37,12 +37,7 @@ def world():
     # Not under pytest's 0700 basetemp: the agents' uids reach their workspaces by path.
     root = Path(tempfile.mkdtemp(prefix="pc-user-mode-", dir="/tmp"))
     root.chmod(0o711)
-    home, ws, wv = root / "home", root / "ws-a1", root / "ws-victim"
-    for d in (home, ws, wv):
-        d.mkdir(mode=0o700)
-    init_vault(home, ADMIN)
-    set_secret(home, "a1", ws, "db", A1_DB, ADMIN)
-    set_secret(home, "victim", wv, "db", VICTIM_DB, ADMIN)
+    home, ws, wv = two_agent_home(root, A1_DB, VICTIM_DB, ADMIN)
     path = f"{PASS_MGR_DIR}:/usr/bin:/bin"
     daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="user", PATH=path)
     yield {"home": home, "ws": ws, "wv": wv, "daemon": daemon, "path": path}
