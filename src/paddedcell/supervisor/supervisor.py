@@ -251,7 +251,8 @@ class Supervisor:
             with listener:
                 async with trio.open_nursery() as nursery:
                     # session.egress: the agent's ProxySession where egress is on for it
-                    # (paddedcell/egress/session.load_session), else a plain proxy.
+                    # (secretflow.Prepared.egress, egress/session.session_for), else a
+                    # plain proxy.
                     nursery.start_soon(partial(serve_proxy, listener, policy,
                                                session=getattr(session, "egress", None)))
                     await session.done.wait()
