@@ -180,8 +180,9 @@ def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> Non
     """Give a root daemon's agent its workspace: chown the tree to the agent's uid,
     once (when its top directory is someone else's); ``.paddedcell`` (the store) stays
     the daemon's, and so does a file with more than one name (a hard link could be
-    another file's). Refused for ``/``, homes of users, anything holding the home or
-    PaddedCell's own installation."""
+    another file's). Not for ``/``, homes of users, anything holding the home or
+    PaddedCell's own installation: those stay as they are (one log line), and the agent
+    works there with the rights its uid has."""
     st = os.stat(workspace)
     if st.st_uid == owner[0]:
         return
@@ -189,9 +190,11 @@ def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> Non
     homes = {os.path.realpath(entry.pw_dir) for entry in pwd.getpwall() if entry.pw_dir}
     own = [os.path.realpath(p) for p in _installation()]
     if workspace == "/" or any(_within(p, workspace) for p in [home, *homes, *own]):
-        raise SpawnError(f"the agent workspace {workspace} holds a user's home, "
-                         "PADDEDCELL_HOME or PaddedCell itself; a root daemon hands the workspace "
-                         "to the agent's own uid, so give the agent a directory of its own")
+        log.warning("sandbox: the agent workspace %s holds a user's home, PADDEDCELL_HOME or "
+                    "PaddedCell itself, so it is not handed to the agent's uid %d: the agent "
+                    "can write there only where that uid may; give it a directory of its own",
+                    workspace, owner[0])
+        return
     log.info("sandbox: handing the workspace %s to uid %d (agent commands run as it)",
              workspace, owner[0])
     for top, dirs, files in os.walk(workspace):
