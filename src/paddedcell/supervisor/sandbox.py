@@ -102,6 +102,10 @@ _DEFAULTED = tuple(sorted(set(_SHIELDED) | {getattr(signal, n) for n in ("SIGPIP
                                             if hasattr(signal, n)}))
 
 
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
 class SandboxSetupError(Exception):
     pass
 
@@ -141,6 +145,30 @@ class Plan:
     #: The command: init starts it with ``posix_spawn`` (no third fork of the supervisor).
     argv: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
+
+
+def base_mounts(runtime_uid: int, tmp_options: str) -> tuple[Mount, ...]:
+    """What every sandbox holds (the plan builder adds the session's own): the system
+    read-only (merged-/usr links as links), a minimal /dev, private scratch tmpfs."""
+    entries = []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            entries.append(Mount(path, "symlink", os.readlink(path)))
+        elif os.path.exists(path):
+            entries.append(Mount(path, "ro", path))
+    entries.append(Mount("/dev", "tmpfs", "mode=0755,size=64k"))
+    entries += [Mount(f"/dev/{name}", "dev", f"/dev/{name}") for name in DEVICES
+                if os.path.exists(f"/dev/{name}")]
+    entries += [Mount("/dev/pts", "devpts"), Mount("/dev/ptmx", "symlink", "pts/ptmx"),
+                Mount("/dev/fd", "symlink", "/proc/self/fd"),
+                Mount("/dev/stdin", "symlink", "/proc/self/fd/0"),
+                Mount("/dev/stdout", "symlink", "/proc/self/fd/1"),
+                Mount("/dev/stderr", "symlink", "/proc/self/fd/2"),
+                Mount("/dev/shm", "tmpfs", f"mode=1777,{tmp_options}"),
+                Mount("/tmp", "tmpfs", f"mode=1777,{tmp_options}"),
+                Mount("/var/tmp", "tmpfs", f"mode=1777,{tmp_options}"),
+                Mount(f"/run/user/{runtime_uid}", "tmpfs", f"mode=0700,{tmp_options}")]
+    return tuple(entries)
 
 
 def _libc():
@@ -510,9 +538,9 @@ def available() -> tuple[bool, str]:
     except OSError as exc:
         _AVAILABLE[switch_user] = (False, f"no libc: {exc}")
         return _AVAILABLE[switch_user]
-    from .sandbox_plan import probe_plan
-
-    plan = probe_plan(switch_user)
+    uid = 65534 if switch_user else os.getuid()  # nobody: a uid to switch to, as root
+    plan = Plan(mounts=base_mounts(uid, "size=1m"), network="none", uid=uid,
+                gid=65534 if switch_user else os.getgid(), switch_user=switch_user)
     r, w = os.pipe()
     pid = _fork()
     if pid == 0:  # pragma: no cover - runs in the probe child

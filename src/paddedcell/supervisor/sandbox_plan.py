@@ -38,8 +38,6 @@ from . import sandbox as ns
 from .sandbox import log
 from .spawn import Sandbox, SandboxUnavailable, SpawnError
 
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 #: Variables that point at the human's sockets or home: not there in the sandbox.
 HOST_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "TMUX",
                   "TMUX_PANE", "STY", "WINDOW", "XAUTHORITY", "DISPLAY", "WAYLAND_DISPLAY",
@@ -237,37 +235,19 @@ def mounts(*, workspace: str | None, home: str | None, channel: str | None, runt
            tmp_options: str, hidden: tuple[str, ...] = (), extra_ro: list[str] = (),
            extra_rw: list[str] = ()) -> tuple[ns.Mount, ...]:
     """Every entry of the new root, parents before what they hold."""
-    entries: list[ns.Mount] = []
-    bound: list[str] = []
+    entries = list(ns.base_mounts(runtime_uid, tmp_options))
+    bound = [e.target for e in entries if e.kind in ("ro", "rw")]
 
     def bind(path: str, kind: str) -> None:
         path = os.path.normpath(path)
-        if any(e.target == path for e in entries):
+        if any(e.target == path for e in entries) or not os.path.exists(path):
             return
-        if os.path.islink(path) and path in SYSTEM_DIRS:
-            entries.append(ns.Mount(path, "symlink", os.readlink(path)))
-        elif os.path.exists(path):
-            entries.append(ns.Mount(path, kind, path))
-            bound.append(path)
+        entries.append(ns.Mount(path, kind, path))
+        bound.append(path)
 
-    for path in SYSTEM_DIRS:
-        bind(path, "ro")
     for path in _installation():
         if not any(_within(path, b) for b in bound):
             bind(path, "ro")
-    entries.append(ns.Mount("/dev", "tmpfs", "mode=0755,size=64k"))
-    for name in DEVICES:
-        if os.path.exists(f"/dev/{name}"):
-            entries.append(ns.Mount(f"/dev/{name}", "dev", f"/dev/{name}"))
-    entries += [ns.Mount("/dev/pts", "devpts"), ns.Mount("/dev/ptmx", "symlink", "pts/ptmx"),
-                ns.Mount("/dev/fd", "symlink", "/proc/self/fd"),
-                ns.Mount("/dev/stdin", "symlink", "/proc/self/fd/0"),
-                ns.Mount("/dev/stdout", "symlink", "/proc/self/fd/1"),
-                ns.Mount("/dev/stderr", "symlink", "/proc/self/fd/2"),
-                ns.Mount("/dev/shm", "tmpfs", f"mode=1777,{tmp_options}"),
-                ns.Mount("/tmp", "tmpfs", f"mode=1777,{tmp_options}"),
-                ns.Mount("/var/tmp", "tmpfs", f"mode=1777,{tmp_options}"),
-                ns.Mount(f"/run/user/{runtime_uid}", "tmpfs", f"mode=0700,{tmp_options}")]
     for path in extra_ro:
         bind(path, "ro")
     for path in [p for p in (workspace, home) if p] + list(extra_rw):
@@ -302,15 +282,6 @@ def session_environment(env: Mapping[str, str], *, home: str | None, runtime_uid
             out[name] = url
         out["NO_PROXY"] = out["no_proxy"] = NO_PROXY
     return out
-
-
-def probe_plan(switch_user: bool) -> ns.Plan:
-    """A small plan like a session's (for ``sandbox.available``)."""
-    uid = 65534 if switch_user else os.getuid()
-    return ns.Plan(mounts=mounts(workspace=None, home=None, channel=None, runtime_uid=uid,
-                                 tmp_options="size=1m"),
-                   network="none", uid=uid, gid=65534 if switch_user else os.getgid(),
-                   switch_user=switch_user)
 
 
 def refuse_outside(workdir: str, visible: list[str], workspace: str) -> None:
@@ -353,7 +324,7 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
     uid, gid = owner if owner is not None else (os.getuid(), os.getgid())
     extra_ro, extra_rw = _paths(settings["supervisor.sandbox_bind_ro"]), \
         _paths(settings["supervisor.sandbox_bind_rw"])
-    refuse_outside(workdir, [workspace, home, *extra_ro, *extra_rw, *SYSTEM_DIRS],
+    refuse_outside(workdir, [workspace, home, *extra_ro, *extra_rw, *ns.SYSTEM_DIRS],
                    workspace)
     tmp_options = f"size={int(settings['supervisor.sandbox_tmp_bytes'])}"
     if owner is not None:
