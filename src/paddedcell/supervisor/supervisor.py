@@ -210,6 +210,7 @@ class Supervisor:
         session.warnings = warnings
         if prepared.uid >= 0:  # the agent's own uid (restart/confine.session_ids reads it)
             session.uid, session.gid = prepared.uid, prepared.gid
+        session.egress = spec.egress  # what the session's proxy serves (_serve_proxy)
         channel.session = session
         channel.share = self.share_values
         if spec.agent_id and spec.agent_workspace:  # store changes from now on are noticed
@@ -254,7 +255,7 @@ class Supervisor:
                     # (secretflow.Prepared.egress, egress/session.session_for), else a
                     # plain proxy.
                     nursery.start_soon(partial(serve_proxy, listener, policy,
-                                               session=getattr(session, "egress", None)))
+                                               session=session.egress))
                     await session.done.wait()
                     nursery.cancel_scope.cancel()
         except Exception:
