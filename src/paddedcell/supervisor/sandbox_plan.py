@@ -294,7 +294,8 @@ def refuse_outside(workdir: str, visible: list[str], workspace: str) -> None:
 
 def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str | None,
             workdir: str, argv: list[str], env: Mapping[str, str],
-            channel: str | None = None, run_as: tuple[int, int] | None = None) -> Prepared:
+            channel: str | None = None, run_as: tuple[int, int] | None = None,
+            ca_bundle: str | None = None) -> Prepared:
     """The sandbox of one agent command, as ``sandbox`` (from the settings) says.
 
     ``run_as``: under a root daemon, these ids instead of the agent's (a restart
@@ -338,6 +339,14 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
     if sandbox.network == "proxy":
         proxy, proxy_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     out = session_environment(env, home=home, runtime_uid=uid, network=sandbox.network)
+    if ca_bundle and sandbox.network == "proxy":
+        # The session's egress CA bundle (docs/design.md §6.7): read-only at its own
+        # path, named by the CA variables.
+        from ..egress.session import ca_environment
+
+        entries = tuple(sorted((*entries, ns.Mount(ca_bundle, "ro", ca_bundle)),
+                               key=lambda e: _depth(e.target)))
+        out.update(ca_environment(ca_bundle))
     plan = ns.Plan(mounts=entries, workdir=workdir, network=sandbox.network,
                    proxy_fd=proxy_child.fileno() if proxy_child else None, uid=uid, gid=gid,
                    switch_user=owner is not None, max_processes=sandbox.processes,

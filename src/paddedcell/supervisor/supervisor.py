@@ -145,10 +145,17 @@ class Supervisor:
         channel.open()
         env[CHANNEL_VARIABLE] = channel.path
         argv = sandbox.wrap([pick_shell(self.base_env), "-c", spec.command], cwd, spec.pty)
+        # Egress (docs/design.md §6.7): where the session gets its own network namespace
+        # and proxy, its clients trust the session CA through a bundle beside the channel.
+        egress = spec.egress if sandbox.network == "proxy" else None
         try:
+            if egress is not None:
+                channel.ca_bundle = channel.path[:-len(".sock")] + ".ca.pem"
+                egress.write_bundle(channel.ca_bundle)
             prepared = prepare(settings, sandbox, agent_id=spec.agent_id,
                                workspace=spec.agent_workspace, workdir=cwd, argv=argv,
-                               env=env, channel=channel.path)
+                               env=env, channel=channel.path,
+                               ca_bundle=channel.ca_bundle)
         except BaseException:
             channel.close()
             raise
@@ -210,8 +217,10 @@ class Supervisor:
         session.warnings = warnings
         if prepared.uid >= 0:  # the agent's own uid (restart/confine.session_ids reads it)
             session.uid, session.gid = prepared.uid, prepared.gid
-        session.egress = spec.egress  # what the session's proxy serves (_serve_proxy)
         channel.session = session
+        if egress is not None and prepared.proxy is not None:
+            session.egress = egress  # the channel answers placeholders, the proxy swaps
+            egress.audit_sink = lambda event, **fields: self._record(event, session, **fields)
         channel.share = self.share_values
         if spec.agent_id and spec.agent_workspace:  # store changes from now on are noticed
             self._store_stamps.setdefault((spec.agent_id, spec.agent_workspace),

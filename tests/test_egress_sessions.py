@@ -1,0 +1,235 @@
+"""Secretless egress end to end: real tools inside pcexec sessions of a real daemon, with
+the session's own network namespace and proxy (docs/design.md §6).
+
+Upstreams are TLS servers on the host at 127.0.0.2 (inside a session 127.0.0.1 is the
+session's own loopback), signed by a test CA the proxy trusts through the test-only
+setting egress.extra_upstream_ca_file, allowed by supervisor.sandbox_allow_local:
+- A (``bound``): where ``gh`` (inject header) and ``ghb`` (inject body) may go;
+- B (``other``): bound to ``other`` only, so it is intercepted too.
+
+What each case shows: the upstream receives the real value; the command only ever held a
+placeholder (a fragment of the value is in no environment, /proc file, file or answer);
+the transcript shows ``######``; the same placeholder toward B is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paddedcell.egress.ca import CertificateAuthority
+from paddedcell.supervisor import sandbox
+from supervisor_helpers import BIN, Daemon, base_env
+
+from egress_tools import WHEEL_NAME, tools_upstream
+
+pytestmark = pytest.mark.skipif(not sandbox.available()[0],
+                                reason="this host has no namespaces for the sandbox: "
+                                       + sandbox.available()[1])
+
+HOST = "127.0.0.2"
+REAL = "ghp_" + "S3ssionRealValue0123456789abcdefABCDE"
+BODY_REAL = "sk-" + "B0dyRealValue0123456789abcdefABCDEFGH"
+OTHER = "xoxb-" + "0therValue0123456789abcdefABCDEFGHIJ"
+FRAGMENT = REAL[8:24]  # 16 characters that only the real value holds
+ADMIN = "admin-pw-for-tests-1"
+TEST_CA = CertificateAuthority("PaddedCell session test upstream CA")
+
+
+def _pass_mgr(env: dict[str, str], *args: str) -> None:
+    subprocess.run([str(BIN / "pass_mgr"), *args], env=env, check=True, capture_output=True,
+                   text=True, input=ADMIN + "\n" if args[:2] == ("admin", "init") else None)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("egress-sessions")
+    upstream_ca = root / "upstream-ca.pem"
+    upstream_ca.write_bytes(TEST_CA.certificate_pem)
+    with tools_upstream(TEST_CA, REAL, root / "a", host=HOST, address=HOST) as (a, got_a), \
+            tools_upstream(TEST_CA, OTHER, root / "b", host=HOST, address=HOST) as (b, got_b):
+        home, ws, ws2 = root / "home", root / "ws", root / "ws2"
+        for d in (home, ws, ws2):
+            d.mkdir(mode=0o700)
+        (ws2 / "upstream-ca.pem").write_bytes(TEST_CA.certificate_pem)  # visible inside
+        env = base_env(home, PADDEDCELL_VAULT_KDF_ITERATIONS="1",
+                       PADDEDCELL_VAULT_KDF_MEMORY_KIB="64", PADDEDCELL_VAULT_KDF_LANES="1")
+        _pass_mgr(env, "admin", "init", "--password-stdin")
+        _pass_mgr(env, "set", "a1", str(ws), "gh", REAL, ADMIN, "--hosts", f"{HOST}:{a}")
+        _pass_mgr(env, "set", "a1", str(ws), "ghb", BODY_REAL, ADMIN, "--hosts", f"{HOST}:{a}",
+                  "--inject", "body")
+        _pass_mgr(env, "set", "a1", str(ws), "other", OTHER, ADMIN, "--hosts", f"{HOST}:{b}")
+        _pass_mgr(env, "set", "a1", str(ws), "plain", "an unbound value 42", ADMIN)
+        _pass_mgr(env, "set", "a2", str(ws2), "plain", "another unbound value 42", ADMIN)
+        node = _node24()
+        # Node lives under the human's cache, which a session does not see: show it.
+        extra = {"PADDEDCELL_SUPERVISOR_SANDBOX_BIND_RO": str(Path(node).parent.parent)} \
+            if node and not node.startswith("/usr/") else {}
+        daemon = Daemon(home, **extra, PADDEDCELL_VAULT_KDF_ITERATIONS="1",
+                        PADDEDCELL_VAULT_KDF_MEMORY_KIB="64", PADDEDCELL_VAULT_KDF_LANES="1",
+                        PADDEDCELL_SUPERVISOR_SANDBOX_ALLOW_LOCAL=f"{HOST}:{a},{HOST}:{b}",
+                        PADDEDCELL_EGRESS_EXTRA_UPSTREAM_CA_FILE=str(upstream_ca))
+        try:
+            yield {"daemon": daemon, "ws": ws, "ws2": ws2, "a": a, "b": b, "got_a": got_a,
+                   "got_b": got_b, "home": home, "upstream_ca": str(upstream_ca)}
+        finally:
+            daemon.stop()
+
+
+def run(world, command: str, agent: str = "a1", timeout: int = 120) -> str:
+    ws = world["ws"] if agent == "a1" else world["ws2"]
+    result = world["daemon"].call("/exec", {"command": command, "agentId": agent,
+                                            "agentWorkspace": str(ws), "awaitResults": True,
+                                            "timeoutSeconds": timeout})
+    text = result["content"][0]["text"]
+    assert REAL not in text and BODY_REAL not in text and FRAGMENT not in text
+    return text
+
+
+def _auth_values(records: list[dict]) -> list[str]:
+    return [v for r in records for k, v in r["headers"] if k.lower() == "authorization"]
+
+
+def test_curl_header_basic_and_body_reach_the_bound_host_with_the_real_value(world):
+    a, got = world["a"], world["got_a"]
+    before = len(got)
+    out = run(world, f"""
+        url=https://{HOST}:{a}
+        curl -sS -H "Authorization: Bearer $(pass_mgr get gh)" $url/echo; echo
+        curl -sS -u "x-access-token:$(pass_mgr get gh)" $url/echo -o /dev/null -w 'basic %{{http_code}}\\n'
+        curl -sS -H "Authorization: Bearer $(pass_mgr get gh)" -d "tok=$(pass_mgr get ghb)" $url/post -o /dev/null -w 'body %{{http_code}}\\n'
+    """)
+    new = got[before:]
+    assert _auth_values(new)[0] == f"Bearer {REAL}"
+    assert base64.b64decode(_auth_values(new)[1][6:]).decode() == f"x-access-token:{REAL}"
+    assert new[2]["body"] == f"tok={BODY_REAL}"
+    assert '"Bearer ######"' in out  # the echo of the header, masked on its way back
+    assert "basic 200" in out and "body 200" in out
+
+
+def test_the_command_holds_a_placeholder_only(world):
+    out = run(world, f"""
+        t=$(pass_mgr get gh)
+        printf %s "$t" | sha256sum | cut -c1-16
+        printf 'len=%s prefix=%s\\n' "${{#t}}" "${{t:0:4}}"
+        export TOKEN="$t"; printf %s "$t" > token.txt
+        echo env=$(env | grep -c -F {FRAGMENT}) \
+             proc=$(tr '\\0' '\\n' < /proc/self/environ | grep -c -F {FRAGMENT}) \
+             file=$(grep -c -F {FRAGMENT} token.txt) \
+             ca=${{SSL_CERT_FILE:+set}}${{CURL_CA_BUNDLE:+set}}${{NODE_EXTRA_CA_CERTS:+set}}
+        rm token.txt
+    """)
+    digest = hashlib.sha256(REAL.encode()).hexdigest()[:16]
+    assert digest not in out
+    assert f"len={len(REAL)} prefix=ghp_" in out
+    assert "env=0 proc=0 file=0 ca=setsetset" in out, out
+    assert (world["ws"] / "token.txt").exists() is False
+
+
+def test_a_placeholder_toward_another_host_is_refused_and_audited(world):
+    b, got_b = world["b"], world["got_b"]
+    before = len(got_b)
+    out = run(world, f'curl -sS -H "Authorization: Bearer $(pass_mgr get gh)" '
+                     f"https://{HOST}:{b}/steal")
+    assert f"egress refused: gh is bound to {HOST}:{world['a']}" in out
+    assert len(got_b) == before
+    audit = (world["home"] / "audit.jsonl").read_text()
+    assert REAL not in audit and FRAGMENT not in audit
+    refused = [json.loads(line) for line in audit.splitlines() if '"egress.refused"' in line]
+    assert any(r.get("key") == "gh" and r.get("host") == HOST for r in refused), refused
+
+
+def test_git_clone_and_push_inside_a_session(world):
+    a = world["a"]
+    out = run(world, f"""
+        export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.org
+        rm -rf clone
+        git clone -q "https://x-access-token:$(pass_mgr get gh)@{HOST}:{a}/repo.git" clone 2>&1 && cd clone
+        echo change > FROM_SESSION && git add FROM_SESSION && git commit -qm from-session
+        git push -q origin HEAD:main 2>&1 && echo pushed
+        grep -c -F {FRAGMENT} .git/config
+    """, timeout=180)
+    assert "pushed\n0\n" in out, out  # pushed; no fragment of the value in .git/config
+    log = subprocess.run(["git", "-C", str(world["home"].parent / "a" / "repo.git"), "log",
+                          "--format=%s"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert log[0] == "from-session"
+
+
+def test_python_node_and_pip_inside_a_session(world):
+    a = world["a"]
+    py = shlex.quote(sys.executable)
+    code = ("import os, urllib.request\n"
+            f"req = urllib.request.Request('https://{HOST}:{a}/echo', headers={{'Authorization':"
+            " 'Bearer ' + os.environ['T']})\n"
+            "print('urllib', urllib.request.urlopen(req).status)\n")
+    pip = shlex.quote(str(Path(sys.executable).parent / "pip"))
+    out = run(world, f"""
+        export T=$(pass_mgr get gh)
+        {py} -c {shlex.quote(code)} 2>&1
+        {pip} download -q --no-deps --disable-pip-version-check --no-cache-dir -d dl \
+            --index-url "https://__token__:$T@{HOST}:{a}/simple" tinypkg 2>&1 && ls dl
+    """, timeout=180)
+    assert "urllib 200" in out, out
+    assert WHEEL_NAME in out, out
+    node = _node24()
+    if node is None:
+        pytest.skip("Node 24 not found (scripts/openclaw-env.sh installs it)")
+    out = run(world, f"""
+        export T=$(pass_mgr get gh) NODE_USE_ENV_PROXY=1
+        {shlex.quote(node)} --input-type=module -e "const r = await fetch('https://{HOST}:{a}/echo', {{headers: {{authorization: 'Bearer ' + process.env.T}}}}); console.log('node', r.status)" 2>&1
+    """)
+    assert "node 200" in out, out
+
+
+def _node24() -> str | None:
+    from test_egress_tools import _node24 as find
+
+    return find()
+
+
+def test_no_route_but_the_proxy(world):
+    code = ("import socket\n"
+            f"for target in [('{HOST}', {world['a']}), ('8.8.8.8', 53), ('1.1.1.1', 443)]:\n"
+            "    try:\n"
+            "        socket.create_connection(target, timeout=3); print('CONNECTED', target)\n"
+            "    except OSError as e:\n"
+            "        print('no route', target, e.errno)\n")
+    out = run(world, f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}")
+    assert "CONNECTED" not in out and out.count("no route") == 3, out
+
+
+def test_an_agent_without_bound_secrets_is_untouched(world):
+    a, got = world["a"], world["got_a"]
+    before = len(got)
+    out = run(world, f"""
+        echo ca=${{CURL_CA_BUNDLE:-unset}} ${{SSL_CERT_FILE:-unset}} | grep -c ca.pem
+        curl -sS --cacert upstream-ca.pem -H "Authorization: Bearer $(pass_mgr get plain)" https://{HOST}:{a}/echo -o /dev/null -w '%{{http_code}}\\n'
+    """, agent="a2")
+    assert out.startswith("0\n"), out  # no session CA bundle
+    assert "401" in out  # a plain tunnel: the upstream's own certificate, nothing swapped
+    assert _auth_values(got[before:]) == ["Bearer another unbound value 42"]
+
+
+def test_the_plain_pcexec_cli_gets_egress_too(world):
+    """A foreground pcexec is its own supervisor (no daemon): the same session path."""
+    a, got = world["a"], world["got_a"]
+    before = len(got)
+    env = {**world["daemon"].env}
+    result = subprocess.run(
+        [str(BIN / "pcexec"), "--agent-id", "a1", "--agent-workspace", str(world["ws"]),
+         "--workdir", str(world["ws"]), "--",
+         f'curl -sS -H "Authorization: Bearer $(pass_mgr get gh)" https://{HOST}:{a}/echo'],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert REAL not in result.stdout + result.stderr
+    assert '"Bearer ######"' in result.stdout
+    assert _auth_values(got[before:]) == [f"Bearer {REAL}"]
