@@ -45,7 +45,10 @@ def main() -> int:
         _say("1. A human initialises a throwaway vault and stores a database password:")
         steps = [
             ([_tool("pass_mgr"), "admin", "init", "--password-stdin"], admin_password + "\n"),
-            ([_tool("pass_mgr"), "set", "demo-agent", str(workspace), "db", db_password, admin_password], None),
+            # "--": a random password may begin with "-" (token_urlsafe does, 1 time in 32),
+            # which would read as an option.
+            ([_tool("pass_mgr"), "set", "--", "demo-agent", str(workspace), "db", db_password,
+              admin_password], None),
         ]
         for argv, stdin in steps:
             done = _run(argv, human, stdin)
