@@ -322,7 +322,7 @@ def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
 
     # pass_mgr get: the same timing script outside a session (direct) and inside one.
     get_rounds = max(10, rounds // 2)
-    script = tmp_path / "get_timer.py"
+    script = workspace / "get_timer.py"  # in the workspace: the sandbox shows nothing else
     script.write_text(GET_TIMER)
     agent_env = dict(env, AGENT_ID="bench", AGENT_WORKSPACE=str(workspace),
                      PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
