@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from paddedcell.egress.ca import CertificateAuthority
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_model import FakeModelServer  # noqa: E402
@@ -140,7 +142,13 @@ def stack(tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
     # (`openclaw gateway restart` restarts a foreground gateway in process, same PID),
     # with the gateway's HOME; only the delay is short and the window generous.
     gateway_env = f"env HOME={shlex.quote(str(root / 'home'))} PATH={shlex.quote(openclaw_bin_path)}"
+    # Egress (test_openclaw_egress.py): TLS upstreams on 127.0.0.2, signed by a test CA
+    # the session proxies trust through the test-only setting.
+    egress_ca = CertificateAuthority("PaddedCell e2e upstream CA")
+    (root / "egress-upstream-ca.pem").write_bytes(egress_ca.certificate_pem)
     daemon = PaddedcellDaemon(root / "paddedcell-home", python=venv_python(), extra_env={
+        "PADDEDCELL_SUPERVISOR_SANDBOX_ALLOW_LOCAL": "127.0.0.2",
+        "PADDEDCELL_EGRESS_EXTRA_UPSTREAM_CA_FILE": str(root / "egress-upstream-ca.pem"),
         "PADDEDCELL_RESTART_DELAY_SECONDS": "1",
         "PADDEDCELL_RESTART_RESTART_CMD": f"{gateway_env} openclaw gateway restart",
         "PADDEDCELL_RESTART_STATUS_CMD": f"{gateway_env} openclaw gateway status --require-rpc",
@@ -156,4 +164,5 @@ def stack(tmp_path_factory, openclaw_bin_path, fake_model) -> Stack:
     with running_stack(root, openclaw_bin_path, fake_model, daemon, before_gateway=set_db,
                        exec_mode=exec_mode, plugin_config=plugin_config,
                        extra_config=extra_config) as s:
+        s.egress_ca = egress_ca  # type: ignore[attr-defined]
         yield s
