@@ -43,12 +43,13 @@ def test_a_409_reaches_safe_restart_inside_a_session(tmp_path, profile):
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
     init_vault(home, ADMIN)
-    script, go = tmp_path / "cancel.py", tmp_path / "go"
+    # In the agent's workspace: the sandbox shows the session nothing else of tmp_path.
+    script, go = ws / "cancel.py", ws / "go"
     script.write_text(CANCEL)
     daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=profile)
     try:
         command = " ".join(shlex.quote(str(a)) for a in
-                           (sys.executable, script, go, tmp_path / "restart.log"))
+                           (sys.executable, script, go, ws / "restart.log"))
         sid = daemon.call("/exec", {"command": command, "agentId": "a1",
                                     "agentWorkspace": str(ws), "background": True}
                           )["details"]["sessionId"]
