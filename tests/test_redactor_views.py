@@ -370,3 +370,53 @@ def test_literals_and_fragments_searched_through_the_line_break_view(secrets, pi
         if chunk == 1:
             assert r.held == naive_held(seen, patterns)
     assert b"".join(out) + r.flush() == expected
+
+
+def _wrapped_forms(secret: bytes) -> list[bytes]:
+    """The secret folded, and its base64/hex wrapped, in the shapes that meet
+    every case of the line-break view's triggers: LF and CRLF breaks, blank
+    lines, one-character lines, a lone CR, a break right after the first byte
+    and right before the last."""
+    b64, hx = base64.b64encode(secret), secret.hex().encode()
+    fold = lambda s, w, br=b"\n": br.join(s[i : i + w] for i in range(0, len(s), w))  # noqa: E731
+    return [fold(secret, 5), fold(b64, 7, b"\r\n"), fold(hx, 1), fold(secret, 2, b"\n\n"),
+            secret[:1] + b"\n" + secret[1:], secret[:-1] + b"\r\n\r\n" + secret[-1:],
+            b64[:6] + b"\r" + b64[6:], hx[:9] + b"\n\n\n" + hx[9:], fold(secret, 1, b"\r\r\n")]
+
+
+@pytest.mark.parametrize("chunk", [1, 13, 64, 4096])
+def test_wrapped_forms_deep_in_ordinary_multi_line_text(chunk):
+    """The line-break view over big feeds of ordinary lines (log lines, ``seq``,
+    source code with blank lines): folded and wrapped forms planted deep
+    inside them and across feed boundaries are masked as the oracle says,
+    with the hold equal to the oracle's after every feed."""
+    rng = random.Random(chunk)
+    lines = [b"2026-12-01T17:%02d:%02d INFO worker %d done in %d ms" % (i % 60, i % 60, i, rng.randrange(999))
+             for i in range(40)]
+    lines += [b"%d" % i for i in range(95, 140)]
+    lines += [b"def f(x):", b"    return x + 1", b"", b"class Q:", b"    pass", b""] * 4
+    rng.shuffle(lines)
+    filler = b"\n".join(lines) + b"\n"
+    forms = _wrapped_forms(SECRET)
+    pieces, at = [], 0
+    for form in forms:
+        step = rng.randrange(150, 500)
+        pieces += [filler[at : at + step], form]
+        at += step
+    pieces.append(filler[at:])
+    text = b"".join(pieces)
+    patterns = patterns_for([SECRET])
+    expected = naive_redact(text, patterns)
+    assert M in expected and not any(form in expected for form in forms)
+    # Feeds of `chunk` bytes, and feeds cut inside and around every planted form.
+    cuts = list(range(chunk, len(text), chunk))
+    starts = [text.index(form) for form in forms]
+    edges = sorted({c for s, form in zip(starts, forms) for c in (s, s + 1, s + len(form) // 2, s + len(form) - 1)})
+    for points in (cuts, edges):
+        r, out, prev = StreamRedactor([SECRET]), [], 0
+        for c in points + [len(text)]:
+            out.append(r.feed(text[prev:c]))
+            if chunk >= 64 or points is edges:
+                assert r.held == naive_held(text[:c], patterns), c
+            prev = c
+        assert b"".join(out) + r.flush() == expected
