@@ -141,3 +141,28 @@ def test_the_probe_and_a_command_agree(tmp_path, monkeypatch):
                           env=base_env(tmp_path / "home", AGENT_ID="a1", AGENT_WORKSPACE=str(ws),
                                        PADDEDCELL_SUPERVISOR_SANDBOX="namespaces"))
     assert (done.returncode == 0 and done.stdout == "hello\n") == ok, (why, done.stderr)
+
+
+def test_the_probe_does_not_hang_in_a_process_with_busy_threads(tmp_path):
+    """pcexec hung about 1 run in 8: the probe forked through ctypes (GIL released) while
+    a worker thread took the GIL, and the child waited for a thread it does not have."""
+    import subprocess
+    import sys
+
+    code = (
+        "import threading, sys\n"
+        "from paddedcell.supervisor import sandbox\n"
+        "stop = False\n"
+        "def spin():\n"
+        "    while not stop:\n"
+        "        sum(range(200))\n"
+        "threads = [threading.Thread(target=spin, daemon=True) for _ in range(3)]\n"
+        "[t.start() for t in threads]\n"
+        "for _ in range(60):\n"
+        "    sandbox._AVAILABLE.clear()\n"
+        "    sandbox.available()\n"
+        "stop = True\n"
+        "print('probed')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout == "probed\n", done.stderr

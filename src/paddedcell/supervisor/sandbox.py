@@ -334,7 +334,8 @@ def _close_all_but(keep: int) -> None:
 
 def _fork() -> int:
     """``fork(2)`` straight from libc: this single-threaded pre-exec child needs none of
-    Python's at-fork work (thread state, locks, reseeding), which costs milliseconds."""
+    Python's at-fork work (thread state, locks, reseeding), which costs milliseconds.
+    Only ever from a single-threaded process (see :func:`available`)."""
     pid = _libc().fork()
     if pid < 0:
         raise SandboxSetupError(f"fork: {os.strerror(ctypes.get_errno())}")
@@ -542,7 +543,13 @@ def available() -> tuple[bool, str]:
     plan = Plan(mounts=base_mounts(uid, "size=1m"), network="none", uid=uid,
                 gid=65534 if switch_user else os.getgid(), switch_user=switch_user)
     r, w = os.pipe()
-    pid = _fork()
+    # os.fork, not _fork: the caller may have threads (trio's worker threads, the
+    # output filters). A raw fork(2) through ctypes runs with the GIL released, so
+    # another thread can take it in that instant and the child, which has no such
+    # thread, waits for it forever (pcexec hung about 1 run in 8). Python's fork
+    # hands the child a GIL it holds. Inside enter() the raw fork is safe: the
+    # pre-exec child is single-threaded and Popen re-initialised its GIL.
+    pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the probe child
         os.close(r)
         os.dup2(w, 2)
