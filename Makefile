@@ -25,6 +25,7 @@ demo: venv
 test: venv binary
 	@scripts/openclaw-env.sh >/dev/null || { echo "make test: cannot install Node 24 + OpenClaw 2026.9.6 (see the message above); the e2e suite needs them" >&2; exit 1; }
 	@scripts/mcp-clients-env.sh >/dev/null || { echo "make test: cannot install the MCP clients (TypeScript SDK, Codex, Claude Code; see the message above); tests/e2e/test_mcp_clients.py needs them" >&2; exit 1; }
+	@scripts/ensure-test-tools.sh
 	$(BIN)/pytest -q
 	eval "$$(scripts/openclaw-env.sh)" && node --test 'openclaw-plugin/test/*.test.js'
 	scripts/portable-engine-check.sh $(PYTHON)

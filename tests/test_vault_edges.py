@@ -83,7 +83,7 @@ def test_no_short_secret_warning_reaches_the_agent_at_pcexec_time(env):
     full = {k: v for k, v in env.items() if not k.startswith("_")}
     full.update(agent(env))
     done = subprocess.run([str(BIN / "pcexec"), "echo $(pass_mgr get pin) done"], env=full,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd=env["_WS"])
     assert done.returncode == 0, done.stderr
     assert done.stdout == "###### done\n"
     assert "Warning" not in done.stderr and "warn" not in done.stderr.lower(), done.stderr

@@ -155,15 +155,19 @@ def home(tmp_path):
     return home
 
 
-def run(home, *argv, **extra):
+def run(home, *argv, cwd=None, **extra):
     return subprocess.run([str(BIN / argv[0]), *argv[1:]], env=base_env(home, **extra),
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
 def test_pcexec_output_holding_the_admin_password_is_masked_and_locks(home, tmp_path):
-    history = tmp_path / "bash_history"
+    # In the agent's workspace: the sandbox shows a session that and no other tmp dir.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    history = ws / "bash_history"
     history.write_text(f"ls\npass_mgr set a1 /ws db value {PW}\nexit\n")
-    done = run(home, "pcexec", f"cat {history}; printf '%s' '{PW[:9]}'; printf '%s\\n' '{PW[9:]}'")
+    done = run(home, "pcexec", f"cat {history}; printf '%s' '{PW[:9]}'; printf '%s\\n' '{PW[9:]}'",
+               cwd=ws, AGENT_ID="a1", AGENT_WORKSPACE=str(ws))
     assert PW not in done.stdout + done.stderr
     assert "pass_mgr set a1 /ws db value ######" in done.stdout
     assert done.stdout.count("######") == 2
