@@ -47,7 +47,7 @@ def test_password_steered_into_a_running_turn_never_reaches_the_model(steer_stac
     stack.ensure_unlocked()  # the other case locked it
     model = stack.model.model
     session = f"steer-{int(inline)}"
-    marker = stack.root / f"steer-tool-running-{int(inline)}"
+    marker = stack.workspace / f"steer-tool-running-{int(inline)}"
     model.script(session, [ToolCall("pcexec", {"command": f"touch {marker}; sleep 6; echo slept"}),
                            Reply("finished")])
     first = chat_send(stack, session, f"[case:{session}] run the long command")

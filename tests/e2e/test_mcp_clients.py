@@ -59,7 +59,7 @@ def stack(tmp_path_factory):
 
 
 def test_typescript_sdk_client(stack, clients):
-    marker = stack.root / "sdk-unknown-key-ran"
+    marker = stack.workspace / "sdk-unknown-key-ran"
     config = {"command": stack.paddedcell, "args": stack.server_command()[1:], "env": stack.server_env(),
               "marker": str(marker)}
     proc = subprocess.run(["node", str(REPO / "tests" / "e2e" / "mcp_sdk_client.mjs"), json.dumps(config)],
@@ -142,7 +142,7 @@ def test_codex_shows_its_model_the_masked_result_and_never_the_secret(stack, cli
 
 
 def test_codex_hears_why_an_unknown_key_ran_nothing(stack, clients):
-    marker = stack.root / "codex-unknown-key-ran"
+    marker = stack.workspace / "codex-unknown-key-ran"
     with FakeResponses() as model:
         model.script("unknown", [{"namespace": "mcp__paddedcell", "name": "pcexec",
                                   "arguments": {"command": f"touch {marker}; echo $(pass_mgr get nosuchkey)"}}])
@@ -192,7 +192,7 @@ def test_claude_code_shows_its_model_the_masked_result_and_never_the_secret(stac
 
 
 def test_claude_code_hears_why_an_unknown_key_ran_nothing(stack, clients):
-    marker = stack.root / "claude-unknown-key-ran"
+    marker = stack.workspace / "claude-unknown-key-ran"
     with FakeMessages() as model:
         model.script("unknown", [{"name": "mcp__paddedcell__pcexec",
                                   "input": {"command": f"touch {marker}; echo $(pass_mgr get nosuchkey)"}}])

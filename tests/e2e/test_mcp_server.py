@@ -121,7 +121,7 @@ def test_a_secret_is_masked_in_text_and_structured_content(server):
 
 
 def test_an_unknown_key_runs_nothing_and_says_why_in_both_forms(server, stack):
-    control, marker = stack.root / "known-key-ran", stack.root / "unknown-key-ran"
+    control, marker = stack.workspace / "known-key-ran", stack.workspace / "unknown-key-ran"
     server.call("pcexec", {"command": f"touch {control}; echo $(pass_mgr get db)"})
     assert control.exists(), "the marker test needs a place a command can write"
     result = server.call("pcexec", {"command": f"touch {marker}; echo $(pass_mgr get nosuchkey)"})
@@ -133,7 +133,7 @@ def test_an_unknown_key_runs_nothing_and_says_why_in_both_forms(server, stack):
 
 
 def test_a_refusal_is_an_error_with_its_reason(server, stack):
-    marker = stack.root / "refused-ran"
+    marker = stack.workspace / "refused-ran"
     result = server.call("pcexec", {"command": f"touch {marker}; pass_mgr set {AGENT} /tmp k v adminpw"})
     assert not marker.exists()
     assert result["isError"] is True
@@ -190,7 +190,7 @@ def settled_size(beat: Path) -> int:
 def test_cancellation_kills_the_commands_tree(server, stack):
     # A child of the command appends to a heartbeat file; after the cancellation the file
     # must stop growing. (Pids are no use: commands may run in a PID namespace.)
-    beat, late = stack.root / "cancel-beat", stack.root / "cancel-late"
+    beat, late = stack.workspace / "cancel-beat", stack.workspace / "cancel-late"
     server.send({"id": 9001, "method": "tools/call", "params": {"name": "pcexec", "arguments": {
         "command": f"(while :; do echo x >> {beat}; sleep 0.05; done) & sleep 30; touch {late}"}}})
     wait_for_beat(beat)
@@ -257,7 +257,7 @@ def own_stack(tmp_path):
 def test_the_admin_password_in_output_is_masked_everywhere_and_locks_the_vault(own_stack):
     from mcp_stack import ADMIN_PASSWORD
 
-    leaked = own_stack.root / "found.txt"
+    leaked = own_stack.workspace / "found.txt"
     leaked.write_text(f"old notes: {ADMIN_PASSWORD} 😀{ADMIN_PASSWORD}\n")
     proc = McpProcess(own_stack.server_command(), own_stack.server_env())
     try:
@@ -275,7 +275,7 @@ def test_the_admin_password_in_output_is_masked_everywhere_and_locks_the_vault(o
 def test_the_admin_password_in_a_call_runs_nothing_and_locks_the_vault(own_stack):
     from mcp_stack import ADMIN_PASSWORD
 
-    marker = own_stack.root / "admin-call-ran"
+    marker = own_stack.workspace / "admin-call-ran"
     proc = McpProcess(own_stack.server_command(), own_stack.server_env())
     try:
         proc.initialize()
@@ -297,7 +297,7 @@ def test_the_model_cannot_choose_another_identity(server, stack):
     put = stack.daemon.run_cli(str(Path(stack.python).parent / "pass_mgr"), "set", "victim", str(victim_ws),
                                "vk", "victim-secret-Zz91", ADMIN_PASSWORD)
     assert put.returncode == 0, put.stderr
-    marker = stack.root / "victim-ran"
+    marker = victim_ws / "victim-ran"
     result = server.call("pcexec", {"command": f"touch {marker}; echo $(pass_mgr get vk)",
                                     "agentId": "victim", "agentWorkspace": str(victim_ws),
                                     "sessionKey": "victim:main"})
@@ -336,7 +336,7 @@ def test_stray_stdout_cannot_reach_the_wire(server):
 
 
 def test_a_client_that_leaves_ends_its_foreground_command(stack):
-    beat = stack.root / "leave-beat"
+    beat = stack.workspace / "leave-beat"
     proc = McpProcess(stack.server_command(), stack.server_env())
     proc.initialize()
     proc.send({"id": 77, "method": "tools/call", "params": {"name": "pcexec", "arguments": {

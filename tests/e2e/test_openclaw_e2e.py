@@ -70,7 +70,7 @@ def test_a_secret_is_masked_for_the_model_and_the_transcript(stack):
 
 
 def test_b_unknown_key_runs_nothing_and_the_model_hears_why(stack):
-    marker = stack.root / "b-ran"
+    marker = stack.workspace / "b-ran"
     model = stack.model.model
     model.script("b", [ToolCall("pcexec", {"command": f"touch {marker}; echo $(pass_mgr get nosuchkey)"})])
     stack.gateway.agent("case-b", "[case:b] use the missing key")

@@ -22,7 +22,7 @@ def last_tool_result(model, case: str) -> str:
 
 
 def test_e_exec_mode_deny_blocks_pcexec(stack):
-    marker = stack.root / "e-ran"
+    marker = stack.workspace / "e-ran"
     model = stack.model.model
     model.script("e", [ToolCall("pcexec", {"command": f"touch {marker}"})])
     stack.gateway.agent("case-e", "[case:e] touch a file", agent="denier")
@@ -32,7 +32,7 @@ def test_e_exec_mode_deny_blocks_pcexec(stack):
 
 
 def test_ask_mode_needs_an_approval_and_unanswered_means_not_run(stack):
-    marker = stack.root / "ask-ran"
+    marker = stack.workspace / "ask-ran"
     model = stack.model.model
     model.script("ask", [ToolCall("pcexec", {"command": f"touch {marker}"})])
     stack.gateway.agent("case-ask", "[case:ask] touch a file", agent="asker")
@@ -48,7 +48,7 @@ def test_ask_mode_asks_about_a_10_kb_command(stack):
     # characters for any command longer than ~424, and the gateway rejected the request
     # instead of asking. Now the command is cut with an ellipsis and the approval is asked
     # for, like a short one's (unanswered in a CLI turn: nothing runs).
-    marker = stack.root / "ask-long-ran"
+    marker = stack.workspace / "ask-long-ran"
     model = stack.model.model
     command = f"touch {marker}; : " + "x" * 10_000
     model.script("ask-long", [ToolCall("pcexec", {"command": command})])
