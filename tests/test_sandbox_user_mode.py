@@ -34,6 +34,12 @@ PASS_MGR_DIR = Path(__file__).parents[1] / "dist" / "pass_mgr"
 def world():
     if not os.access(PASS_MGR_DIR / "pass_mgr", os.X_OK):
         pytest.skip("dist/pass_mgr is not built (make binary)")
+    # Without namespaces the agents' uids reach pass_mgr by its real path: a checkout
+    # below a directory closed to other users (a mktemp -d clone, /root) cannot serve them.
+    closed = [p for p in (PASS_MGR_DIR, *PASS_MGR_DIR.parents) if not os.stat(p).st_mode & 0o001]
+    if closed:
+        pytest.skip(f"user mode needs PaddedCell where other users can reach it; {closed[0]} "
+                    "is closed to them (chmod o+x, or install it elsewhere)")
     # Not under pytest's 0700 basetemp: the agents' uids reach their workspaces by path.
     root = Path(tempfile.mkdtemp(prefix="pc-user-mode-", dir="/tmp"))
     root.chmod(0o711)

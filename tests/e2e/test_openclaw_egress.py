@@ -24,6 +24,7 @@ REAL = "ghp_" + "E2eRealValue0123456789abcdefABCDEFGHI"
 
 @pytest.mark.skipif(not sandbox.available()[0], reason="egress needs the namespace sandbox")
 def test_a_bound_secret_reaches_its_host_and_nothing_else(stack, tmp_path):
+    stack.ensure_unlocked()  # the shared stack's leak cases lock the vault before this runs
     model = stack.model.model
     with tools_upstream(stack.egress_ca, REAL, tmp_path / "a", host=HOST, address=HOST) as \
             (port, received), \
