@@ -21,3 +21,22 @@ def engine(request):
     matcher.ENGINE = request.param
     yield request.param
     matcher.ENGINE = saved
+
+
+def assert_exact_under_every_split(text: bytes, secret: bytes, expected: bytes) -> None:
+    """``text`` redacts to ``expected`` whole, under every single split, and byte by byte
+    with the held tail equal to the oracle's after every byte."""
+    from paddedcell.redactor import StreamRedactor, redact
+    from paddedcell.redactor.oracle import naive_held, patterns_for
+
+    patterns = patterns_for([secret])
+    assert redact(text, [secret]) == expected
+    for cut in range(1, len(text)):
+        r = StreamRedactor([secret])
+        assert r.feed(text[:cut]) + r.feed(text[cut:]) + r.flush() == expected, cut
+    r, seen, out = StreamRedactor([secret]), b"", b""
+    for i in range(len(text)):
+        out += r.feed(text[i:i + 1])
+        seen += text[i:i + 1]
+        assert r.held == naive_held(seen, patterns), seen
+    assert out + r.flush() == expected
