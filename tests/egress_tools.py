@@ -25,22 +25,23 @@ from egress_helpers import read_body, serving
 WHEEL_NAME = "tinypkg-1.0-py3-none-any.whl"
 
 
-def tiny_wheel() -> bytes:
-    """A valid, minimal wheel (pip download reads its metadata)."""
+def tiny_wheel(name: str = "tinypkg", version: str = "1.0", init: bytes = b"VALUE = 1\n") -> bytes:
+    """A valid, minimal pure-Python wheel of package ``name`` (pip reads its metadata)."""
+    info = f"{name}-{version}.dist-info"
     files = {
-        "tinypkg/__init__.py": b"VALUE = 1\n",
-        "tinypkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
-        "tinypkg-1.0.dist-info/WHEEL": (b"Wheel-Version: 1.0\nGenerator: test\n"
-                                        b"Root-Is-Purelib: true\nTag: py3-none-any\n"),
+        f"{name}/__init__.py": init,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": (b"Wheel-Version: 1.0\nGenerator: test\n"
+                          b"Root-Is-Purelib: true\nTag: py3-none-any\n"),
     }
     record = "".join(
-        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
-        for name, data in files.items()) + "tinypkg-1.0.dist-info/RECORD,,\n"
+        f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
+        for path, data in files.items()) + f"{info}/RECORD,,\n"
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr("tinypkg-1.0.dist-info/RECORD", record)
+        for path, data in files.items():
+            archive.writestr(path, data)
+        archive.writestr(f"{info}/RECORD", record)
     return buffer.getvalue()
 
 

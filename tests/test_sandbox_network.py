@@ -9,21 +9,18 @@ session's own loopback (and NO_PROXY), so only the proxy can reach them.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import http.server
-import io
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 import threading
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from egress_tools import tiny_wheel
 from supervisor_helpers import Daemon, needs_sandbox
 
 pytestmark = needs_sandbox()
@@ -59,7 +56,7 @@ def files(tmp_path_factory):
         subprocess.run([git, "update-server-info"], cwd=root / "repo.git", check=True)
     wheel = "pcdemo-0.1-py3-none-any.whl"
     (root / "simple" / "pcdemo").mkdir(parents=True)
-    (root / "simple" / "pcdemo" / wheel).write_bytes(_wheel())
+    (root / "simple" / "pcdemo" / wheel).write_bytes(tiny_wheel("pcdemo", "0.1", b"ANSWER = 'installed-through-the-proxy'\n"))
     (root / "simple" / "pcdemo" / "index.html").write_text(f'<a href="{wheel}">{wheel}</a>\n')
     handler = type("Handler", (_Quiet,), {"requests": []})
     server = http.server.ThreadingHTTPServer(
@@ -67,24 +64,6 @@ def files(tmp_path_factory):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield {"port": server.server_address[1], "handler": handler, "git": git}
     server.shutdown()
-
-
-def _wheel() -> bytes:
-    members = {"pcdemo/__init__.py": b"ANSWER = 'installed-through-the-proxy'\n",
-               "pcdemo-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: pcdemo\nVersion: 0.1\n",
-               "pcdemo-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\n"
-                                             b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = ""
-    for name, data in members.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record += f"{name},sha256={digest},{len(data)}\n"
-    record += "pcdemo-0.1.dist-info/RECORD,,\n"
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-        zf.writestr("pcdemo-0.1.dist-info/RECORD", record)
-    return buf.getvalue()
 
 
 def _daemon(tmp_path: Path, **env: str) -> tuple[Daemon, Path]:
