@@ -98,3 +98,60 @@ def test_a_typo_in_config_toml_is_one_line_and_exit_2(tmp_path, text, message, a
                           text=True, timeout=60)
     assert done.returncode == 2, done
     assert done.stderr == f"{argv[0]}: {home / 'config.toml'}: {message}\n", done.stderr
+
+
+#: Each kind of bad setting, with the line every command must print for it.
+BAD = {
+    "enum": ('[egress]\nmode = "sometimes"\n',
+             'egress.mode = "sometimes" must be one of auto, always, off; fix or unset it'),
+    "type": ('[supervisor]\nmax_live_sessions = "3"\n',
+             'supervisor.max_live_sessions = "3" must be an integer; fix or unset it'),
+    "range": ("[supervisor]\nkill_grace_seconds = -1\n",
+              "supervisor.kill_grace_seconds = -1 must be at least 0; fix or unset it"),
+    "not-toml": ('{"egress": {"mode": "off"}}\n', "not valid TOML (Invalid statement "
+                 "(at line 1, column 1)); fix the file"),
+    "outside": ('mode = "off"\n', 'mode = "off" is outside any [section]; did you mean '
+                "egress.mode (under [egress])?"),
+    "section": TYPOS[0],
+}
+EVERY_COMMAND = COMMANDS + [
+    ["pass_mgr", "admin", "status"],
+    ["paddedcell", "stop"],
+    ["paddedcell", "process", "poll", "--timeout", "10", "some-id"],
+    ["paddedcell", "mcp"],  # the MCP server
+    ["paddedcell", "doctor", "--json"],
+    ["paddedcell", "redact"],
+    ["paddedcell", "remote", "status"],
+]
+#: Every command with one kind (the kinds in turn; they share config.load, whose unit
+#: tests hold every kind for every setting), and every kind with the daemon.
+CASES = [(argv, kind) for argv, kind in zip(EVERY_COMMAND, list(BAD) * 3)]
+CASES += [(["paddedcell", "serve"], kind) for kind in BAD
+          if (["paddedcell", "serve"], kind) not in CASES]
+
+
+@pytest.mark.parametrize("argv, kind", CASES, ids=[f"{' '.join(a[:2])}-{k}" for a, k in CASES])
+def test_every_bad_setting_is_one_line_and_exit_2_from_every_command(tmp_path, argv, kind):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    text, message = BAD[kind]
+    (home / "config.toml").write_text(text)
+    argv = [a.format(log=tmp_path / "restart.log") for a in argv]
+    env = base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(tmp_path))
+    done = subprocess.run([str(BIN / argv[0]), *argv[1:]], env=env, capture_output=True,
+                          text=True, timeout=60, input="")
+    assert done.returncode == 2, done
+    assert done.stderr == f"{argv[0]}: {home / 'config.toml'}: {message}\n", done.stderr
+    assert done.stdout == ""
+
+
+def test_a_bad_environment_variable_is_one_line_and_exit_2(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    env = base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(tmp_path),
+                   PADDEDCELL_SUPERVISOR_SANDBOX="jail")
+    done = subprocess.run([str(BIN / "pcexec"), "true"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (2, (
+        'pcexec: PADDEDCELL_SUPERVISOR_SANDBOX: supervisor.sandbox = "jail" must be one of '
+        "auto, namespaces, user, none, rlimits, bwrap; fix or unset it\n")), done

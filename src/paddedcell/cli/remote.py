@@ -125,10 +125,8 @@ class Output:
 
 
 def _settings():
-    try:
-        return config.load()
-    except config.ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    # A ConfigError passes through: one line and exit 2 (config.exit_on_bad_settings).
+    return config.load()
 
 
 def _store(settings):

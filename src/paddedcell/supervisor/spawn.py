@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .. import orphans
+from ..config import NETWORK_MODES, SANDBOX_PROFILES  # declared with their settings
 
-#: The sandbox profiles (docs/design.md §1). "auto" (the default): the namespace sandbox
-#: (supervisor/sandbox.py) where the host allows it, else, under a root daemon, each
-#: agent's own unprivileged uid ("user"), else refuse agent commands with the fix;
-#: "namespaces" / "user": that one or refuse; "none": the explicit opt-out (no
-#: sandbox, no limits); "rlimits", "bwrap": as before.
-SANDBOX_PROFILES = ("auto", "namespaces", "user", "none", "rlimits", "bwrap")
-NETWORK_MODES = ("proxy", "none", "host")
+# The sandbox profiles (docs/design.md §1), SANDBOX_PROFILES, live in config with the
+# supervisor.sandbox setting. "auto" (the default): the namespace sandbox
+# (supervisor/sandbox.py) where the host allows it, else, under a root daemon, each
+# agent's own unprivileged uid ("user"), else refuse agent commands with the fix;
+# "namespaces" / "user": that one or refuse; "none": the explicit opt-out (no
+# sandbox, no limits); "rlimits", "bwrap": as before.
 
 
 class SpawnError(Exception):
