@@ -69,7 +69,7 @@ class EchoHandler(BaseHTTPRequestHandler):
         body = self._body()
         record = {"method": self.command, "path": self.path,
                   "headers": [[k, v] for k, v in self.headers.items()],
-                  "body": body.decode("utf-8", "replace")}
+                  "body": body.decode("utf-8", "replace"), "raw": body.hex()}
         self.server.received.append(record)  # type: ignore[attr-defined]
         if self.path.startswith("/big"):
             size = int(self.path.split("n=")[1])

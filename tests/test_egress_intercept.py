@@ -140,19 +140,24 @@ async def test_a_placeholder_toward_another_host_is_refused_and_audited(files):
                                "port": b, "method": "GET"}) in world.events
 
 
-async def test_an_unbound_host_gets_a_plain_tunnel_and_only_the_placeholder(files):
+async def test_an_unbound_host_is_terminated_and_refused_once_a_placeholder_is_held(files):
     with upstream(TEST_CA) as (a, _), upstream(TEST_CA) as (b, _), \
             upstream(TEST_CA) as (c, got_c):
         world = World(files, a, b)
-        ca_file = files[1]
         async with running_proxy(local_policy(a, b, c), session=world.session) as proxy:
-            # Not intercepted: the client must trust the upstream's own CA (no session leaf).
-            code, out, err = await curl("--cacert", ca_file, "-x", f"http://127.0.0.1:{proxy}",
-                                        "-H", f"Authorization: Bearer {world.placeholder}",
-                                        f"https://localhost:{c}/")
-    assert code == 0, err
-    assert headers_of(got_c[0])["authorization"] == f"Bearer {world.placeholder}"
-    assert REAL not in json.dumps(got_c)
+            args = ["--cacert", str(world.bundle), "-x", f"http://127.0.0.1:{proxy}"]
+            refused = await curl(*args, "-H", f"Authorization: Bearer {world.placeholder}",
+                                 f"https://localhost:{c}/")
+            # Without a placeholder the request goes as sent, the answer comes untouched.
+            clean = await curl(*args, "-H", "Accept-Encoding: gzip", "-H", f"X-Echo: {REAL}",
+                               f"https://localhost:{c}/clean")
+    assert refused[1] == f"egress refused: gh is bound to localhost:{a}\n"
+    assert ("egress.refused", {"agentId": "agent1", "key": "gh", "host": "localhost",
+                               "port": c, "method": "GET"}) in world.events
+    assert clean[0] == 0, clean[2]
+    assert [r["path"] for r in got_c] == ["/clean"]
+    assert headers_of(got_c[0])["accept-encoding"] == "gzip"  # not rewritten
+    assert REAL in clean[1]  # not masked: nothing was swapped toward this host
 
 
 async def test_plain_http_to_a_bound_host_needs_allow_plain_http(files):
@@ -199,7 +204,7 @@ async def test_sni_must_match_the_connect_target(files):
     assert any(event == "egress.handshake-failed" for event, _ in world.events)
 
 
-async def test_the_session_ca_is_name_constrained_and_http11_only(files):
+async def test_the_session_ca_mints_for_any_host_and_speaks_http11_only(files):
     with upstream(TEST_CA) as (a, got_a), upstream(TEST_CA) as (b, _):
         world = World(files, a, b)
         async with running_proxy(local_policy(a, b), session=world.session) as proxy:
@@ -207,10 +212,10 @@ async def test_the_session_ca_is_name_constrained_and_http11_only(files):
                                         f"http://127.0.0.1:{proxy}", f"https://localhost:{a}/")
     assert code == 0, err
     assert "ALPN: server accepted http/1.1" in err or "ALPN, server accepted to use http/1.1" in err
+    # Not name-constrained: every host is terminated once the session holds a placeholder.
     from cryptography import x509
-    constraints = world.session.ca.certificate.extensions.get_extension_for_class(
-        x509.NameConstraints).value
-    assert {n.value for n in constraints.permitted_subtrees} == {"localhost"}
+    with pytest.raises(x509.ExtensionNotFound):
+        world.session.ca.certificate.extensions.get_extension_for_class(x509.NameConstraints)
 
 
 async def test_websocket_handshake_is_substituted_then_tunnelled(files):

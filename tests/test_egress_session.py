@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 
 import pytest
+from urllib.parse import unquote_to_bytes
 from cryptography import x509
 from hypothesis import example, given, strategies as st
 
@@ -13,7 +14,7 @@ from paddedcell import config
 from paddedcell.egress.binding import Binding
 from paddedcell.egress.placeholders import PlaceholderError, make_placeholder, same_shape
 from paddedcell.egress.session import CA_BUNDLE_VARIABLES, ca_environment, session_for
-from paddedcell.egress.substitute import Destination, Grant, Refused, Substituter
+from paddedcell.egress.substitute import Destination, Grant, Refused, Substituter, Undecodable
 from paddedcell.vault import agent_values_and_bindings, bind_secret, init_admin, set_secret
 
 PW = "egress session test admin pw"
@@ -65,9 +66,9 @@ def test_a_session_placeholder_is_stable_fresh_and_masked(vault):
     mask = one.response_filter()
     out = mask.feed(f"{first} {REAL} an unbound value".encode()) + mask.flush()
     assert out == b"###### ###### ######"
-    constraints = one.ca.certificate.extensions.get_extension_for_class(x509.NameConstraints)
-    constrained = {n.value for n in constraints.value.permitted_subtrees}
-    assert constrained == {"api.github.com", "github.com"}
+    # No name constraints: with a placeholder held, unbound hosts are terminated too.
+    with pytest.raises(x509.ExtensionNotFound):
+        one.ca.certificate.extensions.get_extension_for_class(x509.NameConstraints)
 
 
 def test_ca_environment_names_every_client_variable():
@@ -148,3 +149,61 @@ def test_the_bundle_file_is_system_trust_then_the_session_ca(tmp_path, vault):
     assert path.stat().st_mode & 0o777 == 0o644
     with pytest.raises(FileExistsError):  # a new file each session, never a rewrite
         session.write_bundle(str(path))
+
+
+PUNCTUATED = "sk-" + "a/b+c=d:e f0123456789XYZ"
+
+
+@given(st.lists(st.booleans(), min_size=len(PUNCTUATED), max_size=len(PUNCTUATED)),
+       st.booleans(), st.lists(st.integers(1, 200)))
+def test_a_percent_encoded_placeholder_is_swapped_unit_by_unit_at_every_split(which, lower,
+                                                                             cuts):
+    """Any mix of raw and %XX units (either hex case, ``+`` for the space in a form):
+    the value goes out written the same way, same length; toward another host: refused."""
+    placeholder = make_placeholder(PUNCTUATED)
+    grant = Grant("gh", placeholder.encode(), PUNCTUATED.encode(),
+                  Binding(("api.github.com",), "body"))
+
+    def written(text: str) -> bytes:
+        units = []
+        for char, encode in zip(text, which):
+            if char == " ":
+                units.append("+" if encode else "%20")
+            elif encode or char in "/+=:":
+                units.append(("%%%02x" if lower else "%%%02X") % ord(char))
+            else:
+                units.append(char)
+        return "".join(units).encode()
+
+    body = b"a=1&t=" + written(placeholder) + b"&b=2"
+    stream = Substituter([grant], Destination("api.github.com", 443, "https")).body()
+    out, start = b"", 0
+    for cut in sorted(set(cuts)) + [len(body)]:
+        for piece in stream.feed(body[start:cut]):
+            out += piece
+        start = max(start, cut)
+    out += b"".join(stream.finish())
+    expected = b"a=1&t=" + written(PUNCTUATED) + b"&b=2"
+    # The same units (a %XX whose placeholder digits had no letter may change hex case).
+    assert len(out) == len(expected)
+    assert [c == 37 for c in out] == [c == 37 for c in expected]
+    assert unquote_to_bytes(out) == unquote_to_bytes(expected)
+    with pytest.raises(Refused, match="gh is bound to api.github.com"):
+        Substituter([grant], Destination("evil.example", 443, "https")).target(b"/?" + body)
+
+
+def test_an_encoded_body_is_refused_past_its_limit_and_kept_when_clean():
+    import gzip
+
+    grant = _grant()
+    sub = Substituter([grant], Destination("api.github.com", 443, "https"))
+    bomb = gzip.compress(b"\0" * 100_000)
+    with pytest.raises(Undecodable, match="more than 1000 bytes"):
+        sub.encoded_body(b"gzip", 1000).rewrite(bomb)
+    clean = gzip.compress(b"nothing to see")
+    assert sub.encoded_body(b"gzip", 1000).rewrite(clean) == clean
+    swapped = sub.encoded_body(b"identity, gzip", 1000).rewrite(
+        gzip.compress(b"t=" + grant.placeholder))
+    assert gzip.decompress(swapped) == b"t=" + grant.value
+    with pytest.raises(Undecodable, match="Content-Encoding: zstd"):
+        sub.encoded_body(b"gzip, zstd", 1000)

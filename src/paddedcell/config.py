@@ -244,6 +244,10 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         "max_connections": Setting(64, minimum=1),
         "max_header_bytes": Setting(64 * 1024, minimum=1),
         "chunk_bytes": Setting(256 * 1024, minimum=1),
+        # A request body with a Content-Encoding (gzip, deflate) is decoded whole to look
+        # for placeholders in a session that holds one; past this many decoded bytes it
+        # is refused (413), never passed unseen.
+        "max_decoded_body_bytes": Setting(32 * 1024 * 1024, minimum=1),
         # Tests only: a CA file upstream servers may also be signed by (besides the
         # system's trust), so loopback TLS servers can stand in for api.github.com.
         "extra_upstream_ca_file": Setting(""),

@@ -28,6 +28,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 #: new proxy; clients check validity against their clock, so skew gets an hour.
 VALIDITY = datetime.timedelta(days=1)
 SKEW = datetime.timedelta(hours=1)
+#: Server contexts kept per CA (one per host seen); past this the cache starts again.
+MAX_CACHED_LEAVES = 256
 
 
 def _name(common_name: str) -> x509.Name:
@@ -125,6 +127,8 @@ class CertificateAuthority:
         by ALPN only, refusing a handshake whose SNI names another host."""
         context = self._contexts.get(host)
         if context is None:
+            if len(self._contexts) >= MAX_CACHED_LEAVES:  # a session touring many hosts
+                self._contexts.clear()
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             cert_pem, key_pem = self.issue(host)

@@ -18,10 +18,18 @@ the target):
    endpoint that echoes the request shows ``######``. Requests ask for
    ``Accept-Encoding: identity``: a compressed answer would hide what the mask looks for.
 5. A WebSocket upgrade: the handshake goes through steps 2–4, then bytes are spliced.
+
+Once the session holds a placeholder, a CONNECT to a host no binding names is looked into
+as well (:func:`serve_scanned`): the same termination and upstream verification, but each
+request is only searched — one carrying a placeholder is refused (403, audited), any other
+goes out as sent and its answer comes back untouched. The cost: Python TLS on both sides
+for that traffic, and clients that pin a certificate (or need their own client
+certificate) fail toward such hosts while the session holds a placeholder.
 """
 
 from __future__ import annotations
 
+import re
 import ssl
 
 import h11
@@ -30,7 +38,7 @@ import trio
 from .relay import (BodyFilter, Exchange, HttpRelay, ProxyContext, ProxyError, ResponseFilter,
                     answer, next_event, open_upstream)
 from .session import ProxySession
-from .substitute import Destination, Refused, Substituter
+from .substitute import Destination, EncodedBody, Refused, Substituter, Undecodable
 
 
 class PrefixedStream(trio.abc.Stream):
@@ -92,11 +100,32 @@ class _SubstitutedBody(BodyFilter):
         return self._stream.finish()
 
 
-class SubstitutingExchange(Exchange):
-    """Placeholders swapped or refused (:mod:`.substitute`), answers masked."""
+class _WholeBody(BodyFilter):
+    """An encoded body (:class:`~.substitute.EncodedBody`), rewritten in one piece."""
 
-    def __init__(self, session: ProxySession):
+    whole = True
+
+    def __init__(self, encoded: EncodedBody, refused):
+        self._encoded = encoded
+        self._refused = refused
+
+    def rewrite(self, data: bytes) -> bytes:
+        try:
+            return self._encoded.rewrite(data)
+        except Refused as exc:
+            raise self._refused(exc) from None
+        except Undecodable as exc:
+            raise ProxyError(415, exc.line) from None
+
+
+class SubstitutingExchange(Exchange):
+    """Placeholders swapped or refused (:mod:`.substitute`), answers masked. With
+    ``scan_only`` (a host no binding names, terminated only to look for placeholders)
+    nothing can be swapped, so requests go out as sent and answers come back untouched."""
+
+    def __init__(self, session: ProxySession, *, scan_only: bool = False):
         self.session = session
+        self.scan_only = scan_only
         self._substituter: Substituter | None = None
 
     async def request(self, request: h11.Request, host: str, port: int, scheme: str,
@@ -110,7 +139,7 @@ class SubstitutingExchange(Exchange):
             self.session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
                                method=request.method.decode("ascii", "replace"))
             raise ProxyError(403, exc.line) from None
-        if self.session.grants():
+        if self.session.grants() and not self.scan_only:
             headers = [(n, v) for n, v in headers if n != b"accept-encoding"] \
                 + [(b"accept-encoding", b"identity")]
         if substituter.substituted:
@@ -126,20 +155,35 @@ class SubstitutingExchange(Exchange):
         substituter = self._substituter
         if substituter is None or not substituter.grants:
             return BodyFilter()
-        session, stream = self.session, substituter.body()
+        session = self.session
+
+        def refused(exc: Refused) -> ProxyError:
+            session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
+                          part="body")
+            return ProxyError(403, exc.line)
+
+        coding = b", ".join(v for n, v in request.headers if n.lower() == b"content-encoding")
+        if coding.strip() and coding.strip().lower() != b"identity":
+            try:
+                encoded = substituter.encoded_body(coding, ctx.limits.max_decoded_body_bytes)
+            except Undecodable as exc:
+                session.audit("egress.refused", host=host, port=port, part="body",
+                              line=exc.line)
+                raise ProxyError(415, exc.line) from None
+            return _WholeBody(encoded, refused)
 
         class Audited(_SubstitutedBody):
             def feed(self, data: bytes) -> list[bytes]:
                 try:
                     return super().feed(data)
                 except Refused as exc:
-                    session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
-                                  part="body")
-                    raise ProxyError(403, exc.line) from None
+                    raise refused(exc) from None
 
-        return Audited(stream)
+        return Audited(substituter.body())
 
     def response(self, ctx: ProxyContext) -> ResponseFilter:
+        if self.scan_only:
+            return ResponseFilter()
         stream = self.session.response_filter()
         return ResponseFilter() if stream is None else _Masked(stream)
 
@@ -202,7 +246,8 @@ async def serve_intercepted(client: trio.abc.Stream, leftover: bytes, host: str,
         return
     relay = HttpRelay(tls, conn, ctx, fixed=(host, port, "https"),
                       upstream_for=lambda h, p: open_tls_upstream(ctx, h, p),
-                      exchange=SubstitutingExchange(session))
+                      exchange=SubstitutingExchange(
+                          session, scan_only=not session.intercepts(host, port)))
     try:
         await relay.run(request)
     except ProxyError as exc:
@@ -212,8 +257,105 @@ async def serve_intercepted(client: trio.abc.Stream, leftover: bytes, host: str,
         await trio.aclose_forcefully(tls)
 
 
-async def _say(tls: trio.SSLStream, conn: h11.Connection, status: int, line: str) -> None:
+async def _say(tls: trio.abc.Stream, conn: h11.Connection, status: int, line: str) -> None:
     try:
         await tls.send_all(answer(conn, status, line))
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
+
+
+_HTTP_START = re.compile(rb"[A-Z]{3,10} ")
+
+
+async def serve_scanned(client: trio.abc.Stream, leftover: bytes, host: str, port: int,
+                        ctx: ProxyContext) -> None:
+    """A CONNECT to a host no binding names, in a session holding placeholders: nothing
+    may carry one there, so the connection is looked into. TLS (a ClientHello first) is
+    terminated like a bound host's, upstream verified, and each request refused if a
+    placeholder is in it, else relayed as sent; plain HTTP the same without TLS; any
+    other protocol is copied while its bytes are searched, and cut on a placeholder."""
+    first = leftover
+    with trio.move_on_after(ctx.limits.request_timeout):
+        while not first:
+            try:
+                first = await client.receive_some(ctx.limits.chunk_bytes)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return
+            if not first:
+                return
+    if not first:
+        return
+    if first[:1] == b"\x16":  # a TLS handshake record
+        await serve_intercepted(client, first, host, port, ctx)
+        return
+    stream = PrefixedStream(client, first)
+    if _HTTP_START.match(first):
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=ctx.limits.max_header_bytes)
+        try:
+            request = await next_event(stream, conn, ctx.limits.chunk_bytes)
+        except h11.RemoteProtocolError as exc:
+            await _say(stream, conn, exc.error_status_hint, f"egress: bad request ({exc})")
+            return
+        if not isinstance(request, h11.Request):
+            return
+        assert ctx.session is not None
+        relay = HttpRelay(stream, conn, ctx, fixed=(host, port, "http"),
+                          exchange=SubstitutingExchange(ctx.session, scan_only=True))
+        try:
+            await relay.run(request)
+        except ProxyError as exc:
+            await _say(stream, conn, exc.status, exc.line)
+        return
+    upstream = await open_upstream(ctx, host, port)
+    async with upstream:
+        await _searched_copy(stream, upstream, host, port, ctx)
+
+
+async def _searched_copy(client: trio.abc.Stream, upstream: trio.abc.Stream, host: str,
+                         port: int, ctx: ProxyContext) -> None:
+    """Bytes both ways; the client's are searched for placeholders (raw or percent-encoded,
+    across reads) before they go, and the connection is cut at the first one. Nothing is
+    held back: a protocol of small exchanges keeps working."""
+    session = ctx.session
+    assert session is not None
+    limits = ctx.limits
+    with trio.CancelScope(deadline=trio.current_time() + limits.idle_timeout) as scope:
+
+        async def outward() -> None:
+            tail = b""
+            while True:
+                data = await client.receive_some(limits.chunk_bytes)
+                if not data:
+                    await upstream.send_eof()  # type: ignore[attr-defined]
+                    return
+                scope.deadline = trio.current_time() + limits.idle_timeout
+                search = Substituter(session.grants(), Destination(host, port, "tcp"))
+                try:
+                    search.replace(tail + data, "body")
+                except Refused as exc:
+                    session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
+                                  part="stream")
+                    nursery.cancel_scope.cancel()
+                    return
+                tail = (tail + data)[-max(search.window - 1, 0):] if search.window > 1 else b""
+                await upstream.send_all(data)
+
+        async def inward() -> None:
+            while True:
+                data = await upstream.receive_some(limits.chunk_bytes)
+                if not data:
+                    await client.send_eof()  # type: ignore[attr-defined]
+                    return
+                scope.deadline = trio.current_time() + limits.idle_timeout
+                await client.send_all(data)
+
+        async def guarded(task) -> None:
+            try:
+                await task()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError,
+                    AttributeError):
+                nursery.cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(guarded, outward)
+            nursery.start_soon(guarded, inward)

@@ -266,6 +266,7 @@ class EgressLimits:
     max_connections: int = 64
     max_header_bytes: int = 64 * 1024
     chunk_bytes: int = 256 * 1024
+    max_decoded_body_bytes: int = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -302,7 +303,8 @@ class EgressPolicy:
             idle_timeout=float(settings["egress.idle_timeout_seconds"]),
             max_connections=int(settings["egress.max_connections"]),
             max_header_bytes=int(settings["egress.max_header_bytes"]),
-            chunk_bytes=int(settings["egress.chunk_bytes"]))
+            chunk_bytes=int(settings["egress.chunk_bytes"]),
+            max_decoded_body_bytes=int(settings["egress.max_decoded_body_bytes"]))
         return cls(patterns("supervisor.sandbox_proxy_allow"),
                    patterns("supervisor.sandbox_proxy_deny"),
                    patterns("supervisor.sandbox_allow_local"), limits)

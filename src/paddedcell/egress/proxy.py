@@ -10,7 +10,9 @@ Theory of operation, per accepted connection:
 2. ``CONNECT host:port``: check the name, resolve, check each address, connect to the first
    allowed one, answer 200 and splice bytes both ways (``egress.chunk_bytes`` per read,
    no per-byte Python work; ``egress.idle_timeout_seconds`` of silence closes). When the
-   session intercepts that host (a bound secret), :mod:`.intercept` takes the connection.
+   session intercepts that host (a bound secret), or holds any placeholder at all (so
+   none may leave unseen), :mod:`.intercept` takes the connection; a blind tunnel opened
+   before the session's first placeholder closes once it has one.
 3. ``GET http://host/path``: the same checks, then the request goes upstream in origin
    form with ``Host`` set from the target (authorisation is by target, never by ``Host``)
    and hop-by-hop headers dropped; the client may send more requests on the connection.
@@ -28,7 +30,7 @@ import socket
 import h11
 import trio
 
-from .intercept import SubstitutingExchange, serve_intercepted
+from .intercept import SubstitutingExchange, serve_intercepted, serve_scanned
 from .policy import BadTarget, EgressPolicy, split_target
 from .relay import (HttpRelay, LocalAddresses, ProxyContext, ProxyError, answer, next_event,
                     open_upstream, resolve_allowed, splice)
@@ -89,13 +91,18 @@ async def _tunnel(stream: trio.SocketStream, conn: h11.Connection, request: h11.
     event = await next_event(stream, conn, ctx.limits.chunk_bytes)
     if not isinstance(event, h11.EndOfMessage):
         raise ProxyError(400, "egress: a CONNECT request cannot have a body")
-    if ctx.session is not None and ctx.session.intercepts(host, port):
-        # A bound host: TLS ends here (intercept.py). The policy still decides first, and
-        # nothing goes upstream before the client's handshake names the same host.
+    session = ctx.session
+    if session is not None and (session.handed or session.intercepts(host, port)):
+        # A bound host, or any host once the session holds a placeholder: TLS ends here
+        # (intercept.py) so requests can be swapped or looked at. The policy still decides
+        # first, and nothing goes upstream before the client's handshake names the host.
         await resolve_allowed(ctx, host, port)
         await stream.send_all(conn.send(h11.Response(status_code=200, headers=[],
                                                      reason=b"Connection established")))
-        await serve_intercepted(stream, conn.trailing_data[0], host, port, ctx)
+        if session.intercepts(host, port):
+            await serve_intercepted(stream, conn.trailing_data[0], host, port, ctx)
+        else:
+            await serve_scanned(stream, conn.trailing_data[0], host, port, ctx)
         return
     upstream = await open_upstream(ctx, host, port)
     async with upstream:
@@ -104,8 +111,14 @@ async def _tunnel(stream: trio.SocketStream, conn: h11.Connection, request: h11.
         leftover, _ = conn.trailing_data
         if leftover:
             await upstream.send_all(leftover)
+        # A blind tunnel ends when its session is handed a placeholder: what the client
+        # sends after that could hold it, and this tunnel cannot look.
         await splice(stream, upstream, chunk=ctx.limits.chunk_bytes,
-                     idle=ctx.limits.idle_timeout)
+                     idle=ctx.limits.idle_timeout,
+                     a_may_send=None if session is None else lambda: not session.handed)
+        if session is not None and session.handed:
+            ctx.audit("egress.tunnel-closed", host=host, port=port,
+                      reason="the session was handed a placeholder")
 
 
 # -- the accept loop ------------------------------------------------------------------------

@@ -177,13 +177,17 @@ async def open_upstream(ctx: ProxyContext, host: str, port: int) -> trio.SocketS
 _SPLICE_FLAGS = getattr(os, "SPLICE_F_MOVE", 1) | getattr(os, "SPLICE_F_NONBLOCK", 2)
 
 
-async def splice(a: trio.abc.Stream, b: trio.abc.Stream, *, chunk: int, idle: float) -> None:
+async def splice(a: trio.abc.Stream, b: trio.abc.Stream, *, chunk: int, idle: float,
+                 a_may_send: Callable[[], bool] | None = None) -> None:
     """Copy both ways until both sides ended (half-closes forwarded) or ``idle`` seconds
     pass with no byte either way. Two TCP sockets are joined in the kernel (``splice(2)``
-    through a pipe: no byte is copied into Python); other streams (TLS) by large reads."""
+    through a pipe: no byte is copied into Python); other streams (TLS) by large reads.
+    ``a_may_send`` is asked before each of ``a``'s reads is passed on: once it says no,
+    the copy ends both ways (a blind tunnel whose session was then handed a placeholder)."""
     if isinstance(a, trio.SocketStream) and isinstance(b, trio.SocketStream) \
             and hasattr(os, "splice"):
-        return await _kernel_splice(a.socket, b.socket, chunk=chunk, idle=idle)
+        return await _kernel_splice(a.socket, b.socket, chunk=chunk, idle=idle,
+                                    a_may_send=a_may_send)
     with trio.CancelScope(deadline=trio.current_time() + idle) as scope:
 
         async def pump(source: trio.abc.Stream, sink: trio.abc.Stream) -> None:
@@ -192,6 +196,9 @@ async def splice(a: trio.abc.Stream, b: trio.abc.Stream, *, chunk: int, idle: fl
                     data = await source.receive_some(chunk)
                     if not data:
                         break
+                    if source is a and a_may_send is not None and not a_may_send():
+                        nursery.cancel_scope.cancel()
+                        return
                     scope.deadline = trio.current_time() + idle
                     await sink.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -208,7 +215,8 @@ async def splice(a: trio.abc.Stream, b: trio.abc.Stream, *, chunk: int, idle: fl
             nursery.start_soon(pump, b, a)
 
 
-async def _kernel_splice(a: Any, b: Any, *, chunk: int, idle: float) -> None:
+async def _kernel_splice(a: Any, b: Any, *, chunk: int, idle: float,
+                         a_may_send: Callable[[], bool] | None) -> None:
     with trio.CancelScope(deadline=trio.current_time() + idle) as scope:
 
         async def pump(source: Any, sink: Any) -> None:
@@ -218,8 +226,12 @@ async def _kernel_splice(a: Any, b: Any, *, chunk: int, idle: float) -> None:
                     fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, chunk)  # Linux: 1 MiB max
                 except OSError:
                     pass  # the default 64 KiB pipe works, in more rounds
+                check = a_may_send if source is a else None
                 while True:
                     await trio.lowlevel.wait_readable(source)
+                    if check is not None and not check():
+                        nursery.cancel_scope.cancel()
+                        return
                     try:
                         count = os.splice(source.fileno(), write_end, chunk, flags=_SPLICE_FLAGS)
                     except BlockingIOError:
@@ -314,6 +326,7 @@ class HttpRelay:
         self._upstream: trio.abc.Stream | None = None
         self._upstream_conn: h11.Connection | None = None
         self._target: tuple[str, int] | None = None
+        self._queued_body = b""
 
     async def run(self, request: h11.Request) -> None:
         try:
@@ -374,6 +387,35 @@ class HttpRelay:
         self._target = (host, port)
         return self._upstream, self._upstream_conn
 
+    async def _whole_body(self, request: h11.Request, body: "BodyFilter") -> h11.Request:
+        """Read the client's whole body (at most ``egress.max_decoded_body_bytes``), let
+        ``body.rewrite`` change it and queue it; the request gets its new length."""
+        limit = self.ctx.limits.max_decoded_body_bytes
+        if self.conn.they_are_waiting_for_100_continue:
+            await self.stream.send_all(self.conn.send(
+                h11.InformationalResponse(status_code=100, headers=[])))
+        parts: list[bytes] = []
+        size = 0
+        with trio.fail_after(self.ctx.limits.request_timeout):
+            while True:
+                event = await next_event(self.stream, self.conn, self.ctx.limits.chunk_bytes)
+                if isinstance(event, h11.Data):
+                    size += len(event.data)
+                    if size > limit:
+                        raise ProxyError(413, f"egress refused: the request body is over "
+                                              f"{limit} bytes (egress.max_decoded_body_bytes)")
+                    parts.append(bytes(event.data))
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                else:
+                    raise trio.BrokenResourceError("the client left mid-request")
+        data = body.rewrite(b"".join(parts))
+        self._queued_body = data
+        headers = [(n, v) for n, v in request.headers
+                   if n.lower() not in (b"content-length", b"transfer-encoding", b"expect")]
+        headers.append((b"content-length", str(len(data)).encode()))
+        return h11.Request(method=request.method, target=request.target, headers=headers)
+
     async def _one(self, request: h11.Request) -> bool:
         """Relay one exchange; True when both connections may carry another."""
         host, port, path = self._target_of(request)
@@ -391,8 +433,10 @@ class HttpRelay:
             h11.Request(method=request.method, target=path, headers=headers),
             host, port, scheme, self.ctx)
         body = self.exchange.body(outgoing, host, port, self.ctx)
-        upstream, up = await self._upstream_stream(host, port)
         chunk, idle = self.ctx.limits.chunk_bytes, self.ctx.limits.idle_timeout
+        if body.whole:  # an encoded body: read it all, then the request with its length
+            outgoing = await self._whole_body(outgoing, body)
+        upstream, up = await self._upstream_stream(host, port)
         started = False
         switched = False
         failures: list[BaseException] = []
@@ -404,6 +448,13 @@ class HttpRelay:
         to_client = Batch(self.stream)
 
         async def send_body() -> None:
+            if body.whole:
+                queued, self._queued_body = self._queued_body, b""
+                if queued:
+                    to_upstream.add(up.send(h11.Data(data=queued)))
+                to_upstream.add(up.send(h11.EndOfMessage()))
+                await to_upstream.flush()
+                return
             while True:
                 event = await to_upstream.next_event(self.stream, self.conn, chunk)
                 scope.deadline = trio.current_time() + idle
@@ -528,7 +579,13 @@ class Batch:
 
 class BodyFilter:
     """Request body bytes as they pass: ``feed`` returns pieces to send, ``finish`` the
-    rest. This one passes everything through unchanged."""
+    rest. This one passes everything through unchanged. A filter with ``whole`` set
+    takes the body in one piece instead (``rewrite``), before the request goes out."""
+
+    whole = False
+
+    def rewrite(self, data: bytes) -> bytes:
+        return data
 
     def feed(self, data: bytes) -> list[bytes]:
         return [data] if data else []

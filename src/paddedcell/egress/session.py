@@ -6,7 +6,7 @@ A :class:`ProxySession` is made by the supervisor for a session with egress on. 
 - the placeholders it has handed out (``issue``, called when the session's ``pass_mgr get``
   of a bound key is answered over the channel), each with its real value — in this
   process's memory only;
-- the session CA (:mod:`.ca`, name-constrained to the bound hosts) whose bundle the
+- the session CA (:mod:`.ca`; it may mint for any host, see ``__init__``) whose bundle the
   session's clients trust, and the context that verifies upstream servers;
 - the masks for responses (the store's values and the placeholders), and the audit hook.
 
@@ -38,10 +38,6 @@ def ca_environment(bundle_path: str) -> dict[str, str]:
     return {name: bundle_path for name in CA_BUNDLE_VARIABLES}
 
 
-def _constraint_host(pattern: str) -> str:
-    host = pattern.rsplit(":", 1)[0] if not pattern.startswith("[") else pattern[1:].split("]")[0]
-    return host[2:] if host.startswith("*.") else host
-
 
 class ProxySession:
     """See the module docstring. ``mask_values`` are the store's values (masked in
@@ -61,8 +57,9 @@ class ProxySession:
         self._new_mask = new_mask
         self._redactor: Any = None
         self.audit_sink = audit
-        hosts = sorted({_constraint_host(h) for b in self.bindings.values() for h in b.hosts})
-        self.ca = CertificateAuthority("PaddedCell session CA", permitted=tuple(hosts))
+        # Not name-constrained: once the session holds a placeholder, every host's TLS is
+        # terminated (to refuse a placeholder sent there), so the CA vouches for any name.
+        self.ca = CertificateAuthority("PaddedCell session CA")
         self._upstream_cafile = upstream_cafile
         self._upstream_context: ssl.SSLContext | None = None
 
@@ -82,6 +79,11 @@ class ProxySession:
         self._grants[(key, value)] = Grant(key, placeholder.encode(), value.encode(), binding)
         self._redactor = None  # the next response mask includes the new placeholder
         return placeholder
+
+    @property
+    def handed(self) -> bool:
+        """Whether the session holds any placeholder (then no tunnel is blind)."""
+        return bool(self._grants)
 
     def is_bound(self, key: str) -> bool:
         return key in self.bindings
