@@ -443,11 +443,50 @@ def test_a_value_changed_elsewhere_is_masked_in_running_sessions(world, sandbox)
             seen = session_log(daemon, sid, agent).count("TOKEN=")
             text = wait_for_lines(daemon, sid, agent, "TOKEN=", seen + 3)
             assert "quiet-writer-token-3" not in text, (agent, text[-1500:])
-            # (b2's session started with its own values: a1's first one is not new to it)
-            for value in ("first-token-value-1", rotated, "human-set-token-2")[agent == "b2":]:
+            for value in ("first-token-value-1", rotated, "human-set-token-2"):
                 assert value not in text, (agent, value, text[-1500:])
             assert "TOKEN=######" in text
             daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": agent})
+
+
+def test_values_already_stored_are_masked_in_every_session_that_can_read_them(world):
+    """b2's background loop prints files in a1's and c3's workspaces (its user can read
+    both). a1's value was set before the daemon started (its registry entry in the form
+    older releases wrote) and no a1 session ever runs; c3's store is created later by a
+    process that tells no one; a human sets a1's value again: b2's log shows none of them."""
+    home, ws = world
+    top = ws.parent
+    b2, c3 = top / "b2", top / "c3"
+    b2.mkdir(mode=0o700)
+    c3.mkdir(mode=0o700)
+    subprocess.run([str(BIN / "pass_mgr"), "set", "a1", str(ws), "TOKEN", "a1-set-before-1",
+                    ADMIN], env=base_env(home), check=True, capture_output=True)
+    (ws / "app.env").write_text("TOKEN=a1-set-before-1\n")
+    for entry in (home / "vault" / "stores").iterdir():  # directory only, no workspace
+        entry.write_text(json.loads(entry.read_text())["directory"])
+    loop = f"while :; do cat {ws}/app.env {c3}/app.env 2>/dev/null; sleep 0.2; done"
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
+        sid = daemon.call("/exec", {"command": loop, "agentId": "b2", "agentWorkspace": str(b2),
+                                    "background": True})["details"]["sessionId"]
+        wait_for_lines(daemon, sid, "b2", "TOKEN=", 2)
+        subprocess.run([sys.executable, "-c", "import sys; from paddedcell.vault import "
+                        "set_secret; set_secret('c3', sys.argv[1], 'KEY', "
+                        "'c3-quiet-value-2', sys.argv[2])", str(c3), ADMIN],
+                       env=base_env(home), check=True, capture_output=True)
+        time.sleep(2.5)  # supervisor.scan_interval_seconds (1 s), twice over
+        (c3 / "app.env").write_text("KEY=c3-quiet-value-2\n")
+        wait_for_lines(daemon, sid, "b2", "KEY=", 3)
+        subprocess.run([str(BIN / "pass_mgr"), "set", "a1", str(ws), "TOKEN",
+                        "a1-human-value-3", ADMIN], env=base_env(home), check=True,
+                       capture_output=True)
+        (ws / "app.env.new").write_text("TOKEN=a1-human-value-3\n")
+        (ws / "app.env.new").rename(ws / "app.env")
+        seen = session_log(daemon, sid, "b2").count("TOKEN=")
+        text = wait_for_lines(daemon, sid, "b2", "TOKEN=", seen + 3)
+        for value in ("a1-set-before-1", "c3-quiet-value-2", "a1-human-value-3"):
+            assert value not in text, (value, text[-1500:])
+        assert "TOKEN=######" in text and "KEY=######" in text
+        daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "b2"})
 
 
 # -- no slow request stalls the daemon ------------------------------------------------------

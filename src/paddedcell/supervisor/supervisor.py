@@ -37,6 +37,7 @@ from .channel import CHANNEL_VARIABLE, Forward, SessionChannel, channel_dir
 from ..redactor.filters import OutputFilter, new_filter
 from .session import OutputCallback, Session, new_session_id
 from .sandbox import receive_listener
+from .stores import StoreWatch
 from .sandbox_plan import Prepared, prepare
 from .spawn import PtyUnavailable, Sandbox, SpawnError, child_environment, pick_shell, spawn
 
@@ -96,9 +97,8 @@ class Supervisor:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.budget = BufferBudget(int(settings["supervisor.global_buffer_bytes"]))
         self.sessions: dict[str, Session] = {}
-        #: (agent, workspace) of live sessions → their store file's (inode, mtime, size),
-        #: so a value written by another process joins the sessions (``watch_stores``).
-        self._store_stamps: dict[tuple[str, str], tuple[int, int, int] | None] = {}
+        #: Every store on this host and its values: what sessions must mask (stores.py).
+        self.stores = StoreWatch(settings)
         #: Trees of finished sessions that left processes behind (reaped when they exit).
         self._leftovers: list[procs.ProcessTree] = []
         self._cgroup_parent = procs.delegated_cgroup()
@@ -222,10 +222,12 @@ class Supervisor:
             session.egress = egress  # the channel answers placeholders, the proxy swaps
             egress.audit_sink = lambda event, **fields: self._record(event, session, **fields)
         channel.share = self.share_values
-        if spec.agent_id and spec.agent_workspace:  # store changes from now on are noticed
-            self._store_stamps.setdefault((spec.agent_id, spec.agent_workspace),
-                                          _store_stamp(settings, spec.agent_id,
-                                                       spec.agent_workspace))
+        # Before its first byte is read: the values of every store it could print (other
+        # agents' whose workspace it can read, set before it started too).
+        self.stores.learn(spec.agent_id, spec.agent_workspace)
+        self.stores.discover()
+        session.add_secrets(self.stores.readable_values(spec.agent_id,
+                                                        partial(_can_read, session)))
         self.nursery.start_soon(self._serve_channel, session, channel)
         if prepared.proxy is not None:
             self.nursery.start_soon(self._serve_proxy, session, prepared)
@@ -370,32 +372,21 @@ class Supervisor:
                 session.add_secrets(values)
 
     async def refresh_store(self, agent_id: str, workspace: str) -> None:
-        """Re-read ``agent_id``'s store and share its values (``POST /vault/changed``, or a
-        changed stamp seen by ``watch_stores``)."""
-        from ..vault.api import agent_secret_values
-
-        self._store_stamps[(agent_id, workspace)] = _store_stamp(self.settings, agent_id,
-                                                                 workspace)
-        values = await trio.to_thread.run_sync(
-            lambda: agent_secret_values(agent_id, workspace, settings=self.settings))
-        self.share_values(agent_id, workspace, values)
+        """Re-read ``agent_id``'s store and share its values (``POST /vault/changed``)."""
+        store = self.stores.learn(agent_id, workspace)
+        if store is not None:
+            values = await trio.to_thread.run_sync(self.stores.read, store)
+            self.share_values(store.agent_id, store.workspace, values)
 
     async def watch_stores(self) -> None:
-        """One cheap check (a ``stat`` per live agent): a store another process changed
-        (a human's ``pass_mgr set`` when no daemon was told) is re-read and shared."""
-        live = {(s.agent_id, s.agent_workspace)
-                for s in self.sessions.values() if s.running and s.agent_id}
-        for agent_id, workspace in live:
-            key = (agent_id, workspace)
-            if not workspace or key not in self._store_stamps:
-                continue
-            if _store_stamp(self.settings, agent_id, workspace) != self._store_stamps[key]:
-                try:
-                    await self.refresh_store(agent_id, workspace)
-                except Exception as exc:  # a locked or damaged vault: its own errors say so
-                    log.warning("could not re-read the store of agent %s: %s", agent_id, exc)
-        for key in set(self._store_stamps) - live:
-            del self._store_stamps[key]
+        """One cheap check (a ``stat`` per known store, a listing when the registry
+        changed): a store another process changed or created (a human's ``pass_mgr set``
+        when no daemon was told) is re-read and shared with every session that could
+        print its values."""
+        self.stores.discover()
+        for store in self.stores.changed():
+            values = await trio.to_thread.run_sync(self.stores.read, store)
+            self.share_values(store.agent_id, store.workspace, values)
 
     async def maintain(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Rescan live trees (so orphans are known), reap them, prune old sessions."""
@@ -428,19 +419,6 @@ class Supervisor:
                 await self._wake.wait()
             else:
                 await trio.sleep(interval)
-
-
-def _store_stamp(settings, agent_id: str, workspace: str) -> tuple[int, int, int] | None:
-    """(inode, mtime, size) of the agent's store file; None when it has none (yet)."""
-    from ..vault.settings import VaultSettings
-    from ..vault.store import locate
-
-    try:
-        st = os.stat(locate(VaultSettings.of(settings).path_template, agent_id,
-                            workspace).file)
-    except Exception:  # no file, or an agent id / workspace the vault refuses
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _can_read(session: Session, workspace: str | None) -> bool:

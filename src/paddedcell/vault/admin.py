@@ -290,35 +290,62 @@ def clear_locked(paths: AdminPaths) -> None:
         return
 
 
-def register_store(paths: AdminPaths, store_dir: str | Path) -> None:
-    """Remember a store so that ``admin init`` can re-wrap it later (idempotent)."""
+def register_store(paths: AdminPaths, store_dir: str | Path, agent_id: str | None = None,
+                   workspace: str | None = None) -> None:
+    """Remember a store so that ``admin init`` can re-wrap it later, and whose workspace it
+    is, so that a daemon masks its values in every session that can read that workspace
+    (idempotent; an entry from before workspaces were kept gains one)."""
     import hashlib
+    import json
 
     text = str(store_dir)
     entry = os.path.join(paths.registry_dir, hashlib.sha256(text.encode()).hexdigest()[:32])
-    if os.path.exists(entry):
+    record = text if workspace is None else json.dumps(
+        {"directory": text, "agentId": agent_id, "workspace": workspace}, sort_keys=True)
+    try:
+        current: str | None = read_private(entry).decode("utf-8")
+    except FileNotFoundError:
+        current = None
+    except (OSError, UnicodeDecodeError, VaultError):
+        return  # an entry read_private refuses is reported where stores are re-wrapped
+    if current is not None and (current == record or workspace is None):
         return
     ensure_private_dir(paths.registry_dir)
-    atomic_write(entry, text.encode("utf-8"))
+    atomic_write(entry, record.encode("utf-8"))
 
 
-def known_stores(paths: AdminPaths) -> list[Path]:
+def store_records(paths: AdminPaths) -> list[tuple[Path, str | None, str | None]]:
+    """(store directory, agent id, workspace) of every registered store; the last two are
+    None for entries written before workspaces were kept."""
+    import json
     from pathlib import Path
 
     try:
         names = sorted(os.listdir(paths.registry_dir))
     except FileNotFoundError:
         return []
-    stores = []
+    records = []
     for name in names:
         if name.startswith("."):
             continue
         try:
-            stores.append(Path(read_private(os.path.join(paths.registry_dir, name))
-                               .decode("utf-8")))
+            text = read_private(os.path.join(paths.registry_dir, name)).decode("utf-8")
         except (OSError, UnicodeDecodeError, VaultError):
             continue
-    return stores
+        if not text.startswith("{"):
+            records.append((Path(text), None, None))
+            continue
+        try:
+            record = json.loads(text)
+            records.append((Path(record["directory"]), record.get("agentId"),
+                            record.get("workspace")))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return records
+
+
+def known_stores(paths: AdminPaths) -> list[Path]:
+    return [directory for directory, _agent, _workspace in store_records(paths)]
 
 
 def generation_file(paths: AdminPaths, store_id: str) -> str:

@@ -17,7 +17,7 @@ from .errors import Busy, Forbidden, IntegrityError, NoSuchKey, VaultError
 from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
                     remove_stale_temps)
 from .settings import VaultSettings
-from .store import STORE_FILE, OpenStore, StoreRef, check_key_name, locate
+from .store import STORE_FILE, OpenStore, StoreRef, check_key_name, locate, workspace_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -146,6 +146,25 @@ def agent_values_and_bindings(agent_id: str, workspace: str, *, settings: Any = 
     return ([], {}) if store is None else (store.all_values(), store.bindings())
 
 
+def store_places(settings: Any = None) -> list[tuple[str, str]]:
+    """(agent id, workspace) of every registered store whose workspace is known (kept since
+    this release, else read back through ``vault.path_template``): the stores a daemon
+    watches, so that their values are masked wherever they could be printed."""
+    settings = _load_settings(settings)
+    template = VaultSettings.of(settings).path_template
+    places = []
+    for directory, agent_id, workspace in admin.store_records(_paths(settings)):
+        if workspace is None:
+            try:
+                agent_id = _agent_id_of(read_private(os.path.join(str(directory), STORE_FILE)))
+            except (OSError, VaultError):
+                continue
+            workspace = workspace_of(template, agent_id, str(directory))
+        if agent_id and workspace:
+            places.append((agent_id, workspace))
+    return places
+
+
 def key_bindings(agent_id: str, workspace: str, *,
                  settings: Any = None) -> dict[str, dict[str, Any]]:
     """The bound keys of the agent's store and their binding records (no values)."""
@@ -238,8 +257,7 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
         result = change(store)
         if store.wrap_admin is None:
             store.rewrap_admin(admin.admin_public_key(admin.load_admin(paths, host)))
-        if is_new:
-            admin.register_store(paths, ref.directory)
+        admin.register_store(paths, ref.directory, agent_id, os.path.normpath(workspace))
         atomic_write(ref.file, store.serialize(admin.subkey(host, "wrap"),
                                                admin.subkey(host, "admin-mac")))
         admin.record_generation(paths, store.store_id, store.generation)

@@ -107,6 +107,24 @@ def locate(path_template: str, agent_id: str, workspace: str) -> StoreRef:
     return StoreRef(agent_id, os.path.abspath(os.path.expanduser(path)))
 
 
+def workspace_of(path_template: str, agent_id: str, directory: str) -> str | None:
+    """The workspace ``locate`` maps to this store directory, or None where the template
+    cannot say (a store registered before workspaces were kept, under a template that does
+    not begin with the workspace)."""
+    head, found, tail = path_template.partition("{AGENT_WORKSPACE}")
+    suffix = tail.replace("{AGENT_ID}", agent_id)
+    if not found or head or "{AGENT_WORKSPACE}" in tail or not directory.endswith(suffix):
+        return None
+    workspace = directory[:len(directory) - len(suffix)] or "/"
+    try:
+        if os.path.isabs(workspace) and locate(path_template, agent_id,
+                                               workspace).directory == directory:
+            return os.path.normpath(workspace)
+    except VaultError:
+        pass
+    return None
+
+
 class OpenStore:
     """A decrypted-on-demand view of a store; values are opened one at a time."""
 
