@@ -264,6 +264,11 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         # A request whose first byte arrived must be whole within this, else 408
         # and the connection closes (a stalled client must not hold an fd for ever).
         "request_timeout_seconds": Setting(30.0, positive=True),
+        # Connections the daemon socket holds at once, in all (at most half the soft
+        # file limit) and from one process (at most half of that); more are closed on
+        # accept, so one runaway client cannot take every descriptor or slot.
+        "max_connections": Setting(1024, minimum=2),
+        "max_connections_per_peer": Setting(256, minimum=1),
         # A daemon started on demand stops after this long with no session, no
         # restart job and no request (0 = never); any daemon stops once its home
         # or socket is gone. Checked every hygiene_check_seconds.

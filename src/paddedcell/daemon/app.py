@@ -25,7 +25,7 @@ import trio
 from .. import __version__, config
 from . import hygiene, routes_session
 from .client import socket_path
-from .http import Request, Router, serve_unix
+from .http import Request, Router, SocketLimits, serve_unix
 
 #: Modules with a ``register(router, ctx)`` function, imported at start.
 ROUTE_MODULES: list[str] = [
@@ -120,7 +120,8 @@ async def run_daemon(settings: config.Settings, *, task_status=trio.TASK_STATUS_
             router = build_router(ctx, started)
             path = str(socket_path(settings))
             await nursery.start(partial(serve_unix, request_timeout=float(
-                settings["daemon.request_timeout_seconds"])), router, path)
+                settings["daemon.request_timeout_seconds"]),
+                limits=SocketLimits.from_settings(settings)), router, path)
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
             log.info("paddedcell daemon %s listening on %s", __version__, path)
             _say_sandbox(settings)

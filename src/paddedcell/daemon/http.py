@@ -46,6 +46,7 @@ import h11
 import trio
 
 from . import validate
+from ..accept import accept_retrying
 
 log = logging.getLogger("paddedcell.daemon")
 
@@ -342,14 +343,15 @@ def _content_length(event: h11.Request) -> int | None:
 
 
 async def serve_connection(stream: trio.SocketStream, router: Router, *,
-                           request_timeout: float = 30.0) -> None:
+                           request_timeout: float = 30.0,
+                           credentials: tuple[int | None, int | None] | None = None) -> None:
     """Answer requests on one connection until the peer closes it.
 
     Whatever goes wrong here (a peer that leaves mid-answer, an h11 refusal, a
     bug) ends this connection only; it never reaches the listener.
     """
     try:
-        pid, uid = peer_credentials(stream.socket)
+        pid, uid = credentials or peer_credentials(stream.socket)
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
         async with stream:
             if uid != os.getuid():  # None: SO_PEERCRED failed, so the peer is unverified
@@ -439,7 +441,34 @@ def _parse(event: h11.Request, raw: bytes, uid: int | None,
     return Request(method, target.path, query, body, uid, pid)
 
 
+@dataclass(frozen=True)
+class SocketLimits:
+    """How many connections the daemon socket holds: ``daemon.max_connections`` in all
+    (at most half the process's soft file limit, so descriptors stay for sessions and
+    files) and ``daemon.max_connections_per_peer`` from one process (its SO_PEERCRED
+    pid; at most half of the total), so one runaway client cannot take every slot. A
+    connection over either cap is closed at once; accept errors back off
+    (``supervisor.accept_backoff_max_seconds``)."""
+
+    max_connections: int = 1024
+    max_per_peer: int = 256
+    accept_backoff_max: float = 1.0
+
+    @classmethod
+    def from_settings(cls, settings) -> "SocketLimits":
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        total = int(settings["daemon.max_connections"])
+        if soft != resource.RLIM_INFINITY:
+            total = min(total, max(2, soft // 2))
+        return cls(total, max(1, min(int(settings["daemon.max_connections_per_peer"]),
+                                     total // 2)),
+                   float(settings["supervisor.accept_backoff_max_seconds"]))
+
+
 async def serve_unix(router: Router, path: str, *, request_timeout: float = 30.0,
+                     limits: SocketLimits = SocketLimits(),
                      task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Listen on ``path`` (mode 0600) and serve until cancelled.
 
@@ -460,8 +489,27 @@ async def serve_unix(router: Router, path: str, *, request_timeout: float = 30.0
     # A burst of several hundred connects must queue, not fail with EAGAIN; the
     # kernel caps this at net.core.somaxconn.
     sock.listen(max(LISTEN_BACKLOG, socket.SOMAXCONN))
-    listener = trio.SocketListener(sock)
-    task_status.started(listener)
-    await trio.serve_listeners(
-        lambda stream: serve_connection(stream, router, request_timeout=request_timeout),
-        [listener])
+    held: dict[int | None, int] = {}  # peer pid -> its open connections
+
+    async def serve_counted(conn: trio.socket.SocketType, credentials) -> None:
+        try:
+            await serve_connection(trio.SocketStream(conn), router,
+                                   request_timeout=request_timeout, credentials=credentials)
+        finally:
+            held[credentials[0]] -= 1
+            if not held[credentials[0]]:
+                del held[credentials[0]]
+
+    with sock:
+        async with trio.open_nursery() as nursery:
+            task_status.started(sock)
+            while True:
+                conn, _ = await accept_retrying(sock, limits.accept_backoff_max,
+                                                "daemon socket")
+                credentials = peer_credentials(conn)
+                if (sum(held.values()) >= limits.max_connections
+                        or held.get(credentials[0], 0) >= limits.max_per_peer):
+                    conn.close()  # over daemon.max_connections(_per_peer): this client waits
+                    continue
+                held[credentials[0]] = held.get(credentials[0], 0) + 1
+                nursery.start_soon(serve_counted, conn, credentials)

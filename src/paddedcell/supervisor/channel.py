@@ -25,7 +25,6 @@ the only way out.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -38,13 +37,12 @@ from typing import Any, Awaitable, Callable
 import trio
 
 from .. import exits
+from ..accept import accept_retrying
 from ..session.protocol import CHANNEL_VARIABLE, SESSION_ROUTES, VAULT_OPS, Refusal, bind
 from . import procs
 
 log = logging.getLogger("paddedcell.supervisor")
 
-#: accept() errors that mean "out of descriptors or memory for now": back off, retry.
-ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 #: Sends one bound daemon request, ``(method, path, body)``, and returns the daemon's
 #: answer; raises :class:`Refusal`. Supplied by whoever owns the supervisor.
@@ -243,22 +241,9 @@ class SessionChannel:
             self.close()
 
     async def _accept_loop(self, nursery, limits: "ChannelLimits") -> None:
-        backoff = 0.0
         while True:
-            try:
-                conn, _ = await self._sock.accept()
-            except OSError as exc:
-                if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
-                    raise
-                # Out of descriptors or kernel memory (a flood, here or anywhere in the
-                # daemon): wait for some to come back instead of ending the channel.
-                backoff = min(max(backoff * 2, 0.01), limits.accept_backoff_max)
-                if backoff == limits.accept_backoff_max or backoff == 0.01:
-                    log.warning("session channel accept failed (%s); retrying in %.2f s",
-                                errno.errorcode.get(exc.errno, exc.errno), backoff)
-                await trio.sleep(backoff)
-                continue
-            backoff = 0.0
+            conn, _ = await accept_retrying(self._sock, limits.accept_backoff_max,
+                                            "session channel")
             if self._open >= limits.max_connections:
                 conn.close()  # over supervisor.channel_max_connections: this client waits
                 continue
