@@ -548,12 +548,14 @@ def test_a_directory_swapped_for_a_symlink_mid_job_is_not_followed(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
 def test_as_root_the_file_is_opened_as_the_sessions_uid():
     """A root daemon opens a session's file as the session's uid: it is created owned by
-    that uid, and a directory the uid cannot write stays closed to it."""
+    that uid, and a directory the uid cannot write stays closed to it — also where the
+    workspace sits below a 0700 directory of root's (e.g. /root/...), which the uid
+    cannot search: the daemon walks to the workspace, the uid only inside it."""
     import shutil
     import tempfile
 
-    top = Path(tempfile.mkdtemp(dir="/tmp"))  # every directory on the way is searchable
-    os.chmod(top, 0o755)
+    top = Path(tempfile.mkdtemp(dir="/tmp"))  # 0700, root's: the uid cannot search it
+    assert stat.S_IMODE(top.stat().st_mode) == 0o700
     ws = top / "ws"
     ws.mkdir()
     nobody = 65534

@@ -8,17 +8,20 @@ to ``job.log`` for minutes after the request, so one check at request time is
 not enough: the agent could swap a directory for a symlink in between.
 Every open therefore walks the path again, one component at a time with
 ``openat(O_NOFOLLOW)`` from ``/`` (no symlink is followed anywhere, not even
-in the workspace's own path), compares every directory it passes with the
+in the workspace's own path; the daemon walks to the workspace, the session's
+uid from there on), compares every directory it passes with the
 forbidden ones by device and inode (bind mounts and renames do not help), and
 takes the final file only when it is a regular file with one link owned by
 the session's uid (a hard link to the host key is refused, a FIFO cannot
 block the daemon).
 
 When the daemon is root and the session runs as another uid (a per-agent
-uid), the walk runs in a forked child that drops to the session's uid and gid
-first and hands the descriptor back over a socket pair (``SCM_RIGHTS``): the
-file is created as the session's uid and permission checks are the
-session's, not root's.
+uid), the walk inside the workspace runs in a forked child that drops to the
+session's uid and gid first, starting at the workspace descriptor the daemon
+opened (so a 0700 directory above the workspace, e.g. ``/root``, is no
+obstacle), and hands the descriptor back over a socket pair (``SCM_RIGHTS``):
+the file is created as the session's uid and permission checks inside the
+workspace are the session's, not root's.
 
 Options weighed: ``realpath`` then ``open`` (a race), ``openat2(RESOLVE_BENEATH
 | RESOLVE_NO_SYMLINKS)`` (one call, but Linux ≥ 5.6 and not in Python's
@@ -121,13 +124,25 @@ def open_confined(path: str, confinement: Confinement, flags: int,
     """A descriptor for ``path`` under ``confinement`` (see the module doc); the caller
     closes it. Raises ConfinementError for a refused path, OSError for a missing one."""
     names = components(path, confinement, workspace_as_given)
+    banned = _forbidden_ids(confinement)
+    depth = len([p for p in confinement.workspace.split("/") if p])
+    # The way to the workspace is walked by the daemon (a root daemon's agent may not
+    # search a 0700 directory above its workspace, e.g. /root), inside it as the session.
+    workspace = _descend(os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC),
+                         names[:depth], banned)
+    try:
+        def walk() -> int:
+            directory = _descend(os.dup(workspace), names[depth:-1], banned)
+            try:
+                return _open_file(directory, names, flags, confinement)
+            finally:
+                os.close(directory)
 
-    def walk() -> int:
-        return _walk(names, confinement, flags)
-
-    if os.geteuid() == 0 and (confinement.uid, confinement.gid) != (0, 0):
-        return _as_user(confinement.uid, confinement.gid, walk)
-    return _walk(names, confinement, flags)
+        if os.geteuid() == 0 and (confinement.uid, confinement.gid) != (0, 0):
+            return _as_user(confinement.uid, confinement.gid, walk)
+        return walk()
+    finally:
+        os.close(workspace)
 
 
 def _forbidden_ids(confinement: Confinement) -> set[tuple[int, int]]:
@@ -141,11 +156,11 @@ def _forbidden_ids(confinement: Confinement) -> set[tuple[int, int]]:
     return ids
 
 
-def _walk(names: list[str], confinement: Confinement, flags: int) -> int:
-    banned = _forbidden_ids(confinement)
-    directory = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+def _descend(directory: int, names: list[str], banned: set[tuple[int, int]]) -> int:
+    """From ``directory`` (taken over) down ``names`` by ``openat(O_NOFOLLOW)``; the last
+    directory's O_PATH descriptor. None of them may be a forbidden directory."""
     try:
-        for name in names[:-1]:
+        for name in names:
             try:
                 following = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW
                                     | os.O_CLOEXEC, dir_fd=directory)
@@ -161,16 +176,23 @@ def _walk(names: list[str], confinement: Confinement, flags: int) -> int:
             if (st.st_dev, st.st_ino) in banned:
                 raise ConfinementError("the file is under PADDEDCELL_HOME or a store "
                                        "directory, which no session may write or run")
-        try:
-            fd = os.open(names[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
-                         | os.O_CLOEXEC, 0o600, dir_fd=directory)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise ConfinementError(f"{names[-1]} is a symlink; a restart job's files are "
-                                       "opened without following symlinks") from None
-            raise
-    finally:
+    except BaseException:
         os.close(directory)
+        raise
+    return directory
+
+
+def _open_file(directory: int, names: list[str], flags: int, confinement: Confinement) -> int:
+    """``names[-1]`` in ``directory``, kept only if it is a regular file with one link
+    owned by the session's uid."""
+    try:
+        fd = os.open(names[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+                     | os.O_CLOEXEC, 0o600, dir_fd=directory)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfinementError(f"{names[-1]} is a symlink; a restart job's files are "
+                                   "opened without following symlinks") from None
+        raise
     st = os.fstat(fd)
     problem = None
     if not stat.S_ISREG(st.st_mode):
