@@ -155,3 +155,27 @@ def test_a_bad_environment_variable_is_one_line_and_exit_2(tmp_path):
     assert (done.returncode, done.stderr) == (2, (
         'pcexec: PADDEDCELL_SUPERVISOR_SANDBOX: supervisor.sandbox = "jail" must be one of '
         "auto, namespaces, user, none, rlimits, bwrap; fix or unset it\n")), done
+
+
+def test_session_ids_never_start_with_a_dash(monkeypatch):
+    """A random id starting with "-" read as an option (test_identity failed 1 run in 64)."""
+    from paddedcell.supervisor import session
+
+    drawn = iter(["-leading", "--double", "fine-id"])
+    monkeypatch.setattr(session._secrets, "token_urlsafe", lambda n: next(drawn))
+    assert session.new_session_id() == "fine-id"
+    monkeypatch.undo()
+    ids = {session.new_session_id() for _ in range(4000)}
+    assert len(ids) == 4000 and not any(i.startswith("-") for i in ids)
+    assert all(len(i) == 22 for i in ids)  # still 128 random bits, URL-safe
+
+
+def test_the_process_cli_takes_any_id_after_a_double_dash(daemon):
+    sid = _exec(daemon, command="echo hi", background=True)["details"]["sessionId"]
+    env = {**daemon.env, "AGENT_ID": "a1"}
+    for session_id, expected in ((sid, "hi"), ("-not-an-option", "No session found for "
+                                                                  "-not-an-option")):
+        done = subprocess.run([str(BIN / "paddedcell"), "process", "log", "--", session_id],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert expected in done.stdout, done
+        assert "No such option" not in done.stderr, done

@@ -528,5 +528,10 @@ class Session:
 
 
 def new_session_id() -> str:
-    """128 random bits, URL-safe (docs/design.md §4.2)."""
-    return _secrets.token_urlsafe(16)
+    """128 random bits, URL-safe (docs/design.md §4.2), never starting with "-": a command
+    line reads that as an option (`paddedcell process log -x…` was a usage error 1 time
+    in 64). Drawing again keeps every id equally likely among those allowed."""
+    while True:
+        session_id = _secrets.token_urlsafe(16)
+        if not session_id.startswith("-"):
+            return session_id
