@@ -70,6 +70,45 @@ def test_a_waiting_poll_returns_when_output_arrives(daemon):
     _process(daemon, action="kill", sessionId=running["details"]["sessionId"])
 
 
+def test_a_waiting_poll_wakes_at_output_however_it_races_the_output(daemon):
+    """Many waiting polls, through the daemon route and the CLI, each arriving at another
+    moment around the command's output (before it, about when it comes, while the pump
+    appends it): each answers with the output while the command still runs. One that
+    missed the output would wait for the exit, 12 s later, and say "Process exited"."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from paddedcell import config
+    from paddedcell.daemon.client import DaemonClient
+
+    def one(run: int) -> tuple[str, str]:
+        cli = bool(run % 2)
+        client = DaemonClient(config.load(environ=daemon.env), timeout=60)
+        agent = f"racer{run % 3}"  # 4 each, within max_concurrent_execs_per_agent
+        # A CLI takes 1-4 s to start on a loaded host: its command speaks later.
+        body = {"agentId": agent, "agentWorkspace": str(daemon.ws), "yieldMs": 200,
+                "command": f"sleep {3 if cli else 1}; echo done; sleep 12"}
+        sid = client.call("POST", "/exec", body, timeout=60)["details"]["sessionId"]
+        time.sleep(run % 6 * 0.18)  # 0 to 0.9 s after the yield: before and around 'done'
+        try:
+            if cli:
+                done = subprocess.run(
+                    [str(BIN / "paddedcell"), "process", "poll", "--timeout", "30000", "--", sid],
+                    env={**daemon.env, "AGENT_ID": agent}, capture_output=True, text=True,
+                    timeout=60)
+                return "cli", done.stdout
+            answer = client.call("POST", "/process", {"agentId": agent, "action": "poll",
+                                                      "sessionId": sid, "timeout": 30000})
+            return "route", answer["content"][0]["text"] + "\n"
+        finally:
+            client.call("POST", "/process", {"agentId": agent, "action": "kill", "sessionId": sid})
+            client.close()
+
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(one, range(12)))
+    for via, text in answers:
+        assert text == "done\n\nProcess still running.\n", (via, text)
+
+
 TYPOS = [
     ("[egres]\nmode = \"off\"\n", "unknown section [egres]; did you mean [egress]?"),
     ("[supervisor]\nmax_live_sesions = 3\n",

@@ -33,8 +33,6 @@ from .supervisor import LaunchSpec, LimitReached, Supervisor
 MAX_ARG_STRLEN = 32 * 4096
 
 UpdateCallback = Callable[[ToolResult], Awaitable[None]]
-#: Seconds between two checks of a ``poll`` that waits (``sleepPollInterval``).
-POLL_WAIT_STEP = 0.25
 #: How long a waiting ``poll`` that saw output gives the command to exit as well.
 #: OpenClaw only looks every 250 ms, so output and an exit within one of its steps
 #: come back together there; 200 ms keeps that true on a loaded host too.
@@ -342,13 +340,9 @@ class ExecService:
         session = self._visible(sup.sessions.get(action.session_id or ""), action)
         if (session is not None and action.action == "poll" and action.timeout_ms
                 and session.running and session.backgrounded):
-            # OpenClaw checks every 250 ms until the command exits or has output.
-            deadline = trio.current_time() + action.timeout_ms / 1000
-            while session.running and not session.exited and not session.has_new_output():
-                left = deadline - trio.current_time()
-                if left <= 0:
-                    break
-                await trio.sleep(min(POLL_WAIT_STEP, left))
+            # OpenClaw checks every 250 ms until the command exits or has output; the
+            # session tells us at once (an output or the exit sets its news event).
+            await session.wait_for_news(action.timeout_ms / 1000)
             # Output that is a command's last words comes a moment before its exit,
             # which OpenClaw's exit event reports at once and our reaping a little
             # later (the sandbox's init in between): allow that moment.

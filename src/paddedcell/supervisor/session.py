@@ -158,6 +158,9 @@ class Session:
         #: Polls in a row without new output (``retryInMs``); None before the first.
         self.poll_count: int | None = None
         self.done = trio.Event()
+        #: Set (and replaced) at each new output and at the leader's exit: what a
+        #: waiting poll waits for (:meth:`wait_for_news`).
+        self._news = trio.Event()
         self._kill_done: trio.Event | None = None
         self._kill_reason: str | None = None
         self._timed_out = False
@@ -241,6 +244,22 @@ class Session:
 
     def has_new_output(self) -> bool:
         return self.poll_cursor < self.buffer.end
+
+    async def wait_for_news(self, seconds: float) -> None:
+        """Return at the first output no poll has taken yet, when the command's leader
+        exits or ends, or after ``seconds``, whichever comes first.
+
+        Output is appended and the exit recorded in this event loop, and nothing awaits
+        between the check and the wait, so an arrival is never missed: it either shows
+        in the check or sets the event waited on.
+        """
+        with trio.move_on_after(seconds):
+            while self.running and not self.exited and not self.has_new_output():
+                self._news = trio.Event()
+                await self._news.wait()
+
+    def _tell_news(self) -> None:
+        self._news.set()
 
     @property
     def exited(self) -> bool:
@@ -370,6 +389,7 @@ class Session:
             return
         self.buffer.append(data)
         self.last_output_at = time.time()
+        self._tell_news()
         # No cursor-key tracking here: the sanitizer removed every escape
         # sequence before the redactor and reported each CSI to _on_csi.
         if self.on_output is not None:
@@ -402,6 +422,7 @@ class Session:
                 trio.lowlevel.notify_closing(pidfd)
                 os.close(pidfd)
         self._status = status
+        self._tell_news()
         code, _ = procs.exit_status(status)
         self.spawned.proc.returncode = code if code is not None else -os.WTERMSIG(status)
         self.tree.leader_reaped = True
@@ -474,6 +495,7 @@ class Session:
         if self.cgroup is not None:
             self.cgroup.remove()
         self.done.set()
+        self._tell_news()
 
     def _close_fd(self, fd: int | None) -> None:
         if fd is None or fd in self._closed_fds:
