@@ -35,13 +35,9 @@ class Setting:
     def __init__(self, default: Any, *, choices: str = "", each: bool = False,
                  minimum: float = 0, maximum: float | None = None, positive: bool = False,
                  check: Callable[[str], str | None] | None = None):
-        self.default = default
-        self.choices = tuple(choices.split())
-        self.each = each
-        self.minimum = minimum
-        self.maximum = maximum
-        self.positive = positive
-        self.check = check
+        self.default, self.check = default, check
+        self.choices, self.each = tuple(choices.split()), each  # what a string may be
+        self.minimum, self.maximum, self.positive = minimum, maximum, positive  # a number
 
     @property
     def kind(self) -> type:

@@ -74,7 +74,7 @@ def register(router: Router, ctx: Any) -> None:
     ctx.services["supervisor"] = supervisor
     ctx.services["exec"] = service
     ctx.nursery.start_soon(supervisor.maintain)
-    ctx.nursery.start_soon(_sweep_orphans, float(settings["supervisor.orphan_sweep_seconds"]))
+    ctx.nursery.start_soon(_sweep_orphans, supervisor.limits.orphan_sweep_seconds)
 
     @router.route("POST", "/exec")
     async def exec_route(request: Request) -> dict[str, Any] | Streaming:

@@ -40,6 +40,7 @@ from .. import exits
 from ..accept import accept_retrying
 from ..session.protocol import CHANNEL_VARIABLE, SESSION_ROUTES, VAULT_OPS, Refusal, bind
 from . import procs
+from .settings import SupervisorSettings
 
 log = logging.getLogger("paddedcell.supervisor")
 
@@ -70,11 +71,10 @@ class ChannelLimits:
 
     @classmethod
     def from_settings(cls, settings) -> "ChannelLimits":
-        return cls(int(settings["supervisor.channel_max_connections"]),
-                   int(settings["supervisor.channel_max_request_bytes"]),
-                   int(settings["supervisor.channel_session_buffer_bytes"]),
-                   float(settings["supervisor.channel_idle_seconds"]),
-                   float(settings["supervisor.accept_backoff_max_seconds"]))
+        limits = SupervisorSettings.of(settings)
+        return cls(limits.channel_max_connections, limits.channel_max_request_bytes,
+                   limits.channel_session_buffer_bytes, limits.channel_idle_seconds,
+                   limits.accept_backoff_max_seconds)
 
 
 def channel_dir(settings) -> Path:

@@ -37,6 +37,7 @@ from typing import Callable, Mapping
 from . import sandbox as ns
 from .sandbox import log
 from .spawn import Sandbox, SandboxUnavailable, SpawnError
+from .settings import SupervisorSettings
 
 #: Variables that point at the human's sockets or home: not there in the sandbox.
 HOST_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "TMUX",
@@ -89,7 +90,7 @@ def agent_key(agent_id: str | None) -> str:
 def uid_range(settings, subuid: str = "/etc/subuid") -> tuple[int, int]:
     """``(first, count)``: ``supervisor.sandbox_uid_range`` ("START:COUNT"), else
     root's range in /etc/subuid, else ``DEFAULT_UID_RANGE``."""
-    text = str(settings["supervisor.sandbox_uid_range"]).strip()
+    text = SupervisorSettings.of(settings).sandbox_uid_range
     if not text:
         try:
             with open(subuid) as f:
@@ -118,7 +119,7 @@ def agent_ids(settings, agent_id: str | None) -> tuple[int, int]:
     ``supervisor.sandbox_user`` for every agent if set, else one uid per agent from
     :func:`uid_range`, recorded under ``PADDEDCELL_HOME/agents`` (first come, first
     served; the same agent always gets the same uid)."""
-    user = str(settings["supervisor.sandbox_user"]).strip()
+    user = SupervisorSettings.of(settings).sandbox_user
     if user:
         try:
             entry = pwd.getpwnam(user)
@@ -323,11 +324,11 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
         out.pop("XDG_RUNTIME_DIR", None)  # no private /run/user without namespaces
         return Prepared(lambda: ns.enter_as_user(uid, gid, sandbox.processes), out, uid, gid)
     uid, gid = owner if owner is not None else (os.getuid(), os.getgid())
-    extra_ro, extra_rw = _paths(settings["supervisor.sandbox_bind_ro"]), \
-        _paths(settings["supervisor.sandbox_bind_rw"])
+    limits = SupervisorSettings.of(settings)
+    extra_ro, extra_rw = _paths(limits.sandbox_bind_ro), _paths(limits.sandbox_bind_rw)
     refuse_outside(workdir, [workspace, home, *extra_ro, *extra_rw, *ns.SYSTEM_DIRS],
                    workspace)
-    tmp_options = f"size={int(settings['supervisor.sandbox_tmp_bytes'])}"
+    tmp_options = f"size={limits.sandbox_tmp_bytes}"
     if owner is not None:
         tmp_options += f",uid={uid},gid={gid}"
     home_dir = settings.home_text

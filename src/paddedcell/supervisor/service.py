@@ -25,6 +25,7 @@ from ..execspec.results import ToolResult
 from . import secretflow
 from ..redactor.filters import filter_options
 from .session import OutputCallback, Session
+from .settings import SupervisorSettings
 from .spawn import SpawnError
 from .supervisor import LaunchSpec, LimitReached, Supervisor
 
@@ -54,7 +55,7 @@ class ExecRefused(Exception):
 def sandbox_runs(settings) -> bool:
     """Whether commands really run sandboxed (``host=sandbox`` is honoured only then):
     ``supervisor.sandbox`` is set, and with ``auto`` this host can build the sandbox."""
-    profile = str(settings["supervisor.sandbox"]).strip().lower()
+    profile = SupervisorSettings.of(settings).sandbox
     if profile == "none":
         return False
     if profile == "auto":  # the namespace sandbox, or a root daemon's per-agent uids
@@ -91,6 +92,7 @@ class ExecService:
     def __init__(self, supervisor: Supervisor):
         self.supervisor = supervisor
         self.settings = supervisor.settings
+        self.limits = supervisor.limits
         #: Exit events of backgrounded sessions, for the OpenClaw plugin to deliver
         #: as OpenClaw's notify-on-exit system events (``GET /exec/events``).
         self.events: list[dict[str, Any]] = []
@@ -190,7 +192,7 @@ class ExecService:
     async def _wait(self, session: Session, wait_ms: int | None,
                     on_update: UpdateCallback | None) -> None:
         deadline = trio.current_time() + (wait_ms / 1000 if wait_ms is not None else float("inf"))
-        interval = int(self.settings["supervisor.stream_update_ms"]) / 1000
+        interval = self.limits.stream_update_ms / 1000
         sent = None
         while session.running and trio.current_time() < deadline:
             step = min(deadline - trio.current_time(), interval if on_update else 3600.0)
@@ -219,7 +221,7 @@ class ExecService:
             exit_reason=outcome.exit_reason, duration_ms=outcome.duration_ms,
             aggregated=aggregated, truncated=truncated, cwd=session.cwd,
             timeout_seconds=session.timeout_seconds, warnings=session.warnings,
-            max_chars=int(self.settings["supervisor.max_aggregated_chars"]))
+            max_chars=self.limits.max_aggregated_chars)
 
     def _denied(self, request: ExecRequest, reason: str, secrets: list[str] | None = None) -> None:
         """Audit a refusal, the command masked with the agent's whole secret set.
@@ -352,7 +354,7 @@ class ExecService:
         if session is not None and action.action == "poll" and session.exited and session.running:
             # The command has exited (OpenClaw's "exited"); only its output drain and
             # our bookkeeping lag: answer with the end, as OpenClaw does.
-            with trio.move_on_after(float(self.settings["supervisor.drain_seconds"]) + 1):
+            with trio.move_on_after(self.limits.drain_seconds + 1):
                 await session.done.wait()
         if session is None:
             return process_step(action, None).result

@@ -41,6 +41,7 @@ from ..execspec.ansi import OutputSanitizer, show_controls
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
+from .settings import SupervisorSettings
 from .spawn import Spawned
 
 from ..redactor.filters import OutputFilter, Passthrough, new_filter
@@ -104,7 +105,7 @@ def _filter_limiter(settings) -> trio.CapacityLimiter:
     try:
         return _FILTER_LIMITER.get()
     except LookupError:
-        limiter = trio.CapacityLimiter(max(1, int(settings["supervisor.filter_threads"])))
+        limiter = trio.CapacityLimiter(max(1, SupervisorSettings.of(settings).filter_threads))
         _FILTER_LIMITER.set(limiter)
         return limiter
 
@@ -135,6 +136,7 @@ class Session:
         self.cgroup = cgroup
         self.buffer = buffer
         self.settings = settings
+        self.limits = SupervisorSettings.of(settings)
         self.timeout_seconds = timeout_seconds
         self.on_output = on_output
         self.started_at = time.time()
@@ -209,14 +211,14 @@ class Session:
 
     def text(self) -> tuple[str, bool]:
         """``(aggregated, truncated)``: the last max_aggregated_chars of the output."""
-        limit = int(self.settings["supervisor.max_aggregated_chars"])
+        limit = self.limits.max_aggregated_chars
         held = self.buffer.tail(limit * 4)
         complete = self.buffer.start == 0 and len(held) == len(self.buffer)
         text, truncated = decode_tail(held, limit, complete=complete)
         return show_controls(text), truncated
 
     def tail(self) -> str:
-        limit = int(self.settings["supervisor.tail_chars"])
+        limit = self.limits.tail_chars
         data = self.buffer.tail(limit * 4)
         complete = self.buffer.start == 0 and len(data) == len(self.buffer)
         return show_controls(decode_tail(data, limit, complete=complete)[0])
@@ -233,7 +235,7 @@ class Session:
             data = data[:complete_utf8_end(data)]
         cut = self.poll_cursor < self.buffer.start
         cursor = max(self.poll_cursor, self.buffer.start) + len(data)
-        limit = int(self.settings["supervisor.pending_max_chars"])
+        limit = self.limits.pending_max_chars
         text, dropped = decode_tail(data, limit, complete=not cut)
         text = show_controls(text)
         return text, dropped, cursor
@@ -285,7 +287,7 @@ class Session:
                 await self._wait_exit()
                 if self._kill_done is None:
                     timeout_scope.cancel()  # exited in time: a slow drain is no timeout
-                with trio.move_on_after(float(self.settings["supervisor.drain_seconds"])):
+                with trio.move_on_after(self.limits.drain_seconds):
                     await self._pumps_done.wait()
                 if self._kill_done is not None:
                     with trio.CancelScope(shield=True):
@@ -449,7 +451,7 @@ class Session:
             await self._kill_done.wait()
 
     async def _terminate_tree(self) -> None:
-        grace = float(self.settings["supervisor.kill_grace_seconds"])
+        grace = self.limits.kill_grace_seconds
         self.tree.signal(signal.SIGTERM)
         if self.pty and self.spawned.pty_master is not None and self.spawned.pty_master not in self._closed_fds:
             # A job stopped with C-z would not see SIGTERM until continued.

@@ -27,6 +27,7 @@ from typing import Callable, Mapping
 
 from .. import orphans
 from ..config import NETWORK_MODES, SANDBOX_PROFILES  # declared with their settings
+from .settings import SupervisorSettings
 
 # The sandbox profiles (docs/design.md §1), SANDBOX_PROFILES, live in config with the
 # supervisor.sandbox setting. "auto" (the default): the namespace sandbox
@@ -117,23 +118,24 @@ class Sandbox:
 
     @classmethod
     def from_settings(cls, settings) -> "Sandbox":
-        profile = str(settings["supervisor.sandbox"]).strip().lower()
+        limits = SupervisorSettings.of(settings)
+        profile = limits.sandbox
         if profile not in SANDBOX_PROFILES:
             raise SandboxUnavailable(
                 f"unknown sandbox profile {profile!r} (supervisor.sandbox); use one of "
                 + ", ".join(SANDBOX_PROFILES))
-        network = str(settings["supervisor.sandbox_network"]).strip().lower()
+        network = limits.sandbox_network
         if network not in NETWORK_MODES:
             raise SandboxUnavailable(
                 f"unknown network mode {network!r} (supervisor.sandbox_network); use one of "
                 + ", ".join(NETWORK_MODES))
         return cls(profile,
-                   int(settings["supervisor.sandbox_cpu_seconds"]),
-                   int(settings["supervisor.sandbox_address_space_bytes"]),
-                   int(settings["supervisor.sandbox_file_size_bytes"]),
-                   int(settings["supervisor.sandbox_open_files"]),
-                   int(settings["supervisor.sandbox_memory_bytes"]),
-                   int(settings["supervisor.sandbox_processes"]),
+                   limits.sandbox_cpu_seconds,
+                   limits.sandbox_address_space_bytes,
+                   limits.sandbox_file_size_bytes,
+                   limits.sandbox_open_files,
+                   limits.sandbox_memory_bytes,
+                   limits.sandbox_processes,
                    network)
 
     def mode(self) -> str:

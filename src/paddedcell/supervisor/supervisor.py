@@ -36,6 +36,7 @@ from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
 from .channel import CHANNEL_VARIABLE, Forward, SessionChannel, channel_dir
 from ..redactor.filters import OutputFilter, new_filter
 from .session import OutputCallback, Session, new_session_id
+from .settings import SupervisorSettings
 from .sandbox import receive_listener
 from .stores import StoreWatch
 from .sandbox_plan import Prepared, prepare
@@ -92,10 +93,12 @@ class Supervisor:
     def __init__(self, settings, nursery: trio.Nursery, *, audit: Audit | None = None,
                  base_env: Mapping[str, str] | None = None, forward: Forward | None = None):
         self.settings = settings
+        #: The supervisor.* settings, typed (built once per settings object).
+        self.limits = SupervisorSettings.of(settings)
         self.nursery = nursery
         self.audit = audit
         self.base_env = dict(os.environ if base_env is None else base_env)
-        self.budget = BufferBudget(int(settings["supervisor.global_buffer_bytes"]))
+        self.budget = BufferBudget(self.limits.global_buffer_bytes)
         self.sessions: dict[str, Session] = {}
         #: Every store on this host and its values: what sessions must mask (stores.py).
         self.stores = StoreWatch(settings)
@@ -115,17 +118,16 @@ class Supervisor:
                 if s.running and (agent_id is None or s.agent_id == agent_id)]
 
     def _admit(self, agent_id: str | None) -> None:
-        limit = int(self.settings["supervisor.max_live_sessions"])
+        limit = self.limits.max_live_sessions
         if len(self.live_sessions()) >= limit:
             raise LimitReached(f"{limit} sessions are already running (supervisor.max_live_sessions); "
                                "wait for one to finish or end one with process kill")
-        per_agent = int(self.settings["supervisor.max_concurrent_execs_per_agent"])
+        per_agent = self.limits.max_concurrent_execs_per_agent
         if len(self.live_sessions(agent_id)) >= per_agent:
             raise LimitReached(f"agent {agent_id or '(local)'} already runs {per_agent} commands "
                                "(supervisor.max_concurrent_execs_per_agent); wait for one or end one "
                                "with process kill")
-        floor = min(int(self.settings["supervisor.session_buffer_floor_bytes"]),
-                    int(self.settings["supervisor.ring_buffer_bytes"]))
+        floor = min(self.limits.session_buffer_floor_bytes, self.limits.ring_buffer_bytes)
         finished = sorted((s for s in self.sessions.values() if not s.running),
                           key=lambda s: s.ended_at or 0)
         while self.budget.free < floor and finished:
@@ -168,8 +170,8 @@ class Supervisor:
         shown = redactor.fresh()
         display = (shown.feed(spec.command.encode()) + shown.flush()).decode("utf-8", "replace")
         try:
-            buffer = OutputBuffer(int(settings["supervisor.ring_buffer_bytes"]), self.budget,
-                                  int(settings["supervisor.session_buffer_floor_bytes"]))
+            buffer = OutputBuffer(self.limits.ring_buffer_bytes, self.budget,
+                                  self.limits.session_buffer_floor_bytes)
         except BudgetExhausted as exc:
             channel.close()
             prepared.close()
@@ -187,8 +189,8 @@ class Supervisor:
                           separate_stderr=separate_stderr, enter_sandbox=enter_sandbox)
             try:
                 spawned = spawn(argv, use_pty=use_pty,
-                                rows=spec.rows or int(settings["supervisor.pty_rows"]),
-                                columns=spec.columns or int(settings["supervisor.pty_columns"]),
+                                rows=spec.rows or self.limits.pty_rows,
+                                columns=spec.columns or self.limits.pty_columns,
                                 **common)
             except PtyUnavailable as exc:
                 # OpenClaw's behaviour and words: run on pipes and say so.
@@ -300,10 +302,9 @@ class Supervisor:
     def _protect_floors(self) -> None:
         """Keep room for the floors of every session that may still be admitted,
         and for the chunks each live session has in flight (read, redacted)."""
-        floor = min(int(self.settings["supervisor.session_buffer_floor_bytes"]),
-                    int(self.settings["supervisor.ring_buffer_bytes"]))
+        floor = min(self.limits.session_buffer_floor_bytes, self.limits.ring_buffer_bytes)
         live = len(self.live_sessions())
-        admissible = max(0, int(self.settings["supervisor.max_live_sessions"]) - live)
+        admissible = max(0, self.limits.max_live_sessions - live)
         self.budget.protected = admissible * floor + live * IN_FLIGHT_BYTES
 
     def _record(self, event: str, session: Session, **fields: Any) -> None:
@@ -343,8 +344,8 @@ class Supervisor:
 
     def _prune(self) -> None:
         now = time.time()
-        ttl = float(self.settings["supervisor.finished_session_ttl_seconds"])
-        keep = int(self.settings["supervisor.max_finished_sessions"])
+        ttl = self.limits.finished_session_ttl_seconds
+        keep = self.limits.max_finished_sessions
         finished = sorted((s for s in self.sessions.values() if not s.running),
                           key=lambda s: s.ended_at or 0)
         background = [s for s in finished if s.backgrounded]
@@ -390,7 +391,7 @@ class Supervisor:
 
     async def maintain(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Rescan live trees (so orphans are known), reap them, prune old sessions."""
-        interval = float(self.settings["supervisor.scan_interval_seconds"])
+        interval = self.limits.scan_interval_seconds
         task_status.started()
         produced = 0
         while True:
