@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import ipaddress
 import os
+import select
 import socket
 import time
 from dataclasses import dataclass
@@ -215,47 +216,98 @@ async def splice(a: trio.abc.Stream, b: trio.abc.Stream, *, chunk: int, idle: fl
             nursery.start_soon(pump, b, a)
 
 
+class _Joined:
+    """What the two copy threads of one kernel-spliced tunnel share: ``end`` stops both
+    (shutting the sockets down wakes a thread that waits)."""
+
+    def __init__(self, a: socket.socket, b: socket.socket) -> None:
+        self.stop = False
+        self.last = time.monotonic()
+        self._sockets = (a, b)
+
+    def end(self) -> None:
+        self.stop = True
+        for sock in self._sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _copy_thread(source: socket.socket, sink: socket.socket, chunk: int, joined: _Joined,
+                 may_send: Callable[[], bool] | None) -> None:
+    """One direction of a tunnel, in a worker thread: ``splice(2)`` from the socket into a
+    pipe and out again; the GIL is free during each call, and a call only polls when the
+    last one would have blocked (one splice in, one out per chunk while bytes flow)."""
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, chunk)  # Linux: 1 MiB max
+        except OSError:
+            pass  # the default 64 KiB pipe works, in more rounds
+        src, dst = source.fileno(), sink.fileno()
+        readable, writable = select.poll(), select.poll()
+        readable.register(src, select.POLLIN | select.POLLPRI)
+        writable.register(dst, select.POLLOUT)
+        while not joined.stop:
+            try:
+                count = os.splice(src, write_end, chunk, flags=_SPLICE_FLAGS)
+            except BlockingIOError:
+                readable.poll(_POLL_MS)
+                continue
+            if count == 0:
+                sink.shutdown(socket.SHUT_WR)
+                return
+            joined.last = time.monotonic()
+            if may_send is not None and not may_send():
+                joined.end()
+                return
+            while count and not joined.stop:
+                try:
+                    count -= os.splice(read_end, dst, count, flags=_SPLICE_FLAGS)
+                except BlockingIOError:
+                    writable.poll(_POLL_MS)
+    except OSError:
+        joined.end()
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+#: How often a waiting copy thread looks whether its tunnel has ended (a backstop: the
+#: end of a tunnel shuts its sockets down, which wakes the threads at once).
+_POLL_MS = 500
+
+
 async def _kernel_splice(a: Any, b: Any, *, chunk: int, idle: float,
                          a_may_send: Callable[[], bool] | None) -> None:
-    with trio.CancelScope(deadline=trio.current_time() + idle) as scope:
+    """Both directions in worker threads (:func:`_copy_thread`: no trio scheduling per
+    chunk); this task watches for the idle timeout and cancellation, and ends the
+    threads on either."""
+    joined = _Joined(a, b)
+    limiter = trio.CapacityLimiter(2)  # this tunnel's two threads, outside trio's 40
 
-        async def pump(source: Any, sink: Any) -> None:
-            read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-            try:
-                try:
-                    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, chunk)  # Linux: 1 MiB max
-                except OSError:
-                    pass  # the default 64 KiB pipe works, in more rounds
-                check = a_may_send if source is a else None
-                while True:
-                    await trio.lowlevel.wait_readable(source)
-                    if check is not None and not check():
-                        nursery.cancel_scope.cancel()
-                        return
-                    try:
-                        count = os.splice(source.fileno(), write_end, chunk, flags=_SPLICE_FLAGS)
-                    except BlockingIOError:
-                        continue
-                    if count == 0:
-                        break
-                    scope.deadline = trio.current_time() + idle
-                    while count:
-                        await trio.lowlevel.wait_writable(sink)
-                        try:
-                            count -= os.splice(read_end, sink.fileno(), count,
-                                               flags=_SPLICE_FLAGS)
-                        except BlockingIOError:
-                            continue
-                sink.shutdown(socket.SHUT_WR)
-            except OSError:
-                nursery.cancel_scope.cancel()
-            finally:
-                os.close(read_end)
-                os.close(write_end)
+    async def direction(source: Any, sink: Any, check: Callable[[], bool] | None) -> None:
+        await trio.to_thread.run_sync(_copy_thread, source, sink, chunk, joined, check,
+                                      limiter=limiter)
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(pump, a, b)
-            nursery.start_soon(pump, b, a)
+    async def watch() -> None:
+        try:
+            while not joined.stop:
+                await trio.sleep(max(0.0, joined.last + idle - time.monotonic()) + 0.01)
+                if time.monotonic() - joined.last >= idle:
+                    joined.end()
+        finally:
+            if not joined.stop:  # cancelled from outside: the threads must end too
+                joined.end()
+
+    async with trio.open_nursery() as outer:
+        outer.start_soon(watch)
+        async with trio.open_nursery() as inner:
+            inner.start_soon(direction, a, b, a_may_send)
+            inner.start_soon(direction, b, a, None)
+        joined.stop = True  # both directions ended: no need to shut anything down
+        outer.cancel_scope.cancel()
 
 
 async def next_event(stream: trio.abc.Stream, conn: h11.Connection, chunk: int) -> Any:
