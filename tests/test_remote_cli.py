@@ -186,3 +186,49 @@ def test_on_a_terminal_list_is_a_table_and_chat_asks_for_approvals(home):
     assert chat.exitstatus == 0
     decided = [r["params"] for r in gateway.requests if r["method"] == "exec.approval.resolve"]
     assert decided == [{"id": "ap-tty", "decision": "deny"}]
+
+
+def test_each_command_connects_with_only_its_scopes(home):
+    """The connect frame of every command carries exactly its scopes and caps; before the
+    device holds a token it asks for the pairing set (one approval covers every command)."""
+    read, write, approvals = "operator.read", "operator.write", "operator.approvals"
+
+    async def script(ws, gw):
+        import trio
+        caps = gw.connects[-1]["params"]["caps"]
+        if caps == ["approvals"]:  # the watcher: one request to decide
+            await gw.event(ws, "exec.approval.requested", {"id": "ap-w", "request": {"command": "true"}})
+        elif "tool-events" in caps:  # the chat: its final once it has sent the message
+            sent = sum(r["method"] == "chat.send" for r in gw.requests)
+            while sum(r["method"] == "chat.send" for r in gw.requests) == sent:
+                await trio.sleep(0.01)
+            await gw.event(ws, "chat", {"runId": "r1", "state": "final",
+                                        "message": {"content": [{"type": "text", "text": "ok"}]}})
+    gateway = FakeGateway(device_token=None, script=script, methods={
+        "sessions.resolve": lambda p: {"key": p["key"]}, "chat.send": lambda p: {"runId": "r1"},
+        "exec.approval.resolve": lambda p: {"ok": True}, "health": lambda p: {"ok": True},
+        "agents.list": lambda p: {"agents": []}, "sessions.list": lambda p: {"sessions": []}})
+
+    def connect_of(*args, input=None):
+        """(scopes, caps) of the command's one connect; exit 0 also means the fake
+        verified the signature over exactly those scopes."""
+        before = len(gateway.connects)
+        out = run(home, *args, input=input)
+        assert out.returncode == 0, out.stderr
+        assert len(gateway.connects) == before + 1, "one connect"
+        params = gateway.connects[-1]["params"]
+        return params["scopes"], params["caps"]
+
+    with ThreadedGateway(gateway):
+        run(home, "add", "gw", gateway.url)
+        # No device token yet: the pairing set, whatever the command.
+        assert connect_of("test", "gw") == ([read, write, approvals], [])
+        gateway.device_token = "dev-token-scopes-0123456789"
+        assert connect_of("pair", "gw") == ([read, write, approvals], [])
+        # Paired: each command its own scopes only.
+        assert connect_of("test", "gw") == ([read], [])
+        assert connect_of("status", "gw", "--json") == ([read], [])
+        assert connect_of("chat", "gw", "-m", "hi", "--session", "s") == \
+            ([read, write, approvals], ["tool-events", "approvals"])
+        assert connect_of("approvals", "gw", "--max", "1", input="ap-w deny\n") == ([approvals], ["approvals"])
+        assert connect_of("pair", "gw") == ([read, write, approvals], [])

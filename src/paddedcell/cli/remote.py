@@ -13,7 +13,6 @@ Exit codes: 0 ok; 1 error; 2 usage; 3 the remote waits for pairing approval
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from contextlib import contextmanager
@@ -70,6 +69,8 @@ class Output:
 
     def record(self, kind: str, fields: dict[str, Any]) -> None:
         """One NDJSON line, the whole line redacted (every string field in it)."""
+        import json
+
         line = json.dumps({"event": kind, **fields}, ensure_ascii=False, separators=(",", ":"))
         click.echo(self.clean(line))
 
@@ -92,6 +93,8 @@ class Output:
 
     def reply(self, text: str) -> None:
         """Streamed reply text: as it comes on a terminal; one ``reply`` line per delta without."""
+        import json
+
         out = self.clean_stream(text)
         if self.json:
             if out:
@@ -102,6 +105,8 @@ class Output:
             click.echo("reply " + json.dumps(out, ensure_ascii=False))
 
     def finish_reply(self) -> None:
+        import json
+
         rest = self.end_stream()
         if self.json:
             if rest:
@@ -133,7 +138,7 @@ def _store(settings):
     from ..remote.store import RemoteStore
 
     with _one_line_errors():
-        return RemoteStore(settings.home, lock_timeout=float(settings["vault.lock_timeout_seconds"]))
+        return RemoteStore(settings.home_text, lock_timeout=float(settings["vault.lock_timeout_seconds"]))
 
 
 def _read_secret(kind: str) -> str:
@@ -157,7 +162,7 @@ def _output(json_mode: bool, store, settings) -> Output:
 
 def _session(name: str | None, json_mode: bool):
     """(settings, store, output, remote) for a command about one remote (or none)."""
-    from ..remote.protocol import RemoteError
+    from ..remote.errors import RemoteError
 
     settings = _settings()
     store = _store(settings)
@@ -175,7 +180,7 @@ def _run(out: Output, coro_fn, *args, cancelled: str = "cancelled"):
     import trio
 
     from ..remote.connection import ConnectRefused
-    from ..remote.protocol import RemoteError
+    from ..remote.errors import RemoteError
 
     from ..remote.connection import single_error
 
@@ -204,7 +209,7 @@ def _run(out: Output, coro_fn, *args, cancelled: str = "cancelled"):
 @contextmanager
 def _one_line_errors():
     """The library's errors as click's one-line error (exit 1)."""
-    from ..remote.protocol import RemoteError
+    from ..remote.errors import RemoteError
 
     try:
         yield
@@ -227,16 +232,17 @@ def list_command(json_mode: bool) -> None:
     store = _store(settings)
     remotes = store.list()
     if json_mode:
-        for item in remotes:
-            click.echo(json.dumps(item.as_json(), ensure_ascii=False))
+        import json
+
+        if remotes:
+            click.echo("\n".join(json.dumps(item.as_json(), ensure_ascii=False) for item in remotes))
         return
     if not remotes:
         click.echo("No remote gateways yet; add one with: paddedcell remote add NAME URL")
         return
     if not sys.stdout.isatty():
-        for item in remotes:
-            status = "" if item.status == "unknown" else item.status
-            click.echo(f"{item.name}\t{status}\t{item.protocol}\t{item.url}")
+        click.echo("\n".join(f"{item.name}\t{'' if item.status == 'unknown' else item.status}\t"
+                             f"{item.protocol}\t{item.url}" for item in remotes))
         return
     from rich.console import Console
     from rich.table import Table
@@ -609,7 +615,7 @@ def status_command(names: tuple[str, ...], json_mode: bool) -> None:
     import trio
 
     from ..remote.client import RemoteClient
-    from ..remote.protocol import RemoteError
+    from ..remote.errors import RemoteError
 
     settings, store, out, _ = _session(None, json_mode)
     try:

@@ -379,7 +379,7 @@ def _dial_group_error(group: BaseExceptionGroup, url: str) -> BaseException:
 async def _dial_and_greet(nursery: trio.Nursery, url: str, credentials: Credentials, name: str,
                           command: str, settings: Any, allow_insecure: bool,
                           version: str) -> tuple[trio_websocket.WebSocketConnection, Hello]:
-    scopes, caps = protocol.COMMAND_SCOPES[command], protocol.COMMAND_CAPS[command]
+    scopes, caps = protocol.connect_access(command, paired=bool(credentials.device_token))
     dial_timeout = float(settings["remote.connect_timeout_seconds"])
     handshake_timeout = float(settings["remote.handshake_timeout_seconds"])
     ws = None

@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from .errors import RemoteError
 
 # urllib.parse and uuid are imported where they are used: `remote list` needs neither,
 # and they are a tenth of its start-up.
@@ -38,28 +40,43 @@ ROLE = "operator"
 
 READ, WRITE, APPROVALS = "operator.read", "operator.write", "operator.approvals"
 #: What a device asks for when it pairs: everything the commands below use, so one
-#: approval covers them all (asking for more later is a "scope-upgrade" re-pairing).
+#: approval covers them all; each command then connects with only its own subset, which
+#: the device token serves (OpenClaw reuses a token whose scopes cover the ones asked for).
 PAIRING_SCOPES = (READ, WRITE, APPROVALS)
-#: The scopes and capabilities each command connects with. Approval requests reach only
-#: clients that declare an approvals capability (``canDeliverApprovals``): the seed's
-#: client sent ``tool-events`` alone and never saw one.
-COMMAND_SCOPES: dict[str, tuple[str, ...]] = {
-    "test": PAIRING_SCOPES, "pair": PAIRING_SCOPES, "status": PAIRING_SCOPES,
-    "chat": PAIRING_SCOPES, "approvals": PAIRING_SCOPES,
+
+
+class Access(NamedTuple):
+    """What one command connects with: its operator scopes and declared capabilities."""
+
+    scopes: tuple[str, ...]
+    caps: tuple[str, ...]
+
+
+#: Each command asks for only what it needs, so a session of `test` or `status` cannot
+#: send messages or answer approvals. `chat` answers the approvals its own turn raises;
+#: the watcher needs nothing but approvals (OpenClaw sends approval events to
+#: operator.approvals alone). Approval requests reach only clients that declare an
+#: approvals capability (``canDeliverApprovals``): the seed's client never did.
+COMMAND_ACCESS: dict[str, Access] = {
+    "test": Access((READ,), ()),
+    "status": Access((READ,), ()),
+    "pair": Access(PAIRING_SCOPES, ()),
+    "chat": Access((READ, WRITE, APPROVALS), ("tool-events", "approvals")),
+    "approvals": Access((APPROVALS,), ("approvals",)),
 }
-COMMAND_CAPS: dict[str, tuple[str, ...]] = {
-    "test": (), "pair": (), "status": (),
-    "chat": ("tool-events", "approvals"),
-    "approvals": ("approvals",),
-}
+
+
+def connect_access(command: str, *, paired: bool) -> Access:
+    """The scopes and caps of ``command``'s connect. Before the device holds a token (not
+    paired yet, or its token was refused) every command asks for the pairing set, so the
+    one request an operator approves covers every command, never a narrower grant that a
+    later command would have to re-pair to widen."""
+    access = COMMAND_ACCESS[command]
+    return access if paired else access._replace(scopes=PAIRING_SCOPES)
 
 
 class ProtocolError(Exception):
     """The gateway sent something that is not a frame of this protocol."""
-
-
-class RemoteError(Exception):
-    """A one-line error for the operator; ``str()`` says what to do."""
 
 
 # -- URLs ------------------------------------------------------------------------------

@@ -26,14 +26,12 @@ in one transaction and then scrubs the clear values from the file.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
-from .protocol import RemoteError, normalize_url
+from .errors import RemoteError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,9 +91,9 @@ CREATE TABLE remote_agents (
 """
 
 
-@dataclass(frozen=True)
-class Remote:
-    """One configured remote, without its secrets."""
+class Remote(NamedTuple):
+    """One configured remote, without its secrets. (A NamedTuple, not a dataclass: making
+    a dataclass at import was a tenth of ``remote list``'s start-up.)"""
 
     id: str
     name: str
@@ -126,16 +124,23 @@ class Remote:
                 "lastConnectedAt": self.last_connected_at}
 
 
-@dataclass(frozen=True)
 class Secrets:
     """A remote's secrets in clear, for one connect; ``repr`` shows none of them."""
 
-    identity: "DeviceIdentity" = field(repr=False)
-    shared_token: str | None = field(default=None, repr=False)
-    password: str | None = field(default=None, repr=False)
-    device_token: str | None = field(default=None, repr=False)
+    __slots__ = ("identity", "shared_token", "password", "device_token")
+
+    def __init__(self, identity: DeviceIdentity, shared_token: str | None = None,
+                 password: str | None = None, device_token: str | None = None):
+        self.identity = identity
+        self.shared_token = shared_token
+        self.password = password
+        self.device_token = device_token
+
+    def __repr__(self) -> str:
+        return "Secrets(...)"
 
 
+#: Remote's fields, in order: rows selected as these make a Remote positionally.
 _COLUMNS = ("id", "name", "url", "auth_type", "allow_insecure", "device_id", "device_public_key",
             "status", "status_detail", "pairing_request_id", "server_version", "protocol_version",
             "session_key", "last_connected_at", "protocol", "avatar", "description",
@@ -287,6 +292,8 @@ class RemoteStore:
 
     def _put_secret(self, remote_id: str, kind: str, value: str, *, role: str = "",
                     scopes: tuple[str, ...] | None = None) -> None:
+        import json
+
         from ..vault import crypto
 
         box = crypto.seal(self._key(), value.encode("utf-8"), crypto.aad("remote", remote_id, kind, role))
@@ -298,6 +305,8 @@ class RemoteStore:
              ",".join(scopes) if scopes is not None else None, _now_ms()))
 
     def _get_secret(self, remote_id: str, kind: str, role: str = "") -> str | None:
+        import json
+
         from ..vault import crypto
         from ..vault.errors import IntegrityError
 
@@ -335,6 +344,8 @@ class RemoteStore:
     def add(self, name: str, url: str, *, auth_type: str = "none", secret: str | None = None,
             allow_insecure: bool = False, description: str | None = None) -> Remote:
         _check_name(name)
+        from .protocol import normalize_url
+
         url = normalize_url(url)
         _check_auth(auth_type, secret)
         from .identity import DeviceIdentity
@@ -374,6 +385,8 @@ class RemoteStore:
                 raise RemoteError(f"a remote named {new_name!r} exists")
             changes["name"] = new_name
         if url is not None:
+            from .protocol import normalize_url
+
             changes["url"] = normalize_url(url)
         if auth_type is not None:
             _check_auth(auth_type, secret)
@@ -501,9 +514,9 @@ def _ensure_private_home(home: str) -> None:
 
 
 def _remote(row: sqlite3.Row) -> Remote:
-    values = dict(row)
-    values["allow_insecure"] = bool(values["allow_insecure"])
-    return Remote(**values)
+    """A row selected as ``_COLUMNS`` (the field order of :class:`Remote`)."""
+    values = tuple(row)
+    return Remote._make(values[:4] + (bool(values[4]),) + values[5:])
 
 
 def _seed_from_text(text: str | None) -> bytes | None:

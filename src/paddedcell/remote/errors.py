@@ -1,0 +1,6 @@
+"""The library's one error type, in a module of its own: ``remote list`` imports the store,
+which needs this and nothing else of :mod:`.protocol`."""
+
+
+class RemoteError(Exception):
+    """A one-line error for the operator; ``str()`` says what to do."""
