@@ -12,7 +12,28 @@ import click
 from .. import __version__, config
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Subcommands kept in their own modules are imported only when they run (or when
+    ``--help`` lists them): start-up is what every ``paddedcell`` command pays, and
+    importing them all cost ``remote list`` a tenth of it."""
+
+    #: command name -> (module under paddedcell.cli, attribute)
+    lazy = {"redact": ("redact", "redact"), "process": ("process", "process"),
+            "remote": ("remote", "remote"), "doctor": ("doctor", "doctor")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy and name not in self.commands:
+            import importlib
+
+            module, attribute = self.lazy[name]
+            self.add_command(getattr(importlib.import_module(f".{module}", __package__), attribute), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="paddedcell")
 def cli() -> None:
     """PaddedCell: agents use secrets without seeing them."""
@@ -80,24 +101,6 @@ def mcp(agent_id: str | None, agent_workspace: str | None) -> None:
     from ..mcp import serve
 
     sys.exit(serve(agent_id, os.path.abspath(agent_workspace)))
-
-
-from .redact import redact as _redact_command  # noqa: E402
-
-cli.add_command(_redact_command)
-
-from .process import process as _process_command  # noqa: E402
-
-cli.add_command(_process_command)
-
-
-from .remote import remote as _remote_command  # noqa: E402
-
-cli.add_command(_remote_command)
-
-from .doctor import doctor as _doctor_command  # noqa: E402
-
-cli.add_command(_doctor_command)
 
 
 def main() -> None:
