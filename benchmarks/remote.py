@@ -8,8 +8,9 @@ Rows (goal in brackets; each with its baseline and the ratio, the machine is noi
 - first streamed delta shown, p50 [≤ 10 ms after it arrives]: from the frame's arrival in
   the client (the reader task) to the redacted text written by the CLI's output layer;
   baseline: the same frame's arrival to a bare ``print``;
-- ``remote list`` with 100 remotes, p50 [≤ 150 ms], a fresh process each run;
-  baseline: ``paddedcell --version``, and ``python -c pass``;
+- ``remote list`` with 100 remotes, p50 [≤ 150 ms], a fresh process of the console script
+  each run, with bytecode, and with PYTHONDONTWRITEBYTECODE=1 with and without PaddedCell's
+  bytecode compiled at install; baseline: ``paddedcell --version``, and ``python -c pass``;
 - the client's peak RSS during a chat [≤ 60 MB]; baseline: ``python -c pass``.
 
     .venv/bin/python benchmarks/remote.py [--samples N] [--real] [--json]
@@ -108,13 +109,14 @@ def real_handshake(root: Path, samples: int) -> tuple[list[float], list[float]]:
     """Start a real OpenClaw gateway (tests/e2e), pair through `openclaw devices approve`."""
     sys.path.insert(0, str(REPO / "tests" / "e2e"))
     from fake_model import FakeModelServer
-    from harness import openclaw_path
+    from harness import PaddedcellDaemon, openclaw_path
     from test_remote_gateway import SHARED as GATEWAY_TOKEN
     from test_remote_gateway import RemoteGateway
 
     home = new_home(root, "real")
     with FakeModelServer() as model:
-        gateway = RemoteGateway(root / "gw", openclaw_path(), model.port)
+        # The e2e's gateway; its plugin's daemon is never needed (no tool runs here).
+        gateway = RemoteGateway(root / "gw", openclaw_path(), model.port, PaddedcellDaemon(root / "daemon"))
         (root / "gw").mkdir()
         gateway.prepare()
         gateway.start()
@@ -195,6 +197,13 @@ def run_ms(argv: list[str], env: dict[str, str]) -> float:
 
 
 def list_times(root: Path, samples: int) -> dict[str, list[float]]:
+    """``remote list`` as a user runs it (the console script), in three set-ups: bytecode
+    written and used (an installed package); PYTHONDONTWRITEBYTECODE=1 with PaddedCell's
+    bytecode compiled at install (make venv); and PYTHONDONTWRITEBYTECODE=1 with none, so
+    every start compiles PaddedCell's modules (an editable install never compiled: a copy
+    of src/ first on PYTHONPATH). Baselines: ``paddedcell --version``, ``python -c pass``."""
+    import shutil
+
     home = new_home(root, "list")
     store = RemoteStore(home)
     for index in range(100):
@@ -202,13 +211,23 @@ def list_times(root: Path, samples: int) -> dict[str, list[float]]:
                   auth_type="token", secret=f"{SHARED}-{index}")
     store.close()
     env = env_for(home)
-    cli = [sys.executable, "-m", "paddedcell.cli.main"]
-    times: dict[str, list[float]] = {"list": [], "version": [], "python": []}
+    script = Path(sys.executable).parent / "paddedcell"
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "paddedcell.cli.main"]
+    uncompiled = root / "src-uncompiled"
+    shutil.copytree(REPO / "src" / "paddedcell", uncompiled / "paddedcell",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    no_write = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+    no_bytecode = {**no_write, "PYTHONPATH": str(uncompiled)}
+    times: dict[str, list[float]] = {"list": [], "list-nowrite": [], "list-nobytecode": [],
+                                     "version": [], "python": []}
     run_ms(cli + ["remote", "list"], env)  # warm-up: writes the bytecode
     for _ in range(samples):
         times["list"].append(run_ms(cli + ["remote", "list"], env))
+        times["list-nowrite"].append(run_ms(cli + ["remote", "list"], no_write))
+        times["list-nobytecode"].append(run_ms(cli + ["remote", "list"], no_bytecode))
         times["version"].append(run_ms(cli + ["--version"], env))
         times["python"].append(run_ms([sys.executable, "-c", "pass"], env))
+    assert not any(uncompiled.rglob("*.pyc")), "PYTHONDONTWRITEBYTECODE was not honoured"
     return times
 
 
@@ -252,33 +271,50 @@ def chat_rss(root: Path) -> tuple[float, float]:
     return ours, peak_rss_mb([], env)
 
 
+def list_rows(times: dict[str, list[float]]) -> list[tuple]:
+    version = percentile(times["version"], 50)
+    return [
+        ("remote list, 100 remotes (new process)", "ms p50", 150, percentile(times["list"], 50),
+         "paddedcell --version", version),
+        ("  same, PYTHONDONTWRITEBYTECODE=1, compiled at install", "ms p50", 150,
+         percentile(times["list-nowrite"], 50), "paddedcell --version", version),
+        ("  same, PYTHONDONTWRITEBYTECODE=1, never compiled", "ms p50", None,
+         percentile(times["list-nobytecode"], 50), "paddedcell --version", version),
+        ("  (python -c pass, for scale)", "ms p50", None, percentile(times["python"], 50), "", None),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--real", action="store_true", help="also time the handshake against a real OpenClaw gateway")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--only", choices=("handshake", "delta", "list", "rss"), action="append",
+                        help="run only these rows (repeatable; default: all)")
     args = parser.parse_args()
+    only = set(args.only or ("handshake", "delta", "list", "rss"))
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-remote-") as tmp:
         root = Path(tmp)
-        ours, bare = fake_handshake(root, args.samples)
-        rows.append(("connect+handshake, stored device token (scripted gateway)", "ms p50", 50,
-                     percentile(ours, 50), "bare WebSocket open+close", percentile(bare, 50)))
-        if args.real:
+        if "handshake" in only:
+            ours, bare = fake_handshake(root, args.samples)
+            rows.append(("connect+handshake, stored device token (scripted gateway)", "ms p50", 50,
+                         percentile(ours, 50), "bare WebSocket open+close", percentile(bare, 50)))
+        if "handshake" in only and args.real:
             ours, bare = real_handshake(root, args.samples)
             rows.append(("connect+handshake, stored device token (OpenClaw 2026.9.6)", "ms p50", 50,
                          percentile(ours, 50), "bare WebSocket open+close", percentile(bare, 50)))
             rows.append(("  of which the client's CPU (the rest: the gateway, the wire)", "ms p50", None,
                          percentile(CPU, 50), "", None))
-        ours, bare = first_delta(root, args.samples)
-        rows.append(("first delta: arrival -> shown (redacted)", "ms p50", 10, percentile(ours, 50),
-                     "arrival -> bare print", percentile(bare, 50)))
-        times = list_times(root, max(5, args.samples // 3))
-        rows.append(("remote list, 100 remotes (new process)", "ms p50", 150, percentile(times["list"], 50),
-                     "paddedcell --version", percentile(times["version"], 50)))
-        rows.append(("  (python -c pass, for scale)", "ms p50", None, percentile(times["python"], 50), "", None))
-        ours, bare = chat_rss(root)
-        rows.append(("client peak RSS during a chat (VmHWM)", "MB", 60, ours, "python doing nothing", bare))
+        if "delta" in only:
+            ours, bare = first_delta(root, args.samples)
+            rows.append(("first delta: arrival -> shown (redacted)", "ms p50", 10, percentile(ours, 50),
+                         "arrival -> bare print", percentile(bare, 50)))
+        if "list" in only:
+            rows += list_rows(list_times(root, max(5, args.samples // 3)))
+        if "rss" in only:
+            ours, bare = chat_rss(root)
+            rows.append(("client peak RSS during a chat (VmHWM)", "MB", 60, ours, "python doing nothing", bare))
     if args.json:
         print(json.dumps([{"row": r[0], "unit": r[1], "goal": r[2], "value": round(r[3], 3),
                            "baseline": r[4], "baselineValue": None if r[5] is None else round(r[5], 3),

@@ -97,9 +97,10 @@ class Stack:
 @contextmanager
 def running_stack(root: Path, openclaw_bin_path: str, fake_model: FakeModelServer,
                   daemon: PaddedcellDaemon, before_gateway: Callable[[Stack], None] | None = None,
-                  **gateway_options: Any) -> Iterator[Stack]:
+                  gateway_class: type[Gateway] = Gateway, **gateway_options: Any) -> Iterator[Stack]:
     """Starts ``daemon``, initialises its vault, runs ``before_gateway``, then starts a
-    gateway (``gateway_options`` as for Gateway); stops the gateway and the daemon at the end."""
+    gateway (``gateway_class``, ``gateway_options`` as for Gateway); stops the gateway and
+    the daemon at the end."""
     gateway = None
     try:
         daemon.start()
@@ -107,7 +108,7 @@ def running_stack(root: Path, openclaw_bin_path: str, fake_model: FakeModelServe
         s.init_vault()
         if before_gateway is not None:
             before_gateway(s)
-        gateway = Gateway(root, openclaw_bin_path, fake_model.port, daemon, **gateway_options)
+        gateway = gateway_class(root, openclaw_bin_path, fake_model.port, daemon, **gateway_options)
         gateway.prepare()
         gateway.start()
         s.gateway = gateway

@@ -2,10 +2,12 @@
 
 The gateway runs with token auth and `gateway.nodes.pairing.autoApproveLocal: false`,
 so this loopback client is paired the way a remote one is (a request, then
-`openclaw devices approve`). Agent `main` runs exec freely; agent `asker` has
-`tools.exec.mode: ask`, so its exec calls wait for an operator's approval, which
-`paddedcell remote` gives (or refuses) over the protocol. Every output of every
-command and the database are scanned byte by byte for the secrets at the end.
+`openclaw devices approve`). PaddedCell's plugin is linked in, with its daemon.
+Agent `main` runs exec freely; agent `asker` has `tools.exec.mode: ask`, so its
+native exec calls wait for an exec approval and its `pcexec` calls for a plugin
+approval (PaddedCell's own); `paddedcell remote approvals` answers both from a
+second process. Every output of every command and the database are scanned byte by
+byte for the secrets at the end.
 """
 
 from __future__ import annotations
@@ -22,63 +24,49 @@ from pathlib import Path
 
 import pytest
 
+from conftest import running_stack, venv_python
 from fake_model import Reply, ToolCall
-from harness import Gateway, base_env, free_port
+from harness import Gateway, PaddedcellDaemon
 
 SHARED = "e2e-remote-shared-token-7Hq2Rk9w"
+#: OpenClaw 2026.9.6's limit on a plugin approval's description (the plugin cuts to it).
+APPROVAL_DESCRIPTION_MAX = 512
+
+
+REMOTE_CONFIG = {
+    "gateway": {"auth": {"mode": "token", "token": SHARED},
+                "nodes": {"pairing": {"autoApproveLocal": False}}},
+    "agents": {"list": [{"id": "main", "default": True},
+                        {"id": "asker", "tools": {"exec": {"mode": "ask"}}}]},
+}
 
 
 class RemoteGateway(Gateway):
-    """A gateway with token auth and real pairing, no PaddedCell plugin (none is needed);
-    start, stop, output and the `openclaw` CLI are the harness's."""
+    """The harness's gateway (PaddedCell's plugin linked, exec mode full) with the config's
+    token auth instead of `--auth none`, real pairing, and agent `asker` in ask mode. The
+    plugin's approvals wait longer than an operator's watcher takes to answer."""
 
-    run_args = ()  # the config's token auth, not --auth none
+    run_args = ()
     ready_timeout = 180  # a loaded CI machine
 
-    def __init__(self, root: Path, path: str, model_port: int):  # noqa: D107 - no daemon here
-        self.root, self.path, self.model_port = root, path, model_port
-        self.home = root / "home"
-        self.workspace = root / "workspace"
-        self.port = free_port()
-        self.log_path = root / "openclaw.log"
-        self.stdout_path = root / "gateway.out"
-        self.proc: subprocess.Popen | None = None
-
-    def env(self) -> dict[str, str]:
-        return base_env(self.home, self.path, self.root / "unused-paddedcell-home")
-
-    def prepare(self) -> None:
-        (self.home / ".openclaw").mkdir(parents=True)
-        self.workspace.mkdir()
-        config = {
-            "gateway": {"mode": "local", "bind": "loopback", "port": self.port,
-                        "auth": {"mode": "token", "token": SHARED},
-                        "nodes": {"pairing": {"autoApproveLocal": False}}},
-            "agents": {"defaults": {"workspace": str(self.workspace), "skipBootstrap": True,
-                                    "model": {"primary": "fake/fake-model"}, "timeoutSeconds": 120,
-                                    "heartbeat": {"every": "0m"}},
-                       "list": [{"id": "main", "default": True},
-                                {"id": "asker", "tools": {"exec": {"mode": "ask"}}}]},
-            "models": {"mode": "merge", "providers": {"fake": {
-                "baseUrl": f"http://127.0.0.1:{self.model_port}/v1", "apiKey": "fake-local",
-                "api": "openai-completions", "timeoutSeconds": 60,
-                "models": [{"id": "fake-model", "name": "Fake", "reasoning": False, "input": ["text"],
-                            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                            "contextWindow": 128000, "maxTokens": 4096}]}}},
-            "tools": {"exec": {"mode": "full"}, "toolSearch": False},
-            "skills": {"workshop": {"autonomous": {"mode": "off"}}},
-            "logging": {"file": str(self.log_path)},
-        }
-        (self.home / ".openclaw" / "openclaw.json").write_text(json.dumps(config, indent=2))
+    def __init__(self, root: Path, path: str, model_port: int, daemon: PaddedcellDaemon, **options):
+        options.setdefault("extra_config", REMOTE_CONFIG)
+        options.setdefault("plugin_config", {"approvalTimeoutMs": 120_000})
+        super().__init__(root, path, model_port, daemon, **options)
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory, openclaw_bin_path, fake_model):
-    gw = RemoteGateway(tmp_path_factory.mktemp("remote-gw"), openclaw_bin_path, fake_model.port)
-    gw.prepare()
-    gw.start()
-    yield gw
-    gw.stop()
+def stack(tmp_path_factory, openclaw_bin_path, fake_model):
+    """One daemon + gateway for every case here (named `stack` so a failure gets the logs)."""
+    root = tmp_path_factory.mktemp("remote-gw")
+    daemon = PaddedcellDaemon(root / "paddedcell-home", python=venv_python())
+    with running_stack(root, openclaw_bin_path, fake_model, daemon, gateway_class=RemoteGateway) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def gateway(stack):
+    return stack.gateway
 
 
 class Cli:
@@ -155,6 +143,13 @@ class Running:
         return self.proc.returncode, err
 
 
+def tool_results(model, case: str) -> list[str]:
+    """What the tools returned to the model in ``case`` (for failure messages)."""
+    requests = model.requests_for(case)
+    messages = requests[-1]["messages"] if requests else []
+    return [str(m.get("content"))[:300] for m in messages if m.get("role") == "tool"]
+
+
 def events_of(proc: subprocess.CompletedProcess) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
@@ -184,7 +179,7 @@ def test_signature_payload_matches_openclaws_own_builder(openclaw_bin_path):
     assert ours == theirs
 
 
-def test_remote_client_against_a_real_gateway(gateway, fake_model, tmp_path):
+def test_remote_client_against_a_real_gateway(stack, gateway, fake_model, tmp_path):
     home = tmp_path / "pch"
     home.mkdir(mode=0o700)
     cli = Cli(home)
@@ -205,7 +200,7 @@ def test_remote_client_against_a_real_gateway(gateway, fake_model, tmp_path):
 
     step('07: pair')
     # 07: pair — pending, the exact approve command, approved on the gateway host, connected
-    pair = cli.start("pair", "gw", "--json")
+    pair = cli.start("pair", "gw", "--json", PADDEDCELL_REMOTE_PAIRING_POLL_SECONDS="0.5")
     waiting = pair.wait_for(lambda e: e.get("event") == "pending" and e.get("requestId"), 60, "a pending event")
     assert waiting["command"] == f"openclaw devices approve {waiting['requestId']}"
     gateway.openclaw("devices", "approve", waiting["requestId"])
@@ -239,30 +234,60 @@ def test_remote_client_against_a_real_gateway(gateway, fake_model, tmp_path):
     first_delta = next(i for i, e in enumerate(events) if e["event"] == "delta")
     assert first_delta > next(i for i, e in enumerate(events) if e["event"] == "tool"), "tool shown as it ran"
 
-    step('11: an exe')
-    # 11: an exec approval allowed from a second terminal runs; one rejected in the chat does not
-    allowed_marker, denied_marker = gateway.root / "approved.txt", gateway.root / "denied.txt"
-    model.script("ryes", [ToolCall("exec", {"command": f"touch {allowed_marker}"}), Reply("ran it")])
-    model.script("rno", [ToolCall("exec", {"command": f"touch {denied_marker}"}), Reply("could not")])
-    watcher = cli.start("approvals", "gw", "--json", "--max", "1")
-    watcher.wait_for(lambda e: e.get("event") == "state" and e.get("state") == "connected", 30, "the watcher connected")
-    yes = cli.start("chat", "gw", "--json", "--session", "agent:asker:ryes", "-m", "[case:ryes] touch it")
-    request = watcher.wait_for(lambda e: e.get("event") == "approval", 90, "the approval request")
-    assert request["type"] == "exec" and str(allowed_marker) in request["text"]
-    watcher.send(f"{request['id'][:8]} allow-once")
-    watcher.wait_for(lambda e: e.get("event") == "approval-decided", 30, "the decision sent")
-    yes.wait_for(lambda e: e.get("event") == "final", 90, "the allowed chat's final")
-    assert yes.finish()[0] == 0 and watcher.finish()[0] == 0
-    assert allowed_marker.exists(), "the allowed command ran"
-
-    no = cli.start("chat", "gw", "--json", "--session", "agent:asker:rno", "-m", "[case:rno] touch it")
-    request = no.wait_for(lambda e: e.get("event") == "approval", 90, "the approval request in the chat")
-    no.send(f"{request['id']} deny")
-    decided = no.wait_for(lambda e: e.get("event") == "approval-decided", 30, "the denial sent")
-    assert decided["decision"] == "deny" and decided["by"] == "operator"
-    no.wait_for(lambda e: e.get("event") == "final", 90, "the denied chat's final")
-    assert no.finish()[0] == 0
-    assert not denied_marker.exists(), "the rejected command did not run"
+    step('11: approvals')
+    # 11: approvals answered by `paddedcell remote approvals` from a second process, four at
+    # once: a native exec allowed (it runs) and one rejected (it does not), and PaddedCell's
+    # own plugin approvals (pcexec under tools.exec.mode ask, a 10 KB command) likewise.
+    # OpenClaw gives agent `asker` the subdirectory `asker` of the default workspace, and a
+    # sandboxed pcexec sees (and, under a root daemon, owns) only its agent's workspace.
+    ws = gateway.workspace / "asker"
+    markers = {case: ws / f"{case}.txt" for case in ("exec-yes", "exec-no", "pc-yes", "pc-no")}
+    padding = "x" * 10_000
+    model.script("exec-yes", [ToolCall("exec", {"command": f"touch {markers['exec-yes']}"}), Reply("ran it")])
+    model.script("exec-no", [ToolCall("exec", {"command": f"touch {markers['exec-no']}"}), Reply("could not")])
+    model.script("pc-yes", [ToolCall("pcexec", {"command": f"touch {markers['pc-yes']}; : {padding}"}),
+                            Reply("ran it")])
+    model.script("pc-no", [ToolCall("pcexec", {"command": f"touch {markers['pc-no']}; : {padding}"}),
+                           Reply("could not")])
+    watcher = cli.start("approvals", "gw", "--json", "--max", str(len(markers)))
+    watcher.wait_for(lambda e: e.get("event") == "state" and e.get("state") == "connected", 60,
+                     "the watcher connected")
+    chats = {case: cli.start("chat", "gw", "--json", "--session", f"agent:asker:{case}",
+                             "-m", f"[case:{case}] touch it") for case in markers}
+    wanted = {"exec-yes": ("exec", "allow-once"), "exec-no": ("exec", "deny"),
+              "pc-yes": ("plugin", "allow-once"), "pc-no": ("plugin", "deny")}
+    asked: dict[str, dict] = {}
+    while len(asked) < len(markers):
+        request = watcher.wait_for(lambda e: e.get("event") == "approval", 120, "the approval requests")
+        case = next(c for c, m in markers.items() if str(m) in request["text"])
+        kind, decision = wanted[case]
+        assert request["type"] == kind, request
+        if kind == "plugin":  # the 10 KB command asked about, cut to the gateway's limit
+            title = "pcexec: run a shell command: "
+            assert request["text"].startswith(title), request
+            description = request["text"][len(title):]
+            assert len(description) <= APPROVAL_DESCRIPTION_MAX and description.endswith("…"), request
+            assert f"Command: touch {markers[case]}; : xxx" in description, request
+            assert request["allowed"] == ["allow-once", "deny"], request
+        asked[case] = request
+        watcher.send(f"{request['id']} {decision}")
+    decided = {}
+    while len(decided) < len(markers):
+        event = watcher.wait_for(lambda e: e.get("event") == "approval-decided", 60, "the decisions sent")
+        decided[event["id"]] = event
+    for case, request in asked.items():
+        assert decided[request["id"]]["decision"] == wanted[case][1]
+        assert decided[request["id"]]["by"] == "operator" and "error" not in decided[request["id"]]
+    assert watcher.finish()[0] == 0
+    for case, chat_proc in chats.items():
+        final = chat_proc.wait_for(lambda e: e.get("event") == "final", 120, f"the final of {case}")
+        assert final["state"] == "final", (case, final)
+        assert chat_proc.finish()[0] == 0
+        assert not any(e.get("event") == "approval-decided" for e in chat_proc.seen), \
+            f"{case}: decided by the watcher, not the chat"
+    ran = {case for case, marker in markers.items() if marker.exists()}
+    assert ran == {"exec-yes", "pc-yes"}, (f"ran: {sorted(ran)} (allowed ones must run, rejected ones not); "
+                                          f"tool results: { {c: tool_results(model, c) for c in markers} }")
 
     step('status: he')
     # status: health, version, agents, sessions
