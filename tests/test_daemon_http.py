@@ -249,3 +249,54 @@ async def test_a_request_carries_the_peer_pid(tmp_path):
             _raw_exchange, path, b"GET /who HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
         nursery.cancel_scope.cancel()
     assert json.loads(answer.split(b"\r\n\r\n", 1)[1]) == {"pid": os.getpid(), "uid": os.getuid()}
+
+
+async def test_big_bodies_are_parsed_by_a_child_with_the_same_answers(tmp_path):
+    """A body over PARSE_IN_THREAD_BYTES goes to the bigbody child as it arrives: the
+    route gets the same body; bad JSON, a lone surrogate and a NUL in a too-long /exec
+    command get the same refusals as small bodies; an /exec command no shell can take
+    comes back cut to MAX_ARG_STRLEN (still too long), nothing else is changed."""
+    import json as _json
+
+    from paddedcell.daemon.bigbody import MAX_ARG_STRLEN
+    from paddedcell.daemon.http import PARSE_IN_THREAD_BYTES
+
+    router = Router()
+    seen = []
+
+    @router.route("POST", "/echo")
+    async def echo(request: Request):
+        seen.append(request.body)
+        return {"n": len(request.body.get("text", ""))}
+
+    @router.route("POST", "/exec")
+    async def exec_(request: Request):
+        seen.append(request.body)
+        return {"n": len(request.body["command"])}
+
+    def post(route: str, body: bytes) -> bytes:
+        return _raw_exchange(path, b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n"
+                                   b"connection: close\r\n\r\n" % (route.encode(), len(body))
+                             + body)
+
+    big = "x" * (PARSE_IN_THREAD_BYTES * 2)
+    path = str(tmp_path / "s.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_unix, router, path)
+
+        def calls():
+            return [post("/echo", _json.dumps({"text": big, "k": [1, 2.5, None]}).encode()),
+                    post("/exec", _json.dumps({"command": big, "env": {"A": "b"}}).encode()),
+                    post("/echo", b'{"text": "' + big.encode() + b'"'),
+                    post("/echo", b'{"text": "' + big.encode() + b'\\ud800"}'),
+                    post("/exec", _json.dumps({"command": big + "\x00"}).encode())]
+
+        answers = await trio.to_thread.run_sync(calls)
+        nursery.cancel_scope.cancel()
+    assert answers[0].endswith(b'{"n": %d}' % len(big)), answers[0][:300]
+    assert seen[0] == {"text": big, "k": [1, 2.5, None]}
+    assert answers[1].endswith(b'{"n": %d}' % MAX_ARG_STRLEN), answers[1][:300]
+    assert seen[1] == {"command": big[:MAX_ARG_STRLEN], "env": {"A": "b"}}
+    assert b" 400 " in answers[2].split(b"\r\n")[0] and b"not valid JSON" in answers[2]
+    assert b" 400 " in answers[3].split(b"\r\n")[0] and b"surrogate" in answers[3]
+    assert seen[2]["command"].endswith("\x00") and len(seen) == 3

@@ -52,8 +52,8 @@ log = logging.getLogger("paddedcell.daemon")
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 READ_SIZE = 64 * 1024
-#: Bodies above this are parsed (and their answers encoded) in a worker thread,
-#: so a 10 MB check-leak does not stall every other connection.
+#: Bodies above this are parsed in a worker process (and their answers encoded in a
+#: worker thread), so a 10 MB check-leak or command does not stall every other connection.
 PARSE_IN_THREAD_BYTES = 256 * 1024
 #: Bytes of a pipelined next request kept while an answer is produced.
 MAX_PIPELINED_BYTES = 1024 * 1024
@@ -65,6 +65,10 @@ LISTEN_BACKLOG = 1024
 #: big text for leaks (routes_vault): each CPU-bound thread makes the event loop
 #: wait for the GIL after every system call, so N of them stall everything N-fold.
 cpu_limiter = trio.CapacityLimiter(1)
+#: Child processes parsing big bodies at once (bigbody.py). A process, not a thread:
+#: copying, decoding and parsing 10 MB are single C calls that hold the GIL for 30-130
+#: ms on a loaded host, and the event loop waits that long for it beside a thread.
+parse_limiter = trio.CapacityLimiter(2)
 
 
 class HTTPError(Exception):
@@ -283,7 +287,8 @@ class _Timeout(Exception):
 
 
 async def _read_request(stream: trio.SocketStream, conn: h11.Connection,
-                        timeout: float) -> tuple[h11.Request, bytes] | tuple[int, str] | None:
+                        timeout: float
+                        ) -> tuple[h11.Request, "bytes | Digested"] | tuple[int, str] | None:
     """The next whole request and its body; ``(status, message)`` to refuse it;
     None when the peer closed between requests.
 
@@ -313,6 +318,8 @@ async def _read_request(stream: trio.SocketStream, conn: h11.Connection,
         declared = _content_length(event)
         if declared is not None and declared > MAX_BODY_BYTES:
             return 413, f"request body of {declared} bytes is over {MAX_BODY_BYTES} bytes"
+        if declared is not None and declared > PARSE_IN_THREAD_BYTES:
+            return await _read_big_body(event, next_event)
         body = bytearray()
         while True:
             part = await next_event()
@@ -330,6 +337,85 @@ async def _read_request(stream: trio.SocketStream, conn: h11.Connection,
         return status, f"bad HTTP request: {exc}"
     except _Timeout:
         return 408, f"request incomplete after {timeout:g} s (daemon.request_timeout_seconds)"
+
+
+@dataclass
+class Digested:
+    """A big body as its child parsed it (bigbody.py): the body, or why it was refused."""
+
+    body: "dict[str, Any] | str"
+
+
+class _BigBodyChild:
+    """``python -m paddedcell.daemon.bigbody ROUTE``, fed one body as it arrives."""
+
+    def __init__(self, process: trio.Process):
+        self.process = process
+
+    @classmethod
+    async def start(cls, route: str) -> "_BigBodyChild":
+        import subprocess
+        import sys
+
+        from .. import orphans
+
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "paddedcell.daemon.bigbody", route],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        orphans.claim(process.pid)
+        return cls(process)
+
+    async def feed(self, data: bytes) -> None:
+        await self.process.stdin.send_all(data)
+
+    async def result(self) -> Digested:
+        await self.process.stdin.aclose()
+        chunks = []
+        while chunk := await self.process.stdout.receive_some(READ_SIZE):
+            chunks.append(chunk)
+        if await self.process.wait() != 0 or not chunks:
+            raise RuntimeError(f"the body parser exited with {self.process.returncode}")
+        import pickle
+
+        return Digested(pickle.loads(b"".join(chunks)))
+
+    async def aclose(self) -> None:
+        from .. import orphans
+
+        with trio.CancelScope(shield=True):
+            if self.process.returncode is None:
+                self.process.kill()
+            await self.process.wait()
+            await self.process.stdin.aclose()
+            await self.process.stdout.aclose()
+        orphans.release(self.process.pid)
+
+
+async def _read_big_body(event: h11.Request, next_event: Callable[[], Awaitable[Any]]
+                         ) -> tuple[h11.Request, Digested] | tuple[int, str] | None:
+    """Stream a body over PARSE_IN_THREAD_BYTES to a child that parses it (bigbody.py):
+    no chunk of it is copied whole on the daemon's thread."""
+    import pickle
+
+    async with parse_limiter:
+        try:
+            child = await _BigBodyChild.start(_path(event))
+        except OSError as exc:
+            return 503, f"cannot parse a big request body now ({exc}); try again"
+        try:
+            while True:
+                part = await next_event()
+                if isinstance(part, h11.Data):
+                    await child.feed(part.data)
+                elif isinstance(part, h11.EndOfMessage):
+                    return event, await child.result()
+                else:
+                    return None
+        except (RuntimeError, pickle.UnpicklingError, trio.BrokenResourceError) as exc:
+            log.error("the big-body parser failed: %s", exc)
+            return 500, "the daemon could not parse the request body; see its log"
+        finally:
+            await child.aclose()
 
 
 def _content_length(event: h11.Request) -> int | None:
@@ -375,10 +461,12 @@ async def _serve(stream: trio.SocketStream, conn: h11.Connection, router: Router
             return
         event, raw = got
         head = event.method.upper() == b"HEAD"
-        big = len(raw) > PARSE_IN_THREAD_BYTES
-        if big:
-            request = await trio.to_thread.run_sync(_parse, event, raw, uid, pid,
-                                                    limiter=cpu_limiter)
+        big = isinstance(raw, Digested) or len(raw) > PARSE_IN_THREAD_BYTES
+        if isinstance(raw, Digested):
+            request = _parse(event, b"", uid, pid, body=raw.body)
+        elif big:  # a big chunked body: its length was not known before it came
+            request = _parse(event, raw, uid, pid, body=await trio.to_thread.run_sync(
+                validate.parse_body_or_refusal, raw, _path(event), limiter=cpu_limiter))
         else:
             request = _parse(event, raw, uid, pid)
         headers: list[tuple[str, str]] = []
@@ -429,14 +517,20 @@ async def _dispatch_watched(stream: trio.SocketStream, conn: h11.Connection, rou
     return answer
 
 
-def _parse(event: h11.Request, raw: bytes, uid: int | None,
-           pid: int | None = None) -> Request | tuple[int, dict[str, Any]]:
+def _path(event: h11.Request) -> str:
+    return urlsplit(event.target.decode("latin-1")).path
+
+
+def _parse(event: h11.Request, raw: bytes, uid: int | None, pid: int | None = None,
+           body: "dict[str, Any] | str | None" = None) -> Request | tuple[int, dict[str, Any]]:
+    """The request; ``body``: already parsed from ``raw`` by a worker (a str: why it was
+    refused)."""
     target = urlsplit(event.target.decode("latin-1"))
     query = dict(parse_qsl(target.query))
-    try:
-        body = validate.parse_body(raw, target.path)
-    except validate.BodyError as exc:
-        return 400, {"error": validate.one_line(str(exc))}
+    if body is None:
+        body = validate.parse_body_or_refusal(raw, target.path)
+    if isinstance(body, str):
+        return 400, {"error": body}
     method = event.method.decode("ascii").upper()
     return Request(method, target.path, query, body, uid, pid)
 

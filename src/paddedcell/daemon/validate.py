@@ -109,6 +109,15 @@ def parse_body(raw: bytes, route: str = "") -> dict[str, Any]:
     return body
 
 
+def parse_body_or_refusal(raw: bytes, route: str = "") -> dict[str, Any] | str:
+    """``parse_body``, with a refusal as its one-line reason instead of an exception (what
+    a worker process hands back, http.py)."""
+    try:
+        return parse_body(raw, route)
+    except BodyError as exc:
+        return one_line(str(exc))
+
+
 def check(body: dict[str, Any], *, surrogates_possible: bool = True,
           raw_text: frozenset[str] = frozenset()) -> None:
     """Walk ``body`` (without recursion) and refuse what no route may see;

@@ -29,9 +29,9 @@ from .settings import SupervisorSettings
 from .spawn import SpawnError
 from .supervisor import LaunchSpec, LimitReached, Supervisor
 
-#: Linux's limit on one argument string (32 pages, include/uapi/linux/binfmts.h):
-#: ``$SHELL -c COMMAND`` with a longer COMMAND fails with E2BIG.
-MAX_ARG_STRLEN = 32 * 4096
+#: Linux's limit on one argument string: ``$SHELL -c COMMAND`` with a longer COMMAND
+#: fails with E2BIG (defined beside the child that cuts such commands short).
+from ..daemon.bigbody import MAX_ARG_STRLEN  # noqa: E402
 
 UpdateCallback = Callable[[ToolResult], Awaitable[None]]
 #: How long a waiting ``poll`` that saw output gives the command to exit as well.
