@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/python -m paddedcell.demo
 
-# make test runs the suite, then (as root) scripts/test-unprivileged.sh: the tests that
-# touch identity, processes and files again as an ordinary user, in a fresh copy.
+# make test runs the suite and, as root, beside it scripts/test-unprivileged.sh: the tests
+# that touch identity, processes and files again as an ordinary user, in a fresh copy
+# (scripts/test-passes.sh runs both and fails if either does).
 # make test also needs Node 24 and OpenClaw 2026.9.6 (plugin tests, e2e suite against a
 # real gateway): scripts/openclaw-env.sh installs them into ~/.cache/paddedcell-openclaw
 # (PADDEDCELL_OPENCLAW_CACHE overrides) and fails loudly when it cannot.
@@ -29,10 +30,7 @@ test: venv binary
 	@scripts/openclaw-env.sh >/dev/null || { echo "make test: cannot install Node 24 + OpenClaw 2026.9.6 (see the message above); the e2e suite needs them" >&2; exit 1; }
 	@scripts/mcp-clients-env.sh >/dev/null || { echo "make test: cannot install the MCP clients (TypeScript SDK, Codex, Claude Code; see the message above); tests/e2e/test_mcp_clients.py needs them" >&2; exit 1; }
 	@scripts/ensure-test-tools.sh
-	$(BIN)/pytest -q
-	eval "$$(scripts/openclaw-env.sh)" && node --test 'openclaw-plugin/test/*.test.js'
-	scripts/portable-engine-check.sh $(PYTHON)
-	PYTHON=$(PYTHON) scripts/test-unprivileged.sh
+	BIN=$(BIN) PYTHON=$(PYTHON) scripts/test-passes.sh
 
 # The second pass alone: as root, the sandbox, pcexec, pass_mgr, daemon, demo and e2e
 # tests again as an ordinary user it creates (a no-op when you are not root).
