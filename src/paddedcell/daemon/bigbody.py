@@ -6,7 +6,7 @@ of a whole body on the daemon's thread holds the GIL (and the event loop) that l
 ``http.PARSE_IN_THREAD_BYTES`` goes, chunk by chunk as it is received, to
 ``python -m paddedcell.daemon.bigbody ROUTE``, which parses and checks it
 (``validate.parse_body``) and hands back the body, pickled. For ``/exec`` a command no
-shell can take (``MAX_ARG_STRLEN``, service.py) comes back cut to that length: the route
+shell can take (``MAX_ARG_STRLEN``, execspec/request.py) comes back cut to that length: the route
 answers "too long" without the rest, so nothing of that size crosses back either.
 """
 
@@ -16,10 +16,8 @@ import pickle
 import sys
 from typing import Any
 
+from ..execspec.request import MAX_ARG_STRLEN
 from . import validate
-
-#: Linux's limit on one argument string (32 pages, include/uapi/linux/binfmts.h).
-MAX_ARG_STRLEN = 32 * 4096
 
 
 def digest(raw: bytes, route: str) -> dict[str, Any] | str:

@@ -46,6 +46,10 @@ from typing import Any, Callable, Mapping
 
 from .commands import IDENTITY_VARIABLES
 
+#: Linux's limit on one argument string (32 pages, include/uapi/linux/binfmts.h):
+#: ``$SHELL -c COMMAND`` with a longer COMMAND fails with E2BIG.
+MAX_ARG_STRLEN = 32 * 4096
+
 __all__ = [
     "EXEC_FIELDS",
     "PROCESS_ACTIONS",

@@ -20,7 +20,8 @@ import trio
 
 from ..execspec import results
 from ..execspec.process import ProcessStep, in_scope, process_step
-from ..execspec.request import HOST_SANDBOX_UNAVAILABLE, ExecRequest, ProcessAction, RequestError
+from ..execspec.request import (HOST_SANDBOX_UNAVAILABLE, MAX_ARG_STRLEN, ExecRequest, ProcessAction,
+                                RequestError)
 from ..execspec.results import ToolResult
 from . import secretflow
 from ..redactor.filters import filter_options
@@ -28,10 +29,6 @@ from .session import OutputCallback, Session
 from .settings import SupervisorSettings
 from .spawn import SpawnError
 from .supervisor import LaunchSpec, LimitReached, Supervisor
-
-#: Linux's limit on one argument string: ``$SHELL -c COMMAND`` with a longer COMMAND
-#: fails with E2BIG (defined beside the child that cuts such commands short).
-from ..daemon.bigbody import MAX_ARG_STRLEN  # noqa: E402
 
 UpdateCallback = Callable[[ToolResult], Awaitable[None]]
 #: How long a waiting ``poll`` that saw output gives the command to exit as well.
