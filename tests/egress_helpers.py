@@ -7,7 +7,9 @@ allowed to reach them through ``allow_local`` (loopback is refused by default).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import socket
 import ssl
@@ -92,21 +94,41 @@ class EchoHandler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
     def _websocket(self) -> None:
-        """Record the handshake, answer 101, then echo raw bytes (enough for a tunnel test:
-        the proxy relays bytes after the handshake, it does not parse frames)."""
+        """Record the handshake, answer 101, then echo each client frame's payload as an
+        unmasked text frame ``echo:`` + payload (recorded as ``{"ws": payload}``)."""
         self.server.received.append({"method": self.command, "path": self.path,  # type: ignore[attr-defined]
                                      "headers": [[k, v] for k, v in self.headers.items()],
                                      "body": ""})
         self.send_response(101)
         self.send_header("Upgrade", "websocket")
         self.send_header("Connection", "Upgrade")
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        accept = base64.b64encode(hashlib.sha1(
+            (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+        self.send_header("Sec-WebSocket-Accept", accept)
         self.end_headers()
         self.wfile.flush()
         while True:
-            data = self.rfile.read1(65536)
-            if not data:
+            head = self.rfile.read(2)
+            if len(head) < 2:
                 break
-            self.wfile.write(b"echo:" + data)
+            length = head[1] & 0x7F
+            if length == 126:
+                length = int.from_bytes(self.rfile.read(2), "big")
+            elif length == 127:
+                length = int.from_bytes(self.rfile.read(8), "big")
+            mask = self.rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
+            payload = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(length)))
+            opcode = head[0] & 0x0F
+            if opcode == 8:  # close: answer it and stop
+                self.wfile.write(b"\x88\x00")
+                break
+            self.server.received.append({"ws": payload.decode("utf-8", "replace")})  # type: ignore[attr-defined]
+            reply = b"echo:" + payload
+            size = (bytes((len(reply),)) if len(reply) < 126 else
+                    bytes((126,)) + len(reply).to_bytes(2, "big") if len(reply) < 65536 else
+                    bytes((127,)) + len(reply).to_bytes(8, "big"))
+            self.wfile.write(b"\x81" + size + reply)
             self.wfile.flush()
         self.close_connection = True
 

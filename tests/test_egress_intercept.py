@@ -218,26 +218,96 @@ async def test_the_session_ca_mints_for_any_host_and_speaks_http11_only(files):
         world.session.ca.certificate.extensions.get_extension_for_class(x509.NameConstraints)
 
 
-async def test_websocket_handshake_is_substituted_then_tunnelled(files):
+def _frame(payload: bytes, *, first: int = 0x81, key: bytes = b"k3y!") -> bytes:
+    """A masked client frame (text, FIN unless ``first`` says otherwise)."""
+    masked = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    size = bytes((0x80 | len(payload),)) if len(payload) < 126 else \
+        bytes((0x80 | 126,)) + len(payload).to_bytes(2, "big")
+    return bytes((first,)) + size + key + masked
+
+
+async def _websocket(tls, placeholder: str, extensions: bool = False) -> bytes:
+    await tls.send_all((
+        f"GET /socket HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {placeholder}\r\n"
+        + ("Sec-WebSocket-Extensions: permessage-deflate\r\n" if extensions else "")
+        + "\r\n").encode())
+    head = b""
+    with trio.fail_after(10):
+        while b"\r\n\r\n" not in head:
+            head += await tls.receive_some(4096)
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    return head.split(b"\r\n\r\n", 1)[1]
+
+
+async def _read_until_closed(tls) -> bytes:
+    got = b""
+    with trio.fail_after(10):
+        try:
+            while chunk := await tls.receive_some(4096):
+                got += chunk
+        except trio.BrokenResourceError:
+            pass
+    return got
+
+
+async def test_websocket_frames_are_swapped_for_a_bound_host_and_echoes_masked(files):
+    """A real WebSocket client (trio-websocket) through the tunnel: the handshake and the
+    frames carry the placeholder; the upstream gets the value (inject=body allows
+    payloads); the echo comes back masked; no extension is negotiated."""
+    from trio_websocket import wrap_client_stream
+
     with upstream(TEST_CA) as (a, got_a), upstream(TEST_CA) as (b, _):
-        world = World(files, a, b)
+        world = World(files, a, b, inject="body")
         async with running_proxy(local_policy(a, b), session=world.session) as proxy:
             tls = await tls_through(proxy, f"localhost:{a}", str(world.bundle), "localhost")
-            await tls.send_all(
-                f"GET /socket HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {world.placeholder}\r\n"
-                f"\r\n".encode())
-            head = b""
-            with trio.fail_after(10):
-                while b"\r\n\r\n" not in head:
-                    head += await tls.receive_some(4096)
-                assert head.startswith(b"HTTP/1.1 101 ")
-                await tls.send_all(b"frame-bytes")
-                echoed = await tls.receive_some(4096)
-            await tls.aclose()
-    assert echoed == b"echo:frame-bytes"
+            async with trio.open_nursery() as nursery:
+                ws = await wrap_client_stream(
+                    nursery, tls, "localhost", "/socket",
+                    extra_headers=[(b"authorization", f"Bearer {world.placeholder}".encode()),
+                                   (b"sec-websocket-extensions", b"permessage-deflate")])
+                with trio.fail_after(10):
+                    await ws.send_message(f"token={world.placeholder} " + "p" * 70000)
+                    echoed = await ws.get_message()
+                    await ws.send_message("nothing secret")
+                    plain = await ws.get_message()
+                await ws.aclose()
     assert headers_of(got_a[0])["authorization"] == f"Bearer {REAL}"
+    assert "sec-websocket-extensions" not in headers_of(got_a[0])
+    assert got_a[1]["ws"].startswith(f"token={REAL} ")
+    assert echoed.startswith(f"echo:token={MASK} ") and REAL not in echoed
+    assert plain == "echo:nothing secret"
+
+
+async def test_websocket_frames_that_may_not_carry_the_placeholder_are_cut(files):
+    with upstream(TEST_CA) as (a, got_a), upstream(TEST_CA) as (b, _), \
+            upstream(TEST_CA) as (c, got_c):
+        world = World(files, a, b)  # inject=header: not in a payload
+        p = world.placeholder.encode()
+        async with running_proxy(local_policy(a, b, c), session=world.session) as proxy:
+            results = {}
+            for name, target, frames in [
+                    ("header-only", f"localhost:{a}", [_frame(b"t=" + p)]),
+                    ("unbound", f"localhost:{c}", [_frame(b"fine"), _frame(b"t=" + p)]),
+                    ("compressed", f"localhost:{c}", [_frame(b"x", first=0xC1)]),
+                    ("split", f"localhost:{c}", [_frame(b"t=" + p[:9], first=0x01),
+                                                  _frame(p[9:], first=0x80)])]:
+                tls = await tls_through(proxy, target, str(world.bundle), "localhost")
+                await _websocket(tls, world.placeholder if name == "header-only" else "")
+                for frame in frames:
+                    try:
+                        await tls.send_all(frame)
+                    except trio.BrokenResourceError:
+                        break
+                    await trio.sleep(0.05)
+                results[name] = await _read_until_closed(tls)
+    assert b"echo:fine" in results["unbound"]  # a clean frame passed, untouched
+    frames = [r.get("ws", "") for r in got_a + got_c]
+    assert not any(world.placeholder in f or REAL in f for f in frames), frames
+    assert frames.count("fine") == 1 and "x" not in frames
+    parts = [fields.get("part") for event, fields in world.events if event == "egress.refused"]
+    assert parts.count("websocket") == 4, world.events
 
 
 def test_placeholders_keep_shape_and_differ_each_session():

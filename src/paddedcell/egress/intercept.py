@@ -35,10 +35,11 @@ import ssl
 import h11
 import trio
 
-from .relay import (BodyFilter, Exchange, HttpRelay, ProxyContext, ProxyError, ResponseFilter,
-                    answer, next_event, open_upstream)
+from .relay import (BodyFilter, Cut, Exchange, HttpRelay, ProxyContext, ProxyError, ResponseFilter,
+                    answer, filtered_copy, next_event, open_upstream)
 from .session import ProxySession
 from .substitute import Destination, EncodedBody, Refused, Substituter, Undecodable
+from .websocket import ClientFrames, FrameError, ServerFrames
 
 
 class PrefixedStream(trio.abc.Stream):
@@ -123,9 +124,11 @@ class SubstitutingExchange(Exchange):
     ``scan_only`` (a host no binding names, terminated only to look for placeholders)
     nothing can be swapped, so requests go out as sent and answers come back untouched."""
 
-    def __init__(self, session: ProxySession, *, scan_only: bool = False):
+    def __init__(self, session: ProxySession, *, scan_only: bool = False,
+                 https: bool = True):
         self.session = session
         self.scan_only = scan_only
+        self._https = https
         self._substituter: Substituter | None = None
 
     async def request(self, request: h11.Request, host: str, port: int, scheme: str,
@@ -139,6 +142,8 @@ class SubstitutingExchange(Exchange):
             self.session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
                                method=request.method.decode("ascii", "replace"))
             raise ProxyError(403, exc.line) from None
+        if self.upgrade(request):  # no permessage-deflate: frames must stay searchable
+            headers = [(n, v) for n, v in headers if n != b"sec-websocket-extensions"]
         if self.session.grants() and not self.scan_only:
             headers = [(n, v) for n, v in headers if n != b"accept-encoding"] \
                 + [(b"accept-encoding", b"identity")]
@@ -180,6 +185,45 @@ class SubstitutingExchange(Exchange):
                     raise refused(exc) from None
 
         return Audited(substituter.body())
+
+    def websocket(self, host: str, port: int, ctx: ProxyContext):
+        """Client frames searched (and swapped where the binding allows a body); server
+        frames through the masks, unless this host is only searched."""
+        session = self.session
+        destination = Destination(host, port, "https" if self._https else "http")
+
+        def replace(data: bytes) -> bytes:
+            return Substituter(session.grants(), destination).replace(data, "body")
+
+        def window() -> int:
+            return Substituter(session.grants(), destination).window
+
+        client = ClientFrames(replace, window)
+
+        def outward(data: bytes) -> bytes:
+            try:
+                return client.feed(data)
+            except Refused as exc:
+                session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
+                              part="websocket")
+            except FrameError as exc:
+                session.audit("egress.refused", host=host, port=port, part="websocket",
+                              line=exc.line)
+            raise Cut()
+
+        if self.scan_only or session.response_filter() is None:
+            return outward, None
+        server = ServerFrames(session.response_filter, ctx.limits.max_decoded_body_bytes)
+
+        def inward(data: bytes) -> bytes:
+            try:
+                return server.feed(data)
+            except FrameError as exc:
+                session.audit("egress.refused", host=host, port=port, part="websocket",
+                              line=exc.line)
+                raise Cut() from None
+
+        return outward, inward
 
     def response(self, ctx: ProxyContext) -> ResponseFilter:
         if self.scan_only:
@@ -300,7 +344,8 @@ async def serve_scanned(client: trio.abc.Stream, leftover: bytes, host: str, por
             return
         assert ctx.session is not None
         relay = HttpRelay(stream, conn, ctx, fixed=(host, port, "http"),
-                          exchange=SubstitutingExchange(ctx.session, scan_only=True))
+                          exchange=SubstitutingExchange(ctx.session, scan_only=True,
+                                                        https=False))
         try:
             await relay.run(request)
         except ProxyError as exc:
@@ -318,44 +363,19 @@ async def _searched_copy(client: trio.abc.Stream, upstream: trio.abc.Stream, hos
     held back: a protocol of small exchanges keeps working."""
     session = ctx.session
     assert session is not None
-    limits = ctx.limits
-    with trio.CancelScope(deadline=trio.current_time() + limits.idle_timeout) as scope:
+    tail = b""
 
-        async def outward() -> None:
-            tail = b""
-            while True:
-                data = await client.receive_some(limits.chunk_bytes)
-                if not data:
-                    await upstream.send_eof()  # type: ignore[attr-defined]
-                    return
-                scope.deadline = trio.current_time() + limits.idle_timeout
-                search = Substituter(session.grants(), Destination(host, port, "tcp"))
-                try:
-                    search.replace(tail + data, "body")
-                except Refused as exc:
-                    session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
-                                  part="stream")
-                    nursery.cancel_scope.cancel()
-                    return
-                tail = (tail + data)[-max(search.window - 1, 0):] if search.window > 1 else b""
-                await upstream.send_all(data)
+    def outward(data: bytes) -> bytes:
+        nonlocal tail
+        search = Substituter(session.grants(), Destination(host, port, "tcp"))
+        try:
+            search.replace(tail + data, "body")
+        except Refused as exc:
+            session.audit("egress.refused", key=exc.key, host=exc.host, port=port,
+                          part="stream")
+            raise Cut() from None
+        tail = (tail + data)[-(search.window - 1):] if search.window > 1 else b""
+        return data
 
-        async def inward() -> None:
-            while True:
-                data = await upstream.receive_some(limits.chunk_bytes)
-                if not data:
-                    await client.send_eof()  # type: ignore[attr-defined]
-                    return
-                scope.deadline = trio.current_time() + limits.idle_timeout
-                await client.send_all(data)
-
-        async def guarded(task) -> None:
-            try:
-                await task()
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError,
-                    AttributeError):
-                nursery.cancel_scope.cancel()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(guarded, outward)
-            nursery.start_soon(guarded, inward)
+    await filtered_copy(client, upstream, outward, None, chunk=ctx.limits.chunk_bytes,
+                        idle=ctx.limits.idle_timeout)

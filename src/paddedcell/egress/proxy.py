@@ -65,7 +65,7 @@ async def handle_client(stream: trio.SocketStream, ctx: ProxyContext) -> None:
             # Plain HTTP is seen whole: placeholders are swapped (bindings that allow
             # http://) or refused, and answers masked, as inside an intercepted tunnel.
             await HttpRelay(stream, conn, ctx, fixed=None,
-                            exchange=SubstitutingExchange(ctx.session)).run(event)
+                            exchange=SubstitutingExchange(ctx.session, https=False)).run(event)
         else:
             await HttpRelay(stream, conn, ctx, fixed=None).run(event)
     except ProxyError as exc:

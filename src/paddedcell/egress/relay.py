@@ -584,12 +584,18 @@ class HttpRelay:
             if started:
                 raise trio.BrokenResourceError("idle timeout mid-response")
             raise ProxyError(504, f"egress: {host}:{port} did not answer in time")
-        if switched:  # a WebSocket: the handshake went through the exchange, now bytes
-            if up.trailing_data[0]:
-                await self.stream.send_all(up.trailing_data[0])
-            if self.conn.trailing_data[0]:
-                await upstream.send_all(self.conn.trailing_data[0])
-            await splice(self.stream, upstream, chunk=chunk, idle=idle)
+        if switched:  # a WebSocket: the handshake went through the exchange, now frames
+            frames = self.exchange.websocket(host, port, self.ctx)
+            if frames is None:
+                if up.trailing_data[0]:
+                    await self.stream.send_all(up.trailing_data[0])
+                if self.conn.trailing_data[0]:
+                    await upstream.send_all(self.conn.trailing_data[0])
+                await splice(self.stream, upstream, chunk=chunk, idle=idle)
+                return False
+            outward, inward = frames
+            await filtered_copy(self.stream, upstream, outward, inward, chunk=chunk, idle=idle,
+                                first=(self.conn.trailing_data[0], up.trailing_data[0]))
             return False
         if self.conn.our_state is not h11.DONE:
             raise trio.BrokenResourceError("the response did not complete")
@@ -600,6 +606,41 @@ class HttpRelay:
             await trio.aclose_forcefully(upstream)
             self._upstream = None
         return reusable
+
+
+class Cut(Exception):
+    """A filter of :func:`filtered_copy` ended the connection (it has said why)."""
+
+
+async def filtered_copy(client: trio.abc.Stream, upstream: trio.abc.Stream,
+                        outward: Callable[[bytes], bytes] | None,
+                        inward: Callable[[bytes], bytes] | None, *, chunk: int, idle: float,
+                        first: tuple[bytes, bytes] = (b"", b"")) -> None:
+    """Bytes both ways, each direction through its filter (None: as they are), until
+    both ended or ``idle`` seconds of silence; a filter raising :class:`Cut` closes the
+    connection. ``first``: bytes already read from the client and from upstream."""
+    with trio.CancelScope(deadline=trio.current_time() + idle) as scope:
+
+        async def pump(source: trio.abc.Stream, sink: trio.abc.Stream,
+                       change: Callable[[bytes], bytes] | None, data: bytes) -> None:
+            try:
+                while True:
+                    if data:
+                        scope.deadline = trio.current_time() + idle
+                        shown = change(data) if change is not None else data
+                        if shown:
+                            await sink.send_all(shown)
+                    data = await source.receive_some(chunk)
+                    if not data:
+                        break
+                await sink.send_eof()  # type: ignore[attr-defined]
+            except (Cut, trio.BrokenResourceError, trio.ClosedResourceError, OSError,
+                    AttributeError):
+                nursery.cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, client, upstream, outward, first[0])
+            nursery.start_soon(pump, upstream, client, inward, first[1])
 
 
 class Batch:
@@ -681,3 +722,10 @@ class Exchange:
 
     def response(self, ctx: ProxyContext) -> ResponseFilter:
         return ResponseFilter()
+
+    def websocket(self, host: str, port: int, ctx: ProxyContext
+                  ) -> tuple[Callable[[bytes], bytes] | None,
+                             Callable[[bytes], bytes] | None] | None:
+        """After a 101: filters for the client's and the server's bytes, or None to
+        splice them untouched."""
+        return None
