@@ -163,6 +163,13 @@ def upstream(tls: CertificateAuthority | None = None, host: str = "localhost"):
     return serving(EchoHandler, tls, host)
 
 
+def write_ca(tmp_path_factory, ca: CertificateAuthority, name: str) -> str:
+    """``ca``'s certificate in a fresh file (what clients or the proxy are told to trust)."""
+    path = tmp_path_factory.mktemp(name) / "ca.pem"
+    path.write_bytes(ca.certificate_pem)
+    return str(path)
+
+
 def listener() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

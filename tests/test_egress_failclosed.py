@@ -22,7 +22,7 @@ from paddedcell.egress.binding import Binding
 from paddedcell.egress.ca import CertificateAuthority
 from paddedcell.egress.session import ProxySession
 
-from egress_helpers import curl, headers_of, local_policy, raw_request, running_proxy, \
+from egress_helpers import write_ca, curl, headers_of, local_policy, raw_request, running_proxy, \
     tls_through, upstream
 
 REAL = "ghp_" + "Fa1lCl0sedValue0123456789abcdefABCDEF"
@@ -31,9 +31,7 @@ TEST_CA = CertificateAuthority("PaddedCell fail-closed upstream CA")
 
 @pytest.fixture(scope="module")
 def upstream_ca(tmp_path_factory):
-    path = tmp_path_factory.mktemp("failclosed") / "upstream-ca.pem"
-    path.write_bytes(TEST_CA.certificate_pem)
-    return str(path)
+    return write_ca(tmp_path_factory, TEST_CA, "failclosed")
 
 
 def session_for(bound_port: int, upstream_ca: str, tmp, *, inject: str = "header",

@@ -18,7 +18,7 @@ from paddedcell.egress.ca import CertificateAuthority
 from paddedcell.egress.policy import EgressLimits, EgressPolicy
 from paddedcell.egress.relay import parse_local_addresses
 
-from egress_helpers import (curl, headers_of, local_policy, raw_request, running_proxy,
+from egress_helpers import (write_ca, curl, headers_of, local_policy, raw_request, running_proxy,
                             upstream)
 
 TEST_CA = CertificateAuthority("PaddedCell test upstream CA")
@@ -26,9 +26,7 @@ TEST_CA = CertificateAuthority("PaddedCell test upstream CA")
 
 @pytest.fixture(scope="module")
 def ca_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ca") / "test-ca.pem"
-    path.write_bytes(TEST_CA.certificate_pem)
-    return str(path)
+    return write_ca(tmp_path_factory, TEST_CA, "ca")
 
 
 async def test_plain_http_goes_upstream_in_origin_form_with_the_targets_host():

@@ -89,18 +89,23 @@ def _grant(inject: str = "body", plain: bool = False) -> Grant:
                  Binding(("api.github.com",), inject, plain))
 
 
-@given(st.binary(max_size=300), st.binary(max_size=300), st.lists(st.integers(1, 700)))
-@example(b"", b"", [1])
-def test_a_streamed_body_is_substituted_at_every_split(before, after, cuts):
-    grant = _grant()
-    body = before + grant.placeholder + after + grant.placeholder
-    stream = Substituter([grant], Destination("api.github.com", 443, "https")).body()
+def _streamed(stream, body: bytes, cuts: list[int]) -> bytes:
+    """``body`` through a body stream, cut at ``cuts``."""
     out, start = b"", 0
     for cut in sorted(set(cuts)) + [len(body)]:
         for piece in stream.feed(body[start:cut]):
             out += piece
         start = max(start, cut)
-    out += b"".join(stream.finish())
+    return out + b"".join(stream.finish())
+
+
+@given(st.binary(max_size=300), st.binary(max_size=300), st.lists(st.integers(1, 700)))
+@example(b"", b"", [1])
+def test_a_streamed_body_is_substituted_at_every_split(before, after, cuts):
+    grant = _grant()
+    body = before + grant.placeholder + after + grant.placeholder
+    out = _streamed(Substituter([grant], Destination("api.github.com", 443, "https")).body(),
+                    body, cuts)
     assert out == body.replace(grant.placeholder, grant.value)
 
 
@@ -176,13 +181,8 @@ def test_a_percent_encoded_placeholder_is_swapped_unit_by_unit_at_every_split(wh
         return "".join(units).encode()
 
     body = b"a=1&t=" + written(placeholder) + b"&b=2"
-    stream = Substituter([grant], Destination("api.github.com", 443, "https")).body()
-    out, start = b"", 0
-    for cut in sorted(set(cuts)) + [len(body)]:
-        for piece in stream.feed(body[start:cut]):
-            out += piece
-        start = max(start, cut)
-    out += b"".join(stream.finish())
+    out = _streamed(Substituter([grant], Destination("api.github.com", 443, "https")).body(),
+                    body, cuts)
     expected = b"a=1&t=" + written(PUNCTUATED) + b"&b=2"
     # The same units (a %XX whose placeholder digits had no letter may change hex case).
     assert len(out) == len(expected)

@@ -35,6 +35,16 @@ def xor_mask(data: bytes, key: bytes, offset: int) -> bytes:
     return (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(len(data), "big")
 
 
+def payload_length(data: bytes) -> tuple[int, int] | None:
+    """A frame's payload length and where its length field ends (None: not all here)."""
+    length, at = data[1] & 0x7F, 2
+    if length == 126:
+        return (int.from_bytes(data[2:4], "big"), 4) if len(data) >= 4 else None
+    if length == 127:
+        return (int.from_bytes(data[2:10], "big"), 10) if len(data) >= 10 else None
+    return length, at
+
+
 class ClientFrames:
     """Feed client bytes; get the bytes to send upstream (see the module docstring)."""
 
@@ -83,15 +93,10 @@ class ClientFrames:
                              "for placeholders")
         if not second & 0x80:
             raise FrameError("egress: a client WebSocket frame must be masked (RFC 6455)")
-        length, at = second & 0x7F, 2
-        if length == 126:
-            if len(data) < 4:
-                return None
-            length, at = int.from_bytes(data[2:4], "big"), 4
-        elif length == 127:
-            if len(data) < 10:
-                return None
-            length, at = int.from_bytes(data[2:10], "big"), 10
+        sized = payload_length(data)
+        if sized is None:
+            return None
+        length, at = sized
         if len(data) < at + 4:
             return None
         return data[:at + 4], length, data[at:at + 4]
@@ -170,15 +175,10 @@ class ServerFrames:
         if first & 0x40:
             raise FrameError("egress refused: the server sent a compressed WebSocket frame, "
                              "which cannot be masked")
-        length, at = second & 0x7F, 2
-        if length == 126:
-            if len(data) < 4:
-                return None
-            length, at = int.from_bytes(data[2:4], "big"), 4
-        elif length == 127:
-            if len(data) < 10:
-                return None
-            length, at = int.from_bytes(data[2:10], "big"), 10
+        sized = payload_length(data)
+        if sized is None:
+            return None
+        length, at = sized
         key = b""
         if second & 0x80:  # a masked server frame is a protocol error; unmask it anyway
             if len(data) < at + 4:
