@@ -187,14 +187,21 @@ def test_a_lock_file_pass_mgr_did_not_write_is_tampering(world):
 
 
 ENCODERS = ("cat", "base64 -w0", "base64", "base64 -w 17", "xxd", "xxd -p", "hexdump -C",
-            "od -An -tx1")
+            "od -An -tx1",
+            # every byte as %XX (URL encoding), then only what urllib.parse.quote escapes
+            "python3 -c \"import sys; print(''.join('%%%02X' % b for b in "
+            "open(sys.argv[1], 'rb').read()))\"",
+            "python3 -c \"import sys, urllib.parse; print(urllib.parse.quote("
+            "open(sys.argv[1]).read(), safe=''))\"")
 
 
 def test_the_admin_password_in_a_readable_file_is_masked_in_every_encoding(world):
     """A shell history holding the admin password (the argv form of pass_mgr set): what
-    a session shows of it through cat, base64 or a hex dump never decodes to it."""
+    a session shows of it through cat, base64, a hex dump or URL encoding never decodes
+    to it."""
     import base64
     import re
+    import urllib.parse
 
     home, ws = world
     history = ws / ".bash_history"
@@ -211,6 +218,7 @@ def test_the_admin_password_in_a_readable_file_is_masked_in_every_encoding(world
             locked.unlink()  # (a human's admin init, for the next form)
             assert "######" in shown and shown != plain, (tool, shown)
             assert middle.hex() not in "".join(shown.split()).lower() and ADMIN not in shown
+            assert ADMIN[4:14] not in urllib.parse.unquote(shown), (tool, shown)
             for run in re.findall(r"[A-Za-z0-9+/=]{8,}", shown.replace("\n", "")):
                 for offset in range(4):
                     part = run[offset:]

@@ -87,10 +87,30 @@ def test_the_hold_is_exactly_the_tail_that_could_begin_the_password():
 def test_the_held_tail_is_the_same_for_passwords_of_different_lengths():
     """Issue 20: 200 and 2,000 characters without a newline, then a poll: two passwords of
     8 and 60 characters hold the same tail (it told the length, len - 1, before)."""
-    for text in (b"x" * 200, b"y" * 2000, b"ab cd " * 300):
+    # Also the longest password admin init takes (128 bytes, its JSON/%XX forms near 3x) and
+    # one from before that cap (600 bytes: it held 1,799 bytes, which told its length).
+    passwords = ("8chars-!", "a much longer admin password of sixty characters, 0123456",
+                 "\u00e9" * 64, "p" * 600)
+    for text in (b"x" * 200, b"y" * 2000, b"ab cd " * 300, b"z" * 3000 + b" #abc",
+                 b"q" * 700 + b"######", b"%41" * 400):
         shown = {LeakStream(LeakDetector.create(pw), None, lambda: None).feed(text)
-                 for pw in ("8chars-!", "a much longer admin password of sixty characters, 0123456")}
+                 for pw in passwords}
         assert len(shown) == 1, text[:10]
+
+
+def test_admin_init_refuses_a_password_that_would_change_the_hold(tmp_path):
+    """A password may not start with '#' (a mask's end, which guards never hold from), so
+    what is held tells nothing about the password's first character either."""
+    from paddedcell import config
+    from paddedcell.vault import VaultError, init_admin
+
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path)},
+                           {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64,
+                            "vault.kdf_lanes": 1})
+    with pytest.raises(VaultError, match="must not start with '#'"):
+        init_admin("#starts-with-a-hash-1", settings)
+    with pytest.raises(VaultError, match="at most 128"):
+        init_admin("p" * 129, settings)
 
 
 def test_what_is_held_does_not_depend_on_the_password():

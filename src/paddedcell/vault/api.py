@@ -419,6 +419,10 @@ def _check_new_password(password: str, settings: Any) -> None:
     if password != password.strip() or "\n" in password or "\0" in password:
         raise VaultError("the admin password must not start or end with spaces "
                          "or contain a newline")
+    if password.startswith("#"):
+        # What output guards hold back must not depend on the password (leak.pending).
+        raise VaultError("the admin password must not start with '#' (output masks end "
+                         "with it); choose another first character")
     if not _is_utf8(password):
         raise VaultError("the admin password is not valid UTF-8; give it as UTF-8 text")
 

@@ -155,14 +155,15 @@ class LeakDetector:
     def pending(self, data: bytes) -> int:
         """How many trailing bytes of ``data`` could still begin a form: hold those back.
 
-        Public rules only, the same for every password: at most ``HOLD_BYTES`` (more only
-        for a password longer than ``admin init`` accepts today), none across a newline
-        (no form holds one), not from whitespace (a password neither starts with it nor
-        holds a newline: ``_check_new_password``) nor, when the password does not start
-        with it, from ``#`` (a mask's end). Never the class patterns, digests or length:
-        an agent can watch what is held (print, then poll).
+        Public rules only, the same for every password: at most ``HOLD_BYTES`` (also for a
+        longer password from before ``admin init`` capped them: its length must not show),
+        none across a newline (no form holds one), not from whitespace nor from ``#`` (a
+        mask's end; a password neither starts with them nor holds a newline:
+        ``_check_new_password``; only a detector known to start with ``#``, from before
+        that rule, holds from it). Never the class patterns, digests or length: an agent
+        can watch what is held (print, then poll).
         """
-        budget = max(HOLD_BYTES, self.longest - 1)
+        budget = HOLD_BYTES
         limit = min(len(data), budget)
         if limit <= 0:
             return 0
@@ -173,7 +174,7 @@ class LeakDetector:
         held = 0
         for size in range(limit, 0, -1):
             first = tail[-size]
-            if first not in _WHITESPACE and not (first == 0x23 and self._mask_start is False):
+            if first not in _WHITESPACE and not (first == 0x23 and self._mask_start is not True):
                 held = size
                 break
         return _encoded_lines_before(data, len(data) - held, budget)
