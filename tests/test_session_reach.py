@@ -406,6 +406,15 @@ def wait_for_lines(daemon: Daemon, sid: str, agent: str, needle: str, count: int
         time.sleep(0.1)
 
 
+def quietly_set(home: Path, agent: str, ws: Path, key: str, value: str) -> None:
+    """Another process writes the store through the vault API and tells no daemon; then
+    supervisor.scan_interval_seconds (1 s) passes twice over, for the store check."""
+    subprocess.run([sys.executable, "-c", "import sys; from paddedcell.vault import set_secret; "
+                    "set_secret(*sys.argv[1:])", agent, str(ws), key, value, ADMIN],
+                   env=base_env(home), check=True, capture_output=True)
+    time.sleep(2.5)
+
+
 @pytest.mark.parametrize("sandbox", ["auto"])  # ("none" as well where there is no sandbox)
 def test_a_value_changed_elsewhere_is_masked_in_running_sessions(world, sandbox):
     """Background loops (a1's own, and agent b2's) print a1's app.env every 0.2 s; another
@@ -452,11 +461,7 @@ def test_a_value_changed_elsewhere_is_masked_in_running_sessions(world, sandbox)
             seen = session_log(daemon, sid, agent).count("TOKEN=")
             wait_for_lines(daemon, sid, agent, "TOKEN=", seen + 3)
         # Another process writes the store and tells no one: the daemon's store check.
-        subprocess.run([sys.executable, "-c", "import sys; from paddedcell.vault import "
-                        "set_secret; set_secret('a1', sys.argv[1], 'TOKEN', "
-                        "'quiet-writer-token-3', sys.argv[2])", str(ws), ADMIN],
-                       env=base_env(home), check=True, capture_output=True)
-        time.sleep(2.5)  # supervisor.scan_interval_seconds (1 s), twice over
+        quietly_set(home, "a1", ws, "TOKEN", "quiet-writer-token-3")
         (ws / "app.env.new").write_text("TOKEN=quiet-writer-token-3\n")
         (ws / "app.env.new").rename(ws / "app.env")
         for sid, agent in loops:
@@ -489,11 +494,7 @@ def test_values_already_stored_are_masked_in_every_session_that_can_read_them(wo
         sid = daemon.call("/exec", {"command": loop, "agentId": "b2", "agentWorkspace": str(b2),
                                     "background": True})["details"]["sessionId"]
         wait_for_lines(daemon, sid, "b2", "TOKEN=", 2)
-        subprocess.run([sys.executable, "-c", "import sys; from paddedcell.vault import "
-                        "set_secret; set_secret('c3', sys.argv[1], 'KEY', "
-                        "'c3-quiet-value-2', sys.argv[2])", str(c3), ADMIN],
-                       env=base_env(home), check=True, capture_output=True)
-        time.sleep(2.5)  # supervisor.scan_interval_seconds (1 s), twice over
+        quietly_set(home, "c3", c3, "KEY", "c3-quiet-value-2")
         (c3 / "app.env").write_text("KEY=c3-quiet-value-2\n")
         wait_for_lines(daemon, sid, "b2", "KEY=", 3)
         subprocess.run([str(BIN / "pass_mgr"), "set", "a1", str(ws), "TOKEN",
