@@ -248,6 +248,12 @@ SHORT_OUTPUT_CASES: list[Step] = [
 ]
 
 
+#: A poll that waits while the command is quiet answers when its output comes, not at
+#: the exit (issue 18: pcprocess once answered "Process exited" 3 s after "done").
+WAITING_POLL_CASES: list[Step] = [
+    ("exec", {"command": "sleep 2; echo done; sleep 3", "yieldMs": 500}),
+    ("process", {"action": "poll", "sessionId": "$1", "timeout": 10000}),
+]
 
 
 def test_exec_results_are_the_same(stack):
@@ -266,6 +272,13 @@ def test_short_output_shows_while_the_command_runs(stack):
     seen = play(stack, "short", SHORT_OUTPUT_CASES)
     assert_same(seen, "model")
     assert_same(seen, "transcript")
+
+
+@pytest.mark.parametrize("round_", [1, 2])  # the bug showed in one of two runs
+def test_a_waiting_poll_answers_when_output_arrives(stack, round_):
+    seen = play(stack, f"waiting{round_}", WAITING_POLL_CASES)
+    assert_same(seen, "model")
+    assert seen["pc"]["model"][-1] == "done\n\nProcess still running.", seen["pc"]["model"]
 
 
 def test_another_conversation_does_not_see_the_sessions(stack):
