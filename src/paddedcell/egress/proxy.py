@@ -113,10 +113,18 @@ async def _tunnel(stream: trio.SocketStream, conn: h11.Connection, request: h11.
             await upstream.send_all(leftover)
         # A blind tunnel ends when its session is handed a placeholder: what the client
         # sends after that could hold it, and this tunnel cannot look.
+        cut = []
+
+        def may_send() -> bool:
+            if session is not None and session.handed:
+                cut.append(True)
+                return False
+            return True
+
         await splice(stream, upstream, chunk=ctx.limits.chunk_bytes,
                      idle=ctx.limits.idle_timeout,
-                     a_may_send=None if session is None else lambda: not session.handed)
-        if session is not None and session.handed:
+                     a_may_send=None if session is None else may_send)
+        if cut:
             ctx.audit("egress.tunnel-closed", host=host, port=port,
                       reason="the session was handed a placeholder")
 
