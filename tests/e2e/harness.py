@@ -130,7 +130,9 @@ class Gateway:
 
     #: `gateway run` arguments past the port (a subclass with token auth drops these).
     run_args: tuple[str, ...] = ("--auth", "none")
-    ready_timeout = 90
+    #: Ready in 10-20 s on a quiet host; `make test` runs two passes side by side, each
+    #: with its gateways, and a loaded host took over 90 s: a ready gateway ends the wait.
+    ready_timeout = 240
 
     def __init__(self, root: Path, path: str, model_port: int, daemon: PaddedcellDaemon,
                  exec_mode: str = "full", plugin_config: dict[str, Any] | None = None,
