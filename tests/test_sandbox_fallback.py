@@ -166,3 +166,21 @@ def test_the_probe_does_not_hang_in_a_process_with_busy_threads(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.stdout == "probed\n", done.stderr
+
+
+def test_a_stuck_probe_neither_hangs_its_caller_nor_holds_its_output(tmp_path):
+    """Whatever makes a probe child stop (the GIL case above, or anything after it), the
+    caller gets an answer within the probe's deadline and its stdout reaches EOF: the
+    probe child holds none of the caller's fds and is killed with its group."""
+    import subprocess
+    import sys
+
+    code = (
+        "import time\n"
+        "from paddedcell.supervisor import sandbox\n"
+        "sandbox.PROBE_SECONDS = 1.0\n"
+        "sandbox.enter = lambda plan: time.sleep(3600)\n"
+        "print(sandbox.available(), flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30)
+    assert "did not finish within 1 s" in done.stdout, (done.stdout, done.stderr)

@@ -522,6 +522,25 @@ def host_root(uid_map: str = "/proc/self/uid_map") -> bool:
 
 
 _AVAILABLE: dict[bool, tuple[bool, str]] = {}
+#: How long the availability probe may take (it builds a small sandbox: ~50 ms).
+PROBE_SECONDS = 10.0
+
+
+def _read_until_eof(fd: int, seconds: float) -> tuple[bytes, bool]:
+    """Everything until EOF on ``fd`` and True, or what came within ``seconds`` and False."""
+    import select
+    import time
+
+    deadline = time.monotonic() + seconds
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return data, False
+        chunk = os.read(fd, 256)
+        if not chunk:
+            return data, True
+        data += chunk
 
 
 def available() -> tuple[bool, str]:
@@ -551,20 +570,30 @@ def available() -> tuple[bool, str]:
     # pre-exec child is single-threaded and Popen re-initialised its GIL.
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the probe child
-        os.close(r)
+        # Nothing of the caller's but the report pipe: a probe child that ever got
+        # stuck must not hold the caller's stdout open (its reader would wait forever).
         os.dup2(w, 2)
-        os.close(w)
+        _close_all_but(2)
+        os.setpgid(0, 0)  # its own group: the caller can end it and init together
         enter(plan)
         os._exit(0)
     os.close(w)
-    why = b""
-    while True:
-        chunk = os.read(r, 256)
-        if not chunk:
-            break
-        why += chunk
+    try:
+        os.setpgid(pid, pid)  # the same as the child's own call, whichever runs first
+    except OSError:
+        pass
+    why, finished = _read_until_eof(r, PROBE_SECONDS)
     os.close(r)
+    if not finished:
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the leader and init
+        except OSError:
+            pass
     _, status = os.waitpid(pid, 0)
+    if not finished:
+        _AVAILABLE[switch_user] = (False, f"the namespace probe did not finish within "
+                                          f"{PROBE_SECONDS:g} s")
+        return _AVAILABLE[switch_user]
     ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     text = why.decode(errors="replace").strip().removeprefix("paddedcell: sandbox: ")
     _AVAILABLE[switch_user] = (ok, "" if ok else (text or "namespace set-up failed"))
