@@ -274,3 +274,47 @@ def test_a_restart_rollback_runs_in_the_sandbox(tmp_path):
         assert b"keys" not in stolen and b"vault" not in stolen, stolen
     finally:
         daemon.stop()
+
+
+def _children_running(pid: int, word: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and word.encode() in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_sessions_start_from_the_zygote_and_it_ends_with_the_daemon(tmp_path):
+    """The sandbox's leader and init are copies of the small zygote, not of the daemon
+    (whose memory would cost every start a large fork and hand init a copy of it); the
+    zygote and its ready spare leave with the daemon."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir()
+    daemon = Daemon(home)
+    try:
+        body = {"command": "tr '\\0' ' ' < /proc/1/cmdline; echo; exit 3", "agentId": "a1",
+                "agentWorkspace": str(ws), "awaitResults": True}
+        for _ in range(2):  # the first session and one from the spare made after it
+            result = daemon.call("/exec", body)
+            assert "supervisor/zygote.py" in text(result), result
+            assert result["details"]["exitCode"] == 3
+        helpers = _children_running(daemon.pid, "zygote.py")
+        assert helpers, "no zygote or spare beside the daemon"
+    finally:
+        daemon.stop()
+    deadline = time.monotonic() + 10
+    while any(os.path.exists(f"/proc/{pid}") for pid in helpers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [pid for pid in helpers if os.path.exists(f"/proc/{pid}")
+             and open(f"/proc/{pid}/stat").read().split()[2] != "Z"]
+    assert not alive, f"zygote processes outlived the daemon: {alive}"

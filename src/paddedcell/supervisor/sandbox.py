@@ -171,10 +171,26 @@ def base_mounts(runtime_uid: int, tmp_options: str) -> tuple[Mount, ...]:
     return tuple(entries)
 
 
-def _libc():
-    from .procs import _libc as libc
+_LIBC = None
 
-    return libc()
+
+def _libc():
+    """libc through ctypes (``dlopen(NULL)``: no search; this module also runs alone, in
+    the zygote, outside the package)."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def apply_rlimits(pairs) -> None:
+    """Soft and hard limits to ``value`` each (capped at a hard limit an ordinary user
+    cannot raise)."""
+    for which, value in pairs:
+        hard = resource.getrlimit(which)[1]
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value))
 
 
 def _check(result: int, what: str) -> None:
@@ -327,8 +343,10 @@ def _drop_privileges(plan: Plan) -> None:
 
 
 def _close_all_but(keep: int) -> None:
-    """Close every fd but ``keep`` (two ``close_range`` calls)."""
-    os.closerange(0, keep)
+    """Close every fd but ``keep`` (two ``close_range`` calls; ``closerange(0, 0)`` would
+    close them all)."""
+    if keep > 0:
+        os.closerange(0, keep)
     os.closerange(keep + 1, 1 << 20)
 
 

@@ -28,6 +28,8 @@ from typing import Callable, Mapping
 from .. import orphans
 from ..config import NETWORK_MODES, SANDBOX_PROFILES  # declared with their settings
 from .settings import SupervisorSettings
+from . import zygote
+from .sandbox import apply_rlimits
 
 # The sandbox profiles (docs/design.md §1), SANDBOX_PROFILES, live in config with the
 # supervisor.sandbox setting. "auto" (the default): the namespace sandbox
@@ -203,7 +205,7 @@ class Sandbox:
 class Spawned:
     """A started command: its Popen and the fds we read from / write to."""
 
-    proc: subprocess.Popen
+    proc: subprocess.Popen | zygote.SpareProcess
     pty_master: int | None = None
     stdout: int | None = None
     stderr: int | None = None
@@ -223,11 +225,7 @@ def _child_setup(use_pty: bool, rlimits: list[tuple[int, int]],
             enter_cgroup()
         if use_pty:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        for which, value in rlimits:
-            hard = resource.getrlimit(which)[1]
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)  # an ordinary user cannot raise a hard limit
-            resource.setrlimit(which, (value, value))
+        apply_rlimits(rlimits)
         if enter_sandbox is not None:  # last: it forks (supervisor/sandbox.py)
             enter_sandbox()
 
@@ -239,7 +237,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
           rlimits: list[tuple[int, int]] | None = None,
           enter_cgroup: Callable[[], None] | None = None,
           separate_stderr: bool = False,
-          enter_sandbox: Callable[[], None] | None = None) -> Spawned:
+          enter_sandbox: Callable[[], None] | None = None,
+          cgroup_procs: str | None = None, sandbox_plan=None) -> Spawned:
     """Start ``argv`` as the leader of a new session under a PTY or pipes.
 
     Pipes, as OpenClaw's exec without a PTY: stdin is empty and closed
@@ -249,8 +248,34 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
     output is one stream. ``stdin_fd`` gives the child that fd as stdin
     instead (the plain CLI passes its own); ``separate_stderr`` keeps a second
     pipe for fd 2 (the plain CLI, whose human reads stderr apart).
+
+    ``sandbox_plan`` (with ``enter_sandbox``, its pre-exec form, and ``cgroup_procs``,
+    ``enter_cgroup``'s file): start the command from a zygote spare instead of forking
+    this process (supervisor/zygote.py); Popen where none is to be had.
     """
     setup = _child_setup(use_pty, rlimits or [], enter_cgroup, enter_sandbox)
+
+    def start(stdin, stdout, stderr) -> subprocess.Popen | zygote.SpareProcess:
+        if sandbox_plan is not None:
+            if not os.path.isdir(cwd):
+                raise SpawnError(f"workdir {cwd} does not exist or is not a directory; pass "
+                                 "an existing directory")
+            fds = [os.open(os.devnull, os.O_RDONLY) if stdin == subprocess.DEVNULL else stdin,
+                   stdout, stderr]
+            try:
+                proc = zygote.start(sandbox_plan, argv, fds=fds, use_pty=use_pty,
+                                    rlimits=rlimits or [], cgroup_procs=cgroup_procs)
+            finally:
+                if stdin == subprocess.DEVNULL:
+                    os.close(fds[0])
+            if proc is not None:
+                return proc
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=stdout,
+                                stderr=stderr, start_new_session=True, preexec_fn=setup,
+                                close_fds=True)
+        orphans.claim(proc.pid)
+        return proc
+
     opened: list[int] = []
     try:
         if use_pty:
@@ -261,10 +286,7 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
             opened += [master, slave]
             set_window_size(slave, rows, columns)
             slave_name = os.ttyname(slave)
-            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=slave, stdout=slave,
-                                    stderr=slave, start_new_session=True, preexec_fn=setup,
-                                    close_fds=True)
-            orphans.claim(proc.pid)
+            proc = start(slave, slave, slave)
             os.close(slave)
             opened.remove(slave)
             os.set_blocking(master, False)
@@ -276,10 +298,7 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
             err_r, err_w = os.pipe()
             opened += [err_r, err_w]
         stdin = subprocess.DEVNULL if stdin_fd is None else stdin_fd
-        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=out_w,
-                                stderr=out_w if err_w is None else err_w,
-                                start_new_session=True, preexec_fn=setup, close_fds=True)
-        orphans.claim(proc.pid)
+        proc = start(stdin, out_w, out_w if err_w is None else err_w)
         readers = [fd for fd in (out_r, err_r) if fd is not None]
         for fd in (out_w, err_w):
             if fd is not None:

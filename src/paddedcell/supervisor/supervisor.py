@@ -186,7 +186,9 @@ class Supervisor:
             # All but the terminal is the same for a PTY and the pipes it falls back to.
             common = dict(cwd=cwd, env=env, stdin_fd=spec.stdin_fd, rlimits=sandbox.rlimits(),
                           enter_cgroup=cgroup.enter if cgroup else None,
-                          separate_stderr=separate_stderr, enter_sandbox=enter_sandbox)
+                          cgroup_procs=cgroup.procs if cgroup else None,
+                          separate_stderr=separate_stderr, enter_sandbox=enter_sandbox,
+                          sandbox_plan=prepared.plan)
             try:
                 spawned = spawn(argv, use_pty=use_pty,
                                 rows=spec.rows or self.limits.pty_rows,
