@@ -49,3 +49,32 @@ def test_an_ordinary_user_without_namespaces_gets_a_failure_and_the_fix(tmp_path
     assert "FAIL  namespaces: unavailable: unshare: Operation not permitted" in result.output
     assert "FAIL  sandbox: agent commands refused" in result.output
     assert "fix:" in result.output
+
+
+def test_what_an_agent_uid_cannot_reach_is_named_with_its_fix():
+    """User mode (no namespaces, agents as their own uids): a 0700 directory on the way to
+    pass_mgr, a file only its owner may read, an interpreter inside a closed home."""
+    import stat as st
+
+    from paddedcell.supervisor.sandbox_plan import unreachable
+
+    def fake(tree):
+        def stat_of(path):
+            mode, uid, gid = tree[path]
+            return os.stat_result((mode, 0, 0, 0, uid, gid, 0, 0, 0, 0))
+        return stat_of
+
+    d, f = st.S_IFDIR, st.S_IFREG
+    tree = {"/": (d | 0o755, 0, 0), "/root": (d | 0o700, 0, 0),
+            "/root/venv": (d | 0o755, 0, 0), "/root/venv/pass_mgr": (f | 0o755, 0, 0),
+            "/opt": (d | 0o755, 0, 0), "/opt/pc": (d | 0o755, 0, 0),
+            "/opt/pc/pass_mgr": (f | 0o755, 0, 0), "/opt/pc/secret": (f | 0o700, 0, 0),
+            "/srv": (d | 0o750, 0, 7000), "/srv/pass_mgr": (f | 0o755, 0, 0)}
+    why = unreachable(["/root/venv/pass_mgr"], 7000, 7000, fake(tree))
+    assert "/root is mode 0700" in why and "chmod o+rx /root" in why
+    assert unreachable(["/opt/pc/pass_mgr", "/opt/pc"], 7000, 7000, fake(tree)) is None
+    assert "/opt/pc/secret is mode 0700" in unreachable(["/opt/pc/secret"], 7000, 7000,
+                                                        fake(tree))
+    # The group may pass where others may not; its owner passes by the owner bits.
+    assert unreachable(["/srv/pass_mgr"], 7000, 7000, fake(tree)) is None
+    assert "/srv is mode 0750" in unreachable(["/srv/pass_mgr"], 7001, 7001, fake(tree))

@@ -129,3 +129,26 @@ def test_another_agents_session_marker_cannot_be_read(world):
         assert "Permission denied" in out, out
     finally:
         daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "victim"})
+
+
+def test_a_pass_mgr_the_agent_uids_cannot_reach_refuses_agent_commands(tmp_path):
+    """Installed under a directory closed to other users (/root, a 0700 home), pass_mgr
+    would fail inside every command: refuse them up front, in one line with the fix."""
+    closed = Path(tempfile.mkdtemp(prefix="pc-closed-", dir="/tmp"))
+    try:
+        closed.chmod(0o700)
+        (closed / "pass_mgr").write_text("#!/bin/sh\nexit 0\n")
+        (closed / "pass_mgr").chmod(0o755)
+        ws = Path(tempfile.mkdtemp(prefix="pc-user-ws-", dir="/tmp"))
+        ws.chmod(0o755)
+        env = base_env(tmp_path / "home", AGENT_ID="a1", AGENT_WORKSPACE=str(ws),
+                       PADDEDCELL_SUPERVISOR_SANDBOX="user", PATH=f"{closed}:/usr/bin:/bin")
+        done = subprocess.run([str(BIN / "pcexec"), "echo ran"], env=env, capture_output=True,
+                              text=True, timeout=60, cwd=str(ws))
+        assert done.returncode != 0 and "ran" not in done.stdout, done
+        line = done.stderr.strip()
+        assert "agent commands refused" in line and f"{closed} is mode 0700" in line, line
+        assert f"chmod o+rx {closed}" in line and len(line.splitlines()) == 1, line
+    finally:
+        shutil.rmtree(closed, ignore_errors=True)
+        shutil.rmtree(ws, ignore_errors=True)

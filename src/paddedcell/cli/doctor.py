@@ -88,6 +88,9 @@ def gather() -> list[Check]:
                           'set supervisor.sandbox = "auto"'))
     except SpawnError as exc:
         rows.append(Check("sandbox", FAIL, str(exc), "see the namespaces line"))
+    else:
+        if mode == "user":
+            rows.append(_agent_reach_check(settings))
     network = str(settings["supervisor.sandbox_network"])
     try:
         import paddedcell.egress.proxy  # noqa: F401
@@ -131,6 +134,31 @@ def gather() -> list[Check]:
                       "" if running else "paddedcell serve (or any pcexec starts it)"))
     rows.append(_plugin_check())
     return rows
+
+
+def _agent_reach_check(settings) -> Check:
+    """Without namespaces the agents' own uids run pass_mgr from where it is installed."""
+    import pwd
+
+    from ..supervisor.sandbox_plan import agent_tools, uid_range, unreachable
+    from ..supervisor.spawn import SpawnError
+
+    user = str(settings["supervisor.sandbox_user"]).strip()
+    try:
+        if user:
+            entry = pwd.getpwnam(user)
+            uid, gid = entry.pw_uid, entry.pw_gid
+        else:
+            uid = gid = uid_range(settings)[0]
+    except (KeyError, SpawnError) as exc:
+        return Check("agent uids", FAIL, str(exc), "fix supervisor.sandbox_user / _uid_range")
+    tools = agent_tools(os.environ.get("PATH") or os.defpath)
+    why = unreachable(tools, uid, gid)
+    if why:
+        return Check("agent uids", FAIL, f"agent commands are refused: {why}",
+                     "install PaddedCell (or dist/pass_mgr) where every user can read it")
+    return Check("agent uids", OK, f"uid {uid} reaches " + (", ".join(tools) or
+                                                             "no pass_mgr (none installed)"))
 
 
 def _plugin_check() -> Check:

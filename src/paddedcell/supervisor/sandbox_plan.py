@@ -65,6 +65,8 @@ class Prepared:
     proxy: socket.socket | None = None
     #: The child's end: close it in the supervisor once the child is spawned.
     proxy_child: socket.socket | None = None
+    #: The namespace sandbox's plan (a zygote spare runs it instead of ``preexec``).
+    plan: ns.Plan | None = None
 
     def spawned(self) -> None:
         if self.proxy_child is not None:
@@ -220,6 +222,56 @@ def _installation() -> list[str]:
     return paths
 
 
+def unreachable(paths, uid: int, gid: int, stat_of: Callable[[str], os.stat_result] = os.stat
+                ) -> str | None:
+    """Why ``uid``/``gid`` (no other groups) cannot use one of ``paths``, or None.
+
+    Every directory on the way must let it pass (``x``); a directory at the end must
+    also be listable (``r``), a file readable, and an owner-executable file executable.
+    Pure but for ``stat_of``. Said as the one-line fix an operator needs."""
+    for path in paths:
+        parts = [p for p in os.path.normpath(path).split("/") if p]
+        for depth in range(len(parts) + 1):
+            step = "/" + "/".join(parts[:depth])
+            try:
+                st = stat_of(step)
+            except OSError:
+                break  # gone: nothing to reach
+            shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+            rights = (st.st_mode >> shift) & 0o7
+            last = depth == len(parts)
+            if stat.S_ISDIR(st.st_mode):
+                need = 0o5 if last else 0o1
+            else:
+                need = 0o4 | (0o1 if st.st_mode & stat.S_IXUSR else 0)
+            if rights & need != need:
+                return (f"the agents' uid {uid} cannot reach {path}: {step} is mode "
+                        f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}; install "
+                        "PaddedCell where every user can read it (e.g. a virtualenv under "
+                        f"/opt) or open that directory to them (chmod o+rx {step})")
+    return None
+
+
+def agent_tools(environ_path: str) -> list[str]:
+    """What an agent's command runs of PaddedCell outside a sandbox: the ``pass_mgr`` its
+    PATH finds (else the one beside this interpreter) and, for a script, its interpreter."""
+    found = shutil.which("pass_mgr", path=environ_path) or os.path.join(
+        os.path.dirname(sys.executable), "pass_mgr")
+    if not os.path.exists(found):
+        return []
+    tools = [os.path.realpath(found)]
+    try:
+        with open(tools[0], "rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return tools
+    if first.startswith(b"#!"):
+        words = first[2:].decode(errors="replace").split()
+        if words and words[0].startswith("/"):
+            tools.append(os.path.realpath(words[0]))
+    return tools
+
+
 def _paths(setting) -> list[str]:
     if isinstance(setting, str):
         items = [p for p in setting.split(":")]
@@ -318,8 +370,11 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
     if channel and owner is not None:
         os.chown(channel, *owner)
     if mode == "user":
-        _open_channel_path(settings)
         uid, gid = owner
+        why = unreachable(agent_tools(env.get("PATH") or os.defpath), uid, gid)
+        if why:
+            raise SandboxUnavailable(f"agent commands refused: {why}")
+        _open_channel_path(settings)
         out = session_environment(env, home=home, runtime_uid=uid, network="host")
         out.pop("XDG_RUNTIME_DIR", None)  # no private /run/user without namespaces
         return Prepared(lambda: ns.enter_as_user(uid, gid, sandbox.processes), out, uid, gid)
@@ -352,7 +407,7 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
                    proxy_fd=proxy_child.fileno() if proxy_child else None, uid=uid, gid=gid,
                    switch_user=owner is not None, max_processes=sandbox.processes,
                    argv=tuple(argv), env=out)
-    return Prepared(lambda: ns.enter(plan), out, uid, gid, proxy, proxy_child)
+    return Prepared(lambda: ns.enter(plan), out, uid, gid, proxy, proxy_child, plan)
 
 
 def _open_channel_path(settings) -> None:
