@@ -197,6 +197,9 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         "sandbox_file_size_bytes": Setting(1024 * 1024 * 1024),
         "sandbox_open_files": Setting(4096),
         "sandbox_processes": Setting(512),
+        # cgroup v2 cpu.max of one session, in percent of one CPU (0 = no cap); used where
+        # a delegated cgroup v2 offers the cpu controller.
+        "sandbox_cpu_percent": Setting(0),
         # Size of each private tmpfs of a session (/tmp, /var/tmp, /dev/shm, /run/user).
         "sandbox_tmp_bytes": Setting(512 * 1024 * 1024, minimum=1),
         # Reserved per session at admission (enough for the 200,000-char tail);

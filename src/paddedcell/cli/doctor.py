@@ -101,13 +101,7 @@ def gather() -> list[Check]:
                       else WARN, f"supervisor.sandbox_network = {network!r}"
                       + ("" if proxy else "; the egress proxy package is missing"),
                       "" if network != "host" else 'set supervisor.sandbox_network = "proxy"'))
-    cgroup = procs.delegated_cgroup()
-    rows.append(Check("cgroups", OK if cgroup else WARN,
-                      f"delegated cgroup v2 at {cgroup}" if cgroup else
-                      "no delegated cgroup v2: limits are rlimits (per process; processes per "
-                      "session)",
-                      "" if cgroup else "run the daemon in a delegated scope: systemd-run "
-                      + ("" if root else "--user ") + "--scope -p Delegate=yes paddedcell serve"))
+    rows.append(_cgroup_check(procs.delegated_cgroup(), root))
     if root:
         from ..supervisor.sandbox_plan import uid_range
 
@@ -134,6 +128,26 @@ def gather() -> list[Check]:
                       "" if running else "paddedcell serve (or any pcexec starts it)"))
     rows.append(_plugin_check())
     return rows
+
+
+def _cgroup_check(cgroup, root: bool) -> Check:
+    """Which limits a session gets: cgroup v2 per session where delegated, else rlimits."""
+    from ..supervisor.procs import LIMIT_CONTROLLERS
+
+    fix = ("run the daemon in a delegated scope of its own: systemd-run "
+           + ("" if root else "--user ") + "--scope -p Delegate=yes paddedcell serve")
+    if cgroup is None:
+        return Check("cgroups", WARN, "no delegated cgroup v2: limits are rlimits (per "
+                     "process; processes per session)", fix)
+    offered = (_read(str(cgroup / "cgroup.controllers")) or "").split()
+    usable = [c for c in LIMIT_CONTROLLERS if c in offered]
+    if not usable:
+        return Check("cgroups", WARN, f"delegated cgroup v2 at {cgroup} offers none of "
+                     f"{', '.join(LIMIT_CONTROLLERS)}: limits are rlimits; sessions are "
+                     "still killed as one cgroup", fix)
+    return Check("cgroups", OK if len(usable) == len(LIMIT_CONTROLLERS) else WARN,
+                 f"cgroup v2 limits per session ({', '.join(usable)}) under {cgroup}, "
+                 "rlimits beside them", "" if len(usable) == len(LIMIT_CONTROLLERS) else fix)
 
 
 def _agent_reach_check(settings) -> Check:

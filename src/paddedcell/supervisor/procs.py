@@ -284,6 +284,58 @@ def delegated_cgroup(proc_self_cgroup: str = "/proc/self/cgroup",
     return path
 
 
+#: The cgroup v2 controllers a session's limits use.
+LIMIT_CONTROLLERS = ("pids", "memory", "cpu")
+#: The leaf the supervisor moves itself into, so its cgroup may hand controllers down
+#: (cgroup v2: a cgroup with processes of its own enables none for its children).
+SUPERVISOR_LEAF = "paddedcell-supervisor"
+CPU_PERIOD_US = 100_000
+
+
+def enable_limit_controllers(parent: Path | None) -> tuple[str, ...]:
+    """Which of LIMIT_CONTROLLERS session cgroups under ``parent`` get, turning them on.
+
+    Where ``parent`` offers one that its children do not have yet, this process moves
+    into ``parent/SUPERVISOR_LEAF`` and enables it in ``parent``'s ``subtree_control``;
+    that fails (and the answer is what was already on) where other processes share
+    ``parent`` — run the daemon in a scope of its own (``systemd-run --scope -p
+    Delegate=yes``)."""
+    if parent is None:
+        return ()
+    try:
+        offered = (parent / "cgroup.controllers").read_text().split()
+        enabled = (parent / "cgroup.subtree_control").read_text().split()
+    except OSError:
+        return ()
+    wanted = [c for c in LIMIT_CONTROLLERS if c in offered]
+    missing = [c for c in wanted if c not in enabled]
+    if missing:
+        try:
+            leaf = parent / SUPERVISOR_LEAF
+            leaf.mkdir(mode=0o755, exist_ok=True)
+            (leaf / "cgroup.procs").write_text(str(os.getpid()))
+            (parent / "cgroup.subtree_control").write_text(
+                " ".join(f"+{c}" for c in missing))
+        except OSError:
+            return tuple(c for c in wanted if c in enabled)
+    return tuple(wanted)
+
+
+def limit_files(controllers: tuple[str, ...], *, processes: int, memory_bytes: int,
+                cpu_percent: int) -> dict[str, str]:
+    """The cgroup files (name → text) that put the limit settings on one session (pure;
+    0 = no limit, as for the rlimits)."""
+    files = {}
+    if "pids" in controllers and processes > 0:
+        files["pids.max"] = str(processes)
+    if "memory" in controllers and memory_bytes > 0:
+        files["memory.max"] = str(memory_bytes)
+        files["memory.swap.max"] = "0"
+    if "cpu" in controllers and cpu_percent > 0:
+        files["cpu.max"] = f"{CPU_PERIOD_US * cpu_percent // 100} {CPU_PERIOD_US}"
+    return files
+
+
 class CgroupScope:
     """One session's own cgroup; ``kill()`` ends every process in it at once."""
 
@@ -294,6 +346,17 @@ class CgroupScope:
             self.path.rmdir()
             raise OSError(errno.ENOTSUP, "cgroup.kill is not supported by this kernel")
         self.procs = str(self.path / "cgroup.procs")
+
+    def limit(self, files: dict[str, str]) -> list[str]:
+        """Write ``limit_files``; the names that could not be written (logged by the caller)."""
+        failed = []
+        for name, text in files.items():
+            try:
+                with open(self.path / name, "w") as f:
+                    f.write(text)
+            except OSError:
+                failed.append(name)
+        return failed
 
     def enter(self) -> None:
         """Move the calling process in (run in the child before exec)."""

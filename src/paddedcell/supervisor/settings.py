@@ -52,6 +52,7 @@ class SupervisorSettings:
     sandbox_file_size_bytes: int
     sandbox_open_files: int
     sandbox_processes: int
+    sandbox_cpu_percent: int
     sandbox_tmp_bytes: int
     session_buffer_floor_bytes: int
     tail_chars: int

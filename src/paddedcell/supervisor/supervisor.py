@@ -105,6 +105,8 @@ class Supervisor:
         #: Trees of finished sessions that left processes behind (reaped when they exit).
         self._leftovers: list[procs.ProcessTree] = []
         self._cgroup_parent = procs.delegated_cgroup()
+        #: cgroup v2 limit controllers session cgroups get (empty: rlimits alone).
+        self._cgroup_limits = procs.enable_limit_controllers(self._cgroup_parent)
         self._wake = trio.Event()
         #: Where a session's channel sends its daemon requests, bound to the session's agent
         #: (docs/design.md §1): the daemon gives its own routes, a foreground pcexec the
@@ -178,6 +180,15 @@ class Supervisor:
             raise LimitReached(str(exc)) from None
         session_id = new_session_id()
         cgroup = procs.open_cgroup_scope(self._cgroup_parent, f"paddedcell-{token[:16]}")
+        if cgroup is not None and sandbox.profile != "none":
+            # Per session, beside the rlimits (per process), which stay as they are.
+            failed = cgroup.limit(procs.limit_files(
+                self._cgroup_limits, processes=sandbox.processes,
+                memory_bytes=sandbox.memory_bytes,
+                cpu_percent=self.limits.sandbox_cpu_percent))
+            if failed:
+                log.warning("session cgroup %s: cannot write %s; the rlimits still apply",
+                            cgroup.path, ", ".join(failed))
         use_pty, warnings = spec.pty, []
         # One pipe for stdout and stderr (their order kept, as OpenClaw's one
         # stream shows it); two only for a live human terminal (the plain CLI).
