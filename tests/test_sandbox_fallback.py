@@ -5,6 +5,7 @@ once at start too); "namespaces" refuses; "none" is the explicit opt-out (docs/d
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import trio
@@ -71,7 +72,15 @@ async def test_auto_without_namespaces_under_root_runs_each_agent_as_its_own_uid
     ws.mkdir()
     (home / "marker").write_text("visible-home")
     (home / "marker").chmod(0o600)
-    sup = Supervisor(settings, nursery, base_env={"PATH": "/usr/bin:/bin"})
+    # The agents' uids run pass_mgr from where it is installed: the standalone one, in a
+    # checkout they can reach (else agent commands are refused, test_sandbox_user_mode).
+    dist = Path(__file__).parents[1] / "dist" / "pass_mgr"
+    if not os.access(dist / "pass_mgr", os.X_OK):
+        pytest.skip("dist/pass_mgr is not built (make binary)")
+    closed = [p for p in (dist, *dist.parents) if not os.stat(p).st_mode & 0o001]
+    if closed:
+        pytest.skip(f"{closed[0]} is closed to the agents' uids")
+    sup = Supervisor(settings, nursery, base_env={"PATH": f"{dist}:/usr/bin:/bin"})
     uids = []
     for agent in ("a", "b", "a"):
         session = sup.start(LaunchSpec(command=f"id -u; cat {home}/marker; touch own",
