@@ -123,7 +123,7 @@ def test_the_hosts_loopback_is_refused_by_the_proxy_unless_allowed(files, tmp_pa
 
 
 def test_host_network_mode_has_no_proxy(tmp_path, files):
-    daemon, ws = _daemon(tmp_path, PADDEDCELL_SUPERVISOR_SANDBOX_NETWORK="host")
+    daemon, ws = _daemon(tmp_path)
     code = ("import urllib.request\n"
             f"print('GOT', urllib.request.urlopen('http://{HOST}:{files['port']}/simple/', "
             "timeout=10).status)\n")
@@ -148,3 +148,90 @@ def test_every_proxy_variable_is_set_in_proxy_mode():
     assert "SSH_AUTH_SOCK" not in env and "TMUX" not in env
     assert env["HOME"] == "/h" and env["XDG_RUNTIME_DIR"] == "/run/user/7"
     assert os.environ.get("HOME") != "/h"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        return s.getsockname()[1]
+
+
+def _host_address() -> str | None:
+    """One of the host's own non-loopback addresses (where a service on 0.0.0.0 answers)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: no packet is sent for a UDP connect
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """A real OpenSSH server on a random port of every host address (root: sshd needs it)."""
+    binary = shutil.which("sshd") or "/usr/sbin/sshd"
+    if os.geteuid() != 0 or not os.access(binary, os.X_OK):
+        pytest.skip("needs root and openssh-server (scripts/ensure-test-tools.sh installs it)")
+    root = tmp_path_factory.mktemp("sshd")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / "host")],
+                   check=True)
+    port = _free_port()
+    (root / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 0.0.0.0\nHostKey {root}/host\nPidFile {root}/sshd.pid\n"
+        "UsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n")
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege-separation directory
+    proc = subprocess.Popen([binary, "-D", "-e", "-f", str(root / "sshd_config")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    import socket
+    import time
+
+    deadline = time.monotonic() + 15
+    while True:  # the host itself reaches it: the banner
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+                if s.recv(64).startswith(b"SSH-2.0-"):
+                    break
+        except OSError:
+            pass
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "sshd did not answer"
+        time.sleep(0.1)
+    yield port
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_ssh_to_a_local_sshd_fails_directly_and_through_the_proxy(sshd, tmp_path):
+    """The human's sshd on the host (loopback and its own address): a sandboxed ``ssh``
+    gets no connection, and the session proxy refuses a CONNECT to it (403) — neither
+    a key appended to some authorized_keys nor a password prompt is ever reached."""
+    port, addresses = sshd, ["127.0.0.1"] + [a for a in [_host_address()] if a]
+    # A uid with a passwd entry (ssh will not start for one without): nobody.
+    daemon, ws = _daemon(tmp_path, PADDEDCELL_SUPERVISOR_SANDBOX_USER="nobody")
+    ssh = ("ssh -v -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+           f"-o ConnectTimeout=5 -p {port}")
+    connect = ("import socket, sys\n"
+               "s = socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+               "s.sendall(('CONNECT %s:%s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n' % "
+               "(sys.argv[1], sys.argv[2], sys.argv[1])).encode())\n"
+               "print('PROXY', s.recv(200).split(b'\\r\\n')[0].decode())\n")
+    try:
+        for address in addresses:
+            out = _run(daemon, ws, f"{ssh} {address} echo SHELL-REACHED 2>&1; echo rc=$?; "
+                                   f"{ssh} -o ProxyCommand='{shlex.quote(sys.executable)} "
+                                   f"-c {shlex.quote(shlex.quote(connect))} %h %p' {address} "
+                                   "echo SHELL-REACHED 2>&1; echo rc=$?; "
+                                   f"{shlex.quote(sys.executable)} -c {shlex.quote(connect)} "
+                                   f"{address} {port}")
+            assert "SHELL-REACHED" not in out and "Remote protocol version" not in out, out
+            assert "Connection established" not in out, out  # not even TCP to sshd
+            assert f"Connecting to {address}" in out, out  # ssh itself tried
+            assert out.count("rc=255") == 2, out
+            assert "PROXY HTTP/1.1 403" in out, out
+    finally:
+        daemon.stop()
