@@ -152,12 +152,18 @@ def test_the_probe_and_a_command_agree(tmp_path, monkeypatch):
     assert (done.returncode == 0 and done.stdout == "hello\n") == ok, (why, done.stderr)
 
 
-def test_the_probe_does_not_hang_in_a_process_with_busy_threads(tmp_path):
-    """pcexec hung about 1 run in 8: the probe forked through ctypes (GIL released) while
-    a worker thread took the GIL, and the child waited for a thread it does not have."""
+def _python(code: str, timeout: float):
+    """``code`` in a fresh interpreter (a hang there fails the test, not the suite)."""
     import subprocess
     import sys
 
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_probe_does_not_hang_in_a_process_with_busy_threads(tmp_path):
+    """pcexec hung about 1 run in 8: the probe forked through ctypes (GIL released) while
+    a worker thread took the GIL, and the child waited for a thread it does not have."""
     code = (
         "import threading, sys\n"
         "from paddedcell.supervisor import sandbox\n"
@@ -172,8 +178,7 @@ def test_the_probe_does_not_hang_in_a_process_with_busy_threads(tmp_path):
         "    sandbox.available()\n"
         "stop = True\n"
         "print('probed')\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    done = _python(code, 120)
     assert done.stdout == "probed\n", done.stderr
 
 
@@ -181,15 +186,11 @@ def test_a_stuck_probe_neither_hangs_its_caller_nor_holds_its_output(tmp_path):
     """Whatever makes a probe child stop (the GIL case above, or anything after it), the
     caller gets an answer within the probe's deadline and its stdout reaches EOF: the
     probe child holds none of the caller's fds and is killed with its group."""
-    import subprocess
-    import sys
-
     code = (
         "import time\n"
         "from paddedcell.supervisor import sandbox\n"
         "sandbox.PROBE_SECONDS = 1.0\n"
         "sandbox.enter = lambda plan: time.sleep(3600)\n"
         "print(sandbox.available(), flush=True)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=30)
+    done = _python(code, 30)
     assert "did not finish within 1 s" in done.stdout, (done.stdout, done.stderr)
