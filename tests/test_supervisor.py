@@ -455,3 +455,35 @@ async def test_concurrent_writes_to_one_session_do_not_interleave(sup):
     with trio.fail_after(30):
         await session.done.wait()
     assert session.text()[0].endswith("runs 2\n")
+
+
+# Output sizes around the aggregated cap (100 characters here): at most one character
+# per byte, the cap itself, one over, 2-byte characters under and over the cap in
+# characters while over it in bytes, and more than text() looks at (cap x 4 bytes).
+TRUNCATION_CASES = [("x" * 40, False), ("x" * 100, False), ("x" * 101, True),
+                    ("é" * 90, False), ("é" * 101, True), ("x" * 401, True)]
+
+
+@pytest.mark.parametrize("output,expected", TRUNCATION_CASES,
+                         ids=["40", "100", "101", "90x2B", "101x2B", "401"])
+async def test_list_tells_truncation_as_the_aggregated_text_does(tmp_path, nursery, output,
+                                                                  expected):
+    # `process list` shows only a tail and the truncated flag: it no longer decodes
+    # every ring (what made the daemon's peak after a 64-session flood); the flag
+    # must stay what the aggregated text of poll/log says.
+    from paddedcell.execspec.request import parse_process_action
+    from paddedcell.supervisor.service import ExecService
+
+    settings = make_settings(tmp_path / "home", supervisor__max_aggregated_chars=100,
+                             supervisor__sandbox="none")
+    sup = Supervisor(settings, nursery)
+    s = sup.start(LaunchSpec(command=py(f"import sys; sys.stdout.write({output!r})"),
+                             timeout_seconds=30))
+    with trio.fail_after(20):
+        await s.done.wait()
+    s.backgrounded = True  # what list shows (an exec that yielded)
+    assert s.text()[1] is expected
+    assert s.truncated() is expected
+    listed = await ExecService(sup).process(parse_process_action({"action": "list"}))
+    [entry] = [e for e in listed["details"]["sessions"] if e["sessionId"] == s.id]
+    assert entry["truncated"] is expected

@@ -300,11 +300,16 @@ class ExecService:
     # --- process ---------------------------------------------------------------
 
     def view(self, session: Session, now: float, *, full: bool = True,
-             pending: bool = False) -> tuple[results.SessionView, int]:
+             pending: bool = False, aggregate: bool = True) -> tuple[results.SessionView, int]:
         """The session for :func:`process_step` (and the poll cursor of its
         pending output). ``full=False`` skips decoding the output ring: only
-        poll, log and list show output."""
-        aggregated, truncated = session.text() if full else ("", False)
+        poll, log and list show output. ``aggregate=False`` (list) keeps the tail
+        and the truncated flag but not the aggregated text: decoding 64 rings of
+        800 KB at once was the daemon's memory peak after a flood."""
+        if full and aggregate:
+            aggregated, truncated = session.text()
+        else:
+            aggregated, truncated = "", full and session.truncated()
         text, dropped, cursor = session.peek_new_output() if pending else ("", False, 0)
         outcome = session.outcome
         return results.SessionView(
@@ -333,7 +338,7 @@ class ExecService:
         sup = self.supervisor
         if action.action == "list":
             now = time.time()
-            views = [self.view(s, now)[0] for s in sup.listed(action.agent_id)
+            views = [self.view(s, now, aggregate=False)[0] for s in sup.listed(action.agent_id)
                      if self._visible(s, action) is not None]
             return results.process_list(views, now_ms=_ms(now))
         session = self._visible(sup.sessions.get(action.session_id or ""), action)

@@ -217,6 +217,16 @@ class Session:
         text, truncated = decode_tail(held, limit, complete=complete)
         return show_controls(text), truncated
 
+    def truncated(self) -> bool:
+        """``text()[1]`` without building the text (``list`` shows only the flag): the
+        answer follows from the ring's size unless the whole output is just over the cap."""
+        limit = self.limits.max_aggregated_chars
+        if self.buffer.start > 0 or len(self.buffer) > limit * 4:
+            return True  # text() sees an incomplete tail: always truncated
+        if len(self.buffer) <= limit:
+            return False  # at most one character per byte
+        return self.text()[1]
+
     def tail(self) -> str:
         limit = self.limits.tail_chars
         data = self.buffer.tail(limit * 4)
