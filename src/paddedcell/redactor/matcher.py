@@ -156,6 +156,8 @@ class _Engine:
     name = "?"
     patterns: list[bytes]
     _prefix: PrefixIndex | None = None
+    #: ``sync`` also when nothing is held (a line view must know where lines start).
+    sync_always = False
 
     def hold(self, buf: bytes) -> int:
         if self._prefix is None:
@@ -444,6 +446,7 @@ class Union(_Engine):
     def __init__(self, first: _Engine, second: _Engine):
         self.parts = (first, second)
         self.name = second.name
+        self.sync_always = first.sync_always or second.sync_always
 
     @property
     def patterns(self) -> list[bytes]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .dumps import decode_line, may_become, triggers
 from .variants import Variants, pattern_set
 from .views import view_patterns
 
@@ -96,9 +97,80 @@ def scan_view(family: str, data: bytes, final: bool = True) -> tuple[bytes, list
     return bytes(out), where, 0
 
 
+def _dump_lines(data: bytes, final: bool, marks: set[bytes] = frozenset()
+                ) -> tuple[list[tuple[int, int, tuple | None, bool]], bytes]:
+    """Every complete line of the whole stream as ``(start, end without \\r,
+    decoded or None, holds one of marks)``, and the partial last line (a line when final)."""
+    lines, i = [], 0
+    pieces = data.split(b"\n")
+    for k, piece in enumerate(pieces):
+        if k == len(pieces) - 1 and not final:
+            return lines, piece
+        if k == len(pieces) - 1 and not piece:
+            break
+        content = piece.rstrip(b"\r")
+        shown = piece if k == len(pieces) - 1 else piece + b"\n"  # a trigger may end with the line break
+        lines.append((i, i + len(content), decode_line(piece), any(t in shown for t in marks)))
+        i += len(piece) + 1
+    return lines, b""
+
+
+def _dump_runs(lines) -> list[list]:
+    runs, current = [], []
+    for line in lines + [(0, 0, None, False)]:
+        if line[2] is None:
+            if current:
+                runs.append(current)
+            current = []
+        else:
+            current.append(line)
+    return runs
+
+
+def _dump_spans(data: bytes, pats: set[bytes], final: bool) -> list[tuple[int, int]]:
+    """Hex dump layouts (see :mod:`.dumps`): each pattern in a run's bytes,
+    in either byte order, touching a line with a trigger, masks the lines it touches (one span)."""
+    spans = []
+    for run in _dump_runs(_dump_lines(data, final, triggers(pats))[0]):
+        owner = [k for k, line in enumerate(run) for _ in line[2][0]]
+        for order in (0, 1):
+            decoded = b"".join(line[2][order] for line in run)
+            for p in pats:
+                i = decoded.find(p)
+                while i >= 0:
+                    touched = range(owner[i], owner[i + len(p) - 1] + 1)
+                    if any(run[k][3] for k in touched):
+                        spans.append((run[touched[0]][0], run[touched[-1]][1]))
+                    i = decoded.find(p, i + 1)
+    return spans
+
+
+def _dump_held(stream: bytes, pats: set[bytes]) -> int:
+    """The dump view's hold: a partial line that may become a dump line, and
+    the last run from the line holding the longest suffix of its bytes that is
+    a proper prefix of a pattern, when the run may continue."""
+    lines, pending = _dump_lines(stream, False)
+    tail = len(pending) if may_become(pending) else 0
+    if (pending and not tail) or not lines or lines[-1][2] is None:
+        return tail
+    run = _dump_runs(lines)[-1]
+    owner = [k for k, line in enumerate(run) for _ in line[2][0]]
+    for order in (0, 1):
+        decoded = b"".join(line[2][order] for line in run)
+        for length in range(len(decoded), 0, -1):
+            t = decoded[len(decoded) - length :]
+            if any(len(p) > length and p.startswith(t) for p in pats):
+                tail = max(tail, len(stream) - run[owner[len(decoded) - length]][0])
+                break
+    return tail
+
+
 def _view_spans(data: bytes, views: dict[str, set[bytes]], final: bool) -> list[tuple[int, int]]:
     spans = []
     for family, pats in views.items():
+        if family == "dump":
+            spans += _dump_spans(data, pats, final)
+            continue
         view, where, _ = scan_view(family, data, final)
         for p in pats:
             i = view.find(p)
@@ -174,6 +246,9 @@ def naive_held(stream: bytes, patterns: Iterable[bytes]) -> int:
     # view pattern, from its first byte's token on, and at least an
     # incomplete token at the end.
     for family, pats in views.items():
+        if family == "dump":
+            tail = max(tail, _dump_held(stream, pats))
+            continue
         view, where, incomplete = scan_view(family, stream, final=False)
         tail = max(tail, incomplete)
         for length in range(len(view), 0, -1):

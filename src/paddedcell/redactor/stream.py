@@ -254,7 +254,7 @@ class StreamRedactor:
         #    A pattern form's token (``%XX``, a CSI sequence) that straddles
         #    the cut is kept whole, so that the next scan tokenizes the
         #    stream as a whole-stream scan would (see .views).
-        keep = engine.sync(buf, cut - base) if cut < end else cut - base
+        keep = engine.sync(buf, cut - base) if cut < end or engine.sync_always else cut - base
         self._buf = buf[keep:]
         self._base = base + keep
         self._pos = pos

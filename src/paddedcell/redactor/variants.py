@@ -113,6 +113,7 @@ class Variants:
     mojibake: bool = True  # UTF-8 read as Latin-1 or CP1252 and written out as UTF-8 again
     folded: bool = True  # the secret with line breaks anywhere inside (fold -w N; see views.py)
     runner_quote: bool = True  # '"' as '\"' with backslashes left alone (GitHub's runner masks that form)
+    hexdump: bool = True  # hex dump layouts: xxd, hexdump (-C, words), od -tx1/-x/-c, xxd -i (see dumps.py)
 
     @classmethod
     def none(cls) -> "Variants":

@@ -86,6 +86,7 @@ from itertools import accumulate
 from typing import Iterable
 
 from . import matcher as _matcher
+from .dumps import TRIGGER_LIMIT, TRIGGERS_PER_PAIR, DumpFinder
 from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
 #: Whitespace as ``bytes.split()`` sees it.
@@ -281,6 +282,10 @@ def view_patterns(
             out.setdefault("percent", set()).add(s)
         if variants.csi:
             out.setdefault("csi", set()).add(s)
+        if variants.hexdump:
+            out.setdefault("dump", set()).add(s)
+    if "dump" in out and sum(len(p) - 1 for p in out["dump"]) * TRIGGERS_PER_PAIR > TRIGGER_LIMIT:
+        del out["dump"]  # a set this large gets no dump form (see dumps.TRIGGER_LIMIT)
     return out
 
 
@@ -421,6 +426,10 @@ class Viewed(_matcher._Engine):
     def __init__(self, base: _matcher._Engine, families: dict[str, set[bytes]], engine: type):
         self.base = base
         self.name = base.name
+        families = dict(families)
+        #: Hex dump layouts: a line view of its own (see .dumps).
+        self._dump = DumpFinder(families.pop("dump"), engine) if "dump" in families else None
+        self.sync_always = self._dump is not None
         # Each view scans for its patterns cut to CAP bytes and confirms the
         # rest with a slice compare: Hyperscan scans a few dozen long
         # literals (a JWT's hex form is 400 bytes) at half the speed of the
@@ -471,6 +480,8 @@ class Viewed(_matcher._Engine):
     def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
         best, found = self.base.scan(buf, final)
         size = len(buf)
+        if self._dump is not None:
+            best = max(best, self._dump.scan(buf, final, found))
         for (view, m), proper, full in zip(self.views, self._proper, self._full):
             cut = 0 if final else view.incomplete(buf)
             n = size - cut
@@ -618,4 +629,7 @@ class Viewed(_matcher._Engine):
                     if s < i < e and (a == 0 or s >= a + view.reach):
                         i, moved = s, True
                         break
+        dump = getattr(self, "_dump", None)
+        if dump is not None:
+            i = dump.sync(buf, i)  # a line break: inside no other view's token
         return i

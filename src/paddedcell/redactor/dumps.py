@@ -1,0 +1,296 @@
+"""Hex dump layouts: a secret shown by ``xxd``, ``hexdump``, ``od``.
+
+A dump spreads a secret's bytes over lines: an offset column, hex digits in
+groups (byte-swapped words in ``hexdump``/``od -x``/``xxd -e``), an ASCII
+gutter, and line breaks. No literal and no token view sees it whole, so this
+form is a *line view*: each dump line is read as the bytes it shows, the
+lines of a run of consecutive dump lines are joined, and the secret is
+searched in those bytes (read big-endian and, for words, little-endian).
+
+The definition (the oracle implements it over the whole stream, this module
+over a scan buffer):
+
+* a *line* is the bytes between two ``\\n`` (or the stream's start); its
+  trailing ``\\r`` are not part of it. A line is a *dump line* when
+  :func:`decode_line` reads it: at most :data:`LINE_MAX` bytes in one of the
+  layouts below;
+* a *run* is a maximal sequence of consecutive dump lines; its bytes are the
+  concatenation of its lines' bytes, in each byte order;
+* an *occurrence* is a pattern (a secret of 8 bytes or more) in a run's bytes
+  that spans at least one line holding a trigger (:func:`triggers`: what two
+  adjacent bytes of a pattern look like in a dump line); it masks the lines it
+  touches as one span, from the first one's start (offset column) to the end
+  of the last one (gutter included, its line break left); one span, not one
+  per line: a held occurrence must start where the next scan finds it again;
+* the hold: a partial last line that :func:`may_become` a dump line, and the
+  lines of the last run from the one holding the first byte of the longest
+  suffix of its bytes that is a proper prefix of a pattern (when the run may
+  still continue).
+
+Layouts read (``H`` a hex digit): ``xxd`` (``OFFSET: HHHH HHHH  gutter``, any
+``-g``/``-c``/``-u``/``-e``), ``hexdump -C`` and ``od -tx1z``
+(``OFFSET  HH HH  |gutter|`` or ``>gutter<``), ``hexdump``/``od -x``/``od
+-tx1``/``od -tx4``/``hexdump -e`` (fields separated by one to four spaces; the
+first field is an offset when its width is odd or differs from the next
+one's), ``od -An`` (no offset), ``xxd -i`` (``0xHH, 0xHH,``) and ``od -c``/
+``hexdump -c`` (four-column characters, C escapes, three-digit octal).
+Not read: dumps with one byte per line and no offset column, an offset as
+wide as the groups without ``:`` (a custom ``hexdump -e``), octal/decimal
+dumps (``od -b``, ``od -d``), ``hexdump`` ``*`` lines (repeated data).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from itertools import accumulate
+
+#: A line longer than this (bytes, ``\\r`` included) is not a dump line
+#: (``xxd -c 64`` lines are 227 bytes).
+LINE_MAX = 256
+
+_XXD = re.compile(
+    rb"[ \t]*[0-9A-Fa-f]{1,16}: *((?:[0-9A-Fa-f]{2}){1,16}(?: (?:[0-9A-Fa-f]{2}){1,16})*)"
+    rb"(?:( {2,32})((?:[0-9A-Fa-f]{2}){1,16}))?(?: {2}.*| *)", re.S)
+_FIELDS = re.compile(rb"[ \t]*((?:[0-9A-Fa-f]{1,32} {1,4})*[0-9A-Fa-f]{1,32}) *(?:\|.*\||>.*<)?", re.S)
+_XXD_I = re.compile(rb"[ \t]*(0[xX][0-9A-Fa-f]{2}(?:, ?0[xX][0-9A-Fa-f]{2})*),?")
+_CHARS = re.compile(rb"[0-9A-Fa-f]{4,16}((?:   [!-~]|    |  \\[0abfnrtv]| [0-7]{3})+) *")
+_CHAR_FIELD = re.compile(rb"   ([!-~])|(    )|  \\([0abfnrtv])| ([0-7]{3})")
+_ESCAPE = {b"0": 0, b"a": 7, b"b": 8, b"f": 12, b"n": 10, b"r": 13, b"t": 9, b"v": 11}
+
+_OD_ESCAPES = {0: b"0", 7: b"a", 8: b"b", 12: b"f", 10: b"n", 13: b"r", 9: b"t", 11: b"v"}
+#: Above this many triggers (about 300 secrets of 32 bytes) a secret set gets no
+#: dump form: its trigger matcher would take longer to build than the set.
+TRIGGER_LIMIT = 100_000
+
+
+def _od_char(c: int) -> bytes:
+    """``od -c``'s four columns for byte ``c``."""
+    if c in _OD_ESCAPES:
+        return b"  \\" + _OD_ESCAPES[c]
+    return b"   %c" % c if 32 <= c < 127 else b" %03o" % c
+
+
+def triggers(patterns) -> set[bytes]:
+    """What a dump line shows of two adjacent bytes ``c d`` of a pattern, next
+    to the layout's spaces: a whole two-byte group or the first or last two
+    bytes of a larger one (``" cd"``, ``"cd "``, ``"cd\\n"``; byte-swapped
+    ``dc``), two groups one, two or four spaces apart (``"c d"``), ``xxd -i``
+    items, ``od -c`` fields; lower and upper case. Hex text (hashes, ids)
+    rarely holds them.
+
+    An occurrence counts only if a line it touches holds one. One over two
+    lines or more has two bytes or more at the end of its first line or at the
+    start of its last one (a group edge); one inside a line, eight bytes or
+    more, crosses a group edge. Not covered: one byte per line (``xxd -c 1``),
+    a secret inside one group of 16 bytes (``xxd -g 16``)."""
+    out: set[bytes] = set()
+    for p in patterns:
+        for c, d in {(p[i], p[i + 1]) for i in range(len(p) - 1)}:
+            for x, y, o in ((b"%02x" % c, b"%02x" % d, b"0x"), (b"%02X" % c, b"%02X" % d, b"0X")):
+                for pair in (x + y, y + x):
+                    out.update((b" " + pair, pair + b" ", pair + b"\n", pair + b"\r"))
+                out.update((x + b" " + y, x + b"  " + y, x + b"    " + y, x + b", " + o + y))
+            first = _od_char(c)
+            out.add((first.lstrip(b" ") or first) + _od_char(d))
+    return out
+
+
+#: Triggers per pair of adjacent pattern bytes (the set's size before it is built).
+TRIGGERS_PER_PAIR = 25
+
+
+#: What a partial line must look like to be held: blanks, then a hex digit and
+#: hex digits, spaces, ``:``, ``,``, ``x`` (an offset, groups, ``0x`` items), and
+#: after two spaces, ``|`` or ``>`` anything (a gutter, ``od -c`` fields).
+_MAY_BECOME = re.compile(rb"[ \t]*(?:[0-9A-Fa-f][0-9A-Fa-fxX:, ]*(?:(?: {2}|\||>).*)?)?", re.S)
+
+
+def _groups(fields: list[bytes]) -> tuple[bytes, bytes] | None:
+    be, le = [], []
+    for f in fields:
+        if len(f) % 2:
+            return None
+        b = bytes.fromhex(f.decode("ascii"))
+        be.append(b)
+        le.append(b[::-1])
+    big = b"".join(be)
+    return big, (big if all(len(f) == 2 for f in fields) else b"".join(le))
+
+
+def decode_line(line: bytes) -> tuple[bytes, bytes] | None:
+    """The bytes a dump line shows, read big-endian and little-endian (per
+    group); None if ``line`` (without its ``\\n``) is no dump line."""
+    if len(line) > LINE_MAX:
+        return None
+    line = line.rstrip(b"\r")
+    if not line or b"\r" in line or b"\n" in line:
+        return None
+    m = _XXD_I.fullmatch(line)
+    if m is not None:
+        items = m.group(1).replace(b" ", b"").split(b",")
+        data = bytes(int(x[2:], 16) for x in items)
+        return data, data
+    m = _XXD.fullmatch(line)
+    if m is not None:
+        groups = m.group(1).split(b" ")
+        pad, last = m.group(2), m.group(3)
+        if last is not None and len(pad) - 1 + len(last) == len(groups[-1]):
+            groups.append(last)  # xxd -e: a partial last group, right-aligned in its column
+        return _groups(groups)
+    m = _FIELDS.fullmatch(line)
+    if m is not None:
+        fields = m.group(1).split()
+        if len(fields) > 1 and (len(fields[0]) % 2 or len(fields[0]) != len(fields[1])):
+            fields = fields[1:]
+        return _groups(fields)
+    m = _CHARS.fullmatch(line)
+    if m is not None:
+        out = bytearray()
+        for f in _CHAR_FIELD.finditer(m.group(1)):
+            char, space, esc, octal = f.groups()
+            if char is not None:
+                out += char
+            elif space is not None:
+                out += b" "
+            elif esc is not None:
+                out.append(_ESCAPE[esc])
+            else:
+                value = int(octal, 8)
+                if value > 255:
+                    return None
+                out.append(value)
+        data = bytes(out)
+        return data, data
+    return None
+
+
+def may_become(partial: bytes) -> bool:
+    """Whether a partial last line (no ``\\n`` yet) is held: it may still become a dump line."""
+    if not partial or len(partial) > LINE_MAX:
+        return False
+    return _MAY_BECOME.fullmatch(partial.rstrip(b"\r")) is not None
+
+
+class DumpFinder:
+    """Occurrences of patterns in the dump lines of a scan buffer, and the hold.
+
+    The scan buffer starts at a line start, or with the ``\\n`` that ends an
+    emitted line, or inside a line already longer than :data:`LINE_MAX`
+    (:meth:`sync` keeps it so); the first piece of the buffer is then read
+    as a line, exactly as the whole stream would read it. Text without a
+    trigger costs one engine scan for the triggers.
+    """
+
+    CAP = 40
+
+    def __init__(self, patterns: set[bytes], engine: type):
+        from . import matcher as _matcher
+
+        self._full: dict[bytes, list[bytes]] = {}
+        for p in patterns:
+            self._full.setdefault(p[: self.CAP], []).append(p)
+        self._m = _matcher.build(self._full, engine)
+        self._proper = _matcher.PrefixIndex({p[:-1] for p in patterns if len(p) > 1}, engine)
+        self._proper.maxlen += 1
+        self._triggers = _matcher.build(triggers(patterns), engine)
+
+    def scan(self, buf: bytes, final: bool, found: list[tuple[int, int]]) -> int:
+        """Add the occurrences in ``buf`` to ``found``; return the hold (0 when final)."""
+        n = len(buf)
+        last = buf.rfind(b"\n")
+        limit = n if final else last + 1  # complete lines end before limit
+        if limit > 0:
+            self._spans(buf, limit, final, found)
+        return 0 if final else self._hold(buf, last)
+
+    def _line(self, buf: bytes, start: int, limit: int) -> tuple[int, int]:
+        """``(start, end)`` of the line at ``start`` (end: its ``\\n`` or ``limit``)."""
+        e = buf.find(b"\n", start, limit)
+        return start, (limit if e < 0 else e)
+
+    def _spans(self, buf: bytes, limit: int, final: bool, found: list[tuple[int, int]]) -> None:
+        hits = sorted(s for s, e in self._triggers.spans(buf) if e <= limit)
+        if not hits:
+            return
+        marked = {buf.rfind(b"\n", 0, s) + 1 for s in hits}  # lines holding a trigger
+        done = 0
+        for s in sorted(marked):
+            if s < done:
+                continue  # inside a run already read
+            s, e = self._line(buf, s, limit)
+            if decode_line(buf[s:e]) is None:
+                continue
+            # The whole run around this line, back and forth.
+            a = s
+            while a > 0:
+                b = buf.rfind(b"\n", 0, a - 1) + 1
+                if decode_line(buf[b : a - 1]) is None:
+                    break
+                a = b
+            lines = []
+            while a < limit:
+                a, e = self._line(buf, a, limit)
+                raw = buf[a:e]
+                d = decode_line(raw)
+                if d is None:
+                    break
+                lines.append((a, a + len(raw.rstrip(b"\r")), d, a in marked))
+                a = e + 1
+            done = a
+            self._run_hits(lines, found)
+
+    def _run_hits(self, lines, found: list[tuple[int, int]]) -> None:
+        ends = list(accumulate(len(d[0]) for _, _, d, _ in lines))
+        big = b"".join(d[0] for _, _, d, _ in lines)
+        little = b"".join(d[1] for _, _, d, _ in lines)
+        for data in (big,) if little == big else (big, little):
+            for s, e in self._m.spans(data):
+                for p in self._full.get(data[s:e], ()):
+                    if not data.startswith(p, s):
+                        continue
+                    first, last = bisect_right(ends, s), bisect_right(ends, s + len(p) - 1)
+                    if any(lines[k][3] for k in range(first, last + 1)):
+                        found.append((lines[first][0], lines[last][1]))
+
+    def _hold(self, buf: bytes, last: int) -> int:
+        n = len(buf)
+        pending = buf[last + 1 :]
+        held = len(pending) if may_become(pending) else 0
+        if last < 0 or (pending and not held):
+            return held
+        # The last run may continue: its lines from the end, enough bytes back.
+        starts, be, le, need, total = [], [], [], self._proper.maxlen, 0
+        e = last
+        while total < need:
+            s = buf.rfind(b"\n", 0, e) + 1
+            d = decode_line(buf[s:e])
+            if d is None:
+                break
+            starts.append(s)
+            be.append(d[0])
+            le.append(d[1])
+            total += len(d[0])
+            if s == 0:
+                break
+            e = s - 1
+        if not starts:
+            return held
+        h = max(self._proper.hold(b"".join(reversed(be))), self._proper.hold(b"".join(reversed(le))))
+        if h:
+            k, i = h, 0  # the line holding the h-th byte from the end
+            while k > len(be[i]):
+                k -= len(be[i])
+                i += 1
+            held = max(held, n - starts[i])
+        return held
+
+    @staticmethod
+    def sync(buf: bytes, i: int) -> int:
+        """Keep the ``\\n`` before the line holding ``i`` (a line start is known
+        then), or, inside a line already longer than LINE_MAX, LINE_MAX + 1
+        bytes of it (it stays too long to be a dump line)."""
+        j = buf.rfind(b"\n", max(0, i - LINE_MAX - 1), i)
+        if j >= 0:
+            return j
+        return 0 if i <= LINE_MAX + 1 else i - LINE_MAX - 1

@@ -1,0 +1,156 @@
+"""Hex dump layouts (redactor/dumps.py): a secret shown by the real xxd, hexdump
+and od, in every layout of the class (offset column, grouped and spaced hex,
+byte-swapped words, ASCII gutter, line wraps, CRLF), is masked so that it
+cannot be read back from the output, exactly as the oracle says under every
+chunking (held == oracle after every byte), on both engines; a hypothesis
+property over generated layouts; the switch ``hexdump`` in redactor.forms_off."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paddedcell.redactor import StreamRedactor, Variants, redact
+from paddedcell.redactor.dumps import decode_line
+from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
+from redactor_engines import assert_exact_under_every_split, engine  # noqa: F401 (autouse: both engines)
+
+M = b"######"
+SECRET = b"Zq8x$v2-NmP4<t&R7y"  # 18 bytes: every layout wraps it over a line break
+SHORT = b"k3Y!w9pQ"  # 8 bytes, the shortest secret with forms
+
+LAYOUTS = [
+    "xxd", "xxd -g1", "xxd -g4", "xxd -g8", "xxd -e", "xxd -u", "xxd -c 7", "xxd -c 2", "xxd -i",
+    "hexdump -C", "hexdump", "hexdump -x", "hexdump -c",
+    "od -t x1", "od -x", "od -t x4", "od -t x8", "od -c", "od -A x -t x1z", "od -w6 -t x2",
+    "od -An -tx1", "od -An -tx2", "od -An -tx1 -v -w8",
+    "hexdump -v -e '16/1 \"%02x \" \"\\n\"'", "hexdump -v -e '\"%07.7_ax  \" 8/2 \"%04x \" \"\\n\"'",
+]
+
+
+def dump(layout: str, data: bytes) -> bytes:
+    name = layout.split()[0]
+    if shutil.which(name) is None:
+        pytest.skip(f"{name} is not installed (Debian: xxd, bsdextrautils)")
+    return subprocess.run(["bash", "-c", layout], input=data, capture_output=True, check=True,
+                          env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}).stdout
+
+
+def readable(out: bytes, secret: bytes, run: int = 4) -> list[bytes]:
+    """Runs of ``run`` secret bytes that can be read back from ``out``: in its
+    text (gutters) or in the bytes of its dump lines, either byte order."""
+    shown = [out]
+    for order in (0, 1):
+        shown.append(b"".join((decode_line(line) or (b"", b""))[order] for line in out.split(b"\n")))
+    return [secret[i:i + run] for i in range(len(secret) - run + 1)
+            if any(secret[i:i + run] in s for s in shown)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("before", [b"", b"a", b"key=", b"0123456789abcde"])
+def test_every_layout_is_masked_and_cannot_be_read_back(layout, before):
+    text = b"$ cmd\n" + dump(layout, before + SECRET + b"\n") + b"$ "
+    out = redact(text, [SECRET])
+    assert out == naive_redact(text, patterns_for([SECRET]))
+    assert M in out
+    assert readable(out, SECRET) == [], out.decode()
+    r, chunked = StreamRedactor([SECRET]), b""
+    for i in range(0, len(text), 61):  # a cut in every line
+        chunked += r.feed(text[i:i + 61])
+    assert chunked + r.flush() == out
+
+
+@pytest.mark.parametrize("layout", ["xxd", "hexdump -C", "hexdump", "od -t x1", "od -c", "xxd -i", "xxd -e"])
+def test_exact_under_every_split_and_byte_by_byte(layout):
+    text = b"> " + dump(layout, b"pw:" + SHORT + b"\n") + b"ok\r\n"
+    assert_exact_under_every_split(text, SHORT, naive_redact(text, patterns_for([SHORT])))
+
+
+def test_pty_line_endings():
+    text = dump("xxd", b"token " + SECRET).replace(b"\n", b"\r\n")
+    out = redact(text, [SECRET])
+    assert out == M + b"\r\n"  # the lines it touches are one mask
+
+
+def test_the_switch_leaves_dumps_alone():
+    text = dump("od -An -tx1", SECRET)
+    off = dataclasses.replace(Variants(), hexdump=False, fragments=False)
+    assert redact(text, [SECRET], variants=off) == text
+    assert redact(text, [SECRET]).strip(b"#\n") == b""
+
+
+def test_a_partial_line_is_held_only_while_it_may_become_a_dump_line():
+    r = StreamRedactor([SECRET])
+    assert r.feed(b"bash-5.1$ ") == b"bash-5.1$ "  # a prompt: released at once
+    assert r.feed(b"\n00000000: 5a71 38") == b"\n"  # may be a dump line: held until its end
+    assert r.held == len(b"00000000: 5a71 38")
+    assert r.feed(b"7a\n$ ") == b"00000000: 5a71 387a\n$ "
+    assert r.flush() == b""
+
+
+# -- property: generated layouts, any chunking, held == oracle ----------------------
+
+
+def layout_lines(data: bytes, rng: random.Random) -> bytes:
+    """``data`` in a random dump layout of the class."""
+    per = rng.choice([1, 2, 3, 4, 8, 16])
+    group = rng.choice([1, 2, 4])
+    little = rng.random() < 0.5
+    kind = rng.choice(["xxd", "C", "plain", "none", "i", "c"])
+    eol = rng.choice([b"\n", b"\r\n"])
+    lines = []
+    for off in range(0, len(data), per):
+        row = data[off:off + per]
+        if kind == "i":
+            lines.append(b"  " + b", ".join(b"0x%02x" % c for c in row) + b",")
+            continue
+        if kind == "c":
+            lines.append(b"%07o" % off + b"".join(b"   %c" % c if 32 < c < 127 else b" %03o" % c for c in row))
+            continue
+        groups = [row[i:i + group] for i in range(0, len(row), group)]
+        hexed = b" ".join((g[::-1] if little else g).hex().encode() for g in groups)
+        if kind == "xxd":
+            lines.append(b"%08x: " % off + hexed + b"  " + bytes(c if 32 <= c < 127 else 46 for c in row))
+        elif kind == "C":
+            lines.append(b"%08x  " % off + hexed + b"  |" + bytes(c if 32 <= c < 127 else 46 for c in row) + b"|")
+        elif kind == "plain":
+            lines.append(b"%07o " % off + hexed)
+        else:
+            lines.append(b" " + hexed)
+    return eol.join(lines) + eol
+
+
+@st.composite
+def dumped(draw):
+    secrets = draw(st.lists(st.binary(min_size=8, max_size=12), min_size=1, max_size=2))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    pieces = []
+    for _ in range(draw(st.integers(1, 4))):
+        pad = draw(st.binary(max_size=6))
+        pieces.append(layout_lines(pad + rng.choice(secrets) + draw(st.binary(max_size=6)), rng)
+                      if rng.random() < 0.7 else draw(st.sampled_from([b"ab 12\n", b"00 ", b"  ", b"x\n", b"0x1"])))
+    data = b"".join(pieces)
+    cuts = sorted(draw(st.sets(st.integers(0, len(data)), max_size=12)))
+    return secrets, data, cuts
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dumped())
+def test_dumps_equal_the_oracle_under_any_chunking(case):
+    secrets, data, cuts = case
+    patterns = patterns_for(secrets)
+    expected = naive_redact(data, patterns)
+    r = StreamRedactor(secrets)
+    bounds = [0, *cuts, len(data)]
+    out, seen = [], b""
+    for a, b in zip(bounds, bounds[1:]):
+        out.append(r.feed(data[a:b]))
+        seen += data[a:b]
+        assert r.held == naive_held(seen, patterns), seen
+    assert b"".join(out) + r.flush() == expected
