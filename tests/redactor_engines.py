@@ -40,3 +40,22 @@ def assert_exact_under_every_split(text: bytes, secret: bytes, expected: bytes) 
         seen += text[i:i + 1]
         assert r.held == naive_held(seen, patterns), seen
     assert out + r.flush() == expected
+
+
+def assert_chunked_equals_oracle(secrets: list[bytes], data: bytes, cuts: list[int]) -> None:
+    """``data`` fed in pieces cut at ``cuts``: held == the oracle's after each piece,
+    and the output (and one-shot redaction) == the oracle's."""
+    from paddedcell.redactor import StreamRedactor, redact
+    from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
+
+    patterns = patterns_for(secrets)
+    expected = naive_redact(data, patterns)
+    r = StreamRedactor(secrets)
+    bounds = [0, *cuts, len(data)]
+    out, seen = [], b""
+    for a, b in zip(bounds, bounds[1:]):
+        out.append(r.feed(data[a:b]))
+        seen += data[a:b]
+        assert r.held == naive_held(seen, patterns), seen
+    assert b"".join(out) + r.flush() == expected
+    assert redact(data, secrets) == expected

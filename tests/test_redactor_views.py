@@ -20,7 +20,7 @@ from paddedcell.redactor import StreamRedactor, Variants, matcher, redact
 from paddedcell.redactor.oracle import _csi_length, naive_held, naive_redact, patterns_for, scan_view
 from paddedcell.redactor.variants import base64_inner_forms
 from paddedcell.redactor.views import VIEWS, Viewed
-from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
+from redactor_engines import assert_chunked_equals_oracle, engine  # noqa: F401 (autouse: every test on both engines)
 
 M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
@@ -263,18 +263,7 @@ def planted(draw):
 @example(([b"abab%1ab"], b"%%4%61bab%251ab", list(range(1, 15))))
 @example(([b"ab\x1b[mab11"], b"\x1b[\x1b[mab\x1b[m\x1b[mab11", [1, 2, 3, 5, 9]))
 def test_views_equal_the_oracle_under_any_chunking(case):
-    secrets, data, cuts = case
-    patterns = patterns_for(secrets)
-    expected = naive_redact(data, patterns)
-    r = StreamRedactor(secrets)
-    bounds = [0, *cuts, len(data)]
-    out, seen = [], b""
-    for a, b in zip(bounds, bounds[1:]):
-        out.append(r.feed(data[a:b]))
-        seen += data[a:b]
-        assert r.held == naive_held(seen, patterns), seen
-    assert b"".join(out) + r.flush() == expected
-    assert redact(data, secrets) == expected
+    assert_chunked_equals_oracle(*case)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -59,9 +59,11 @@ _CHAR_FIELD = re.compile(rb"   ([!-~])|(    )|  \\([0abfnrtv])| ([0-7]{3})")
 _ESCAPE = {b"0": 0, b"a": 7, b"b": 8, b"f": 12, b"n": 10, b"r": 13, b"t": 9, b"v": 11}
 
 _OD_ESCAPES = {0: b"0", 7: b"a", 8: b"b", 12: b"f", 10: b"n", 13: b"r", 9: b"t", 11: b"v"}
-#: Above this many triggers (about 300 secrets of 32 bytes) a secret set gets no
-#: dump form: its trigger matcher would take longer to build than the set.
-TRIGGER_LIMIT = 100_000
+#: A secret set whose patterns hold more distinct pairs of adjacent bytes than
+#: this gets no dump form: its trigger matcher (about 17 literals a pair) would
+#: take too long to build. Text secrets stay under it (62 x 62 alphanumeric
+#: pairs: ~65 000 triggers, ~4 s to build once per set); binary keys may not.
+PAIR_LIMIT = 6_000
 
 
 def _od_char(c: int) -> bytes:
@@ -94,10 +96,6 @@ def triggers(patterns) -> set[bytes]:
             first = _od_char(c)
             out.add((first.lstrip(b" ") or first) + _od_char(d))
     return out
-
-
-#: Triggers per pair of adjacent pattern bytes (the set's size before it is built).
-TRIGGERS_PER_PAIR = 25
 
 
 #: What a partial line must look like to be held: blanks, then a hex digit and

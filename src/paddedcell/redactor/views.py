@@ -86,7 +86,7 @@ from itertools import accumulate
 from typing import Iterable
 
 from . import matcher as _matcher
-from .dumps import TRIGGER_LIMIT, TRIGGERS_PER_PAIR, DumpFinder
+from .dumps import PAIR_LIMIT, DumpFinder
 from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
 #: Whitespace as ``bytes.split()`` sees it.
@@ -284,8 +284,8 @@ def view_patterns(
             out.setdefault("csi", set()).add(s)
         if variants.hexdump:
             out.setdefault("dump", set()).add(s)
-    if "dump" in out and sum(len(p) - 1 for p in out["dump"]) * TRIGGERS_PER_PAIR > TRIGGER_LIMIT:
-        del out["dump"]  # a set this large gets no dump form (see dumps.TRIGGER_LIMIT)
+    if "dump" in out and len({p[i:i + 2] for p in out["dump"] for i in range(len(p) - 1)}) > PAIR_LIMIT:
+        del out["dump"]  # too many triggers to build (see dumps.PAIR_LIMIT)
     return out
 
 
