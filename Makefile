@@ -8,12 +8,12 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
+# compileall: bytecode at install, as pip does for a wheel; where PYTHONDONTWRITEBYTECODE
+# is set an editable install would otherwise compile PaddedCell's modules on every start.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	# Bytecode at install, as pip does for a wheel: where PYTHONDONTWRITEBYTECODE is set
-	# an editable install would otherwise compile PaddedCell's modules on every start.
 	$(BIN)/python -m compileall -q src
 	touch $(STAMP)
 
