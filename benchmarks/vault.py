@@ -1,9 +1,11 @@
 """Benchmark: `pass_mgr get` start-to-exit latency beside `pass show`, and the leak scan.
 
 Every row is measured in the same run on the same machine:
-  - `python -c pass` (the interpreter floor), `pass show` (Debian pass + gpg with a
-    passphrase-less ed25519/cv25519 key made here in a temp GNUPGHOME),
-  - `pass_mgr get` through the console script, the onedir binary and the onefile binary
+  - `python -c pass` (the interpreter floor), the same importing cryptography's Rust
+    bindings (the floor of a get that opens an AES-GCM box), `pass show` (Debian pass +
+    gpg with a passphrase-less ed25519/cv25519 key made here in a temp GNUPGHOME),
+  - `pass_mgr get` through the console script (also with PYTHONDONTWRITEBYTECODE=1), the
+    onedir binary and the onefile binary
     (rows are skipped with a note when a binary is not built: `make binary binary-onefile`),
   - the admin-password leak scan (`check_leak`) in ms per MB of text without a hit,
   - the scan of command output (`vault.output_guard`, what pcexec output passes through)
@@ -170,6 +172,12 @@ def main() -> None:
         tmp = Path(raw_tmp)
         expect = (SECRET + "\n").encode()
         rows.append(("python -c pass", [sys.executable, "-c", "pass"], base_env, b""))
+        # The floor of any get that opens an AES-GCM box with cryptography: the
+        # interpreter plus its Rust bindings (a 12 MB extension, ~100 Python types
+        # built at import) and nothing of ours.
+        rows.append(("python -c <cryptography AESGCM>",
+                     [sys.executable, "-c", "from cryptography.hazmat.bindings._rust import openssl"],
+                     base_env, b""))
         penv = _setup_pass(tmp, base_env)
         if penv is None:
             notes.append("pass show: not measured (apt-get install pass)")
@@ -181,6 +189,12 @@ def main() -> None:
                            ("pass_mgr get (onefile binary)", ONEFILE)):
             if os.access(exe, os.X_OK):
                 rows.append((label, [str(exe), "get", "db"], venv, expect))
+                if exe == CONSOLE:
+                    # As this machine's shells run it: cached bytecode is still read, only
+                    # never written (a stale or missing .pyc is compiled at every start).
+                    rows.append(("pass_mgr get (console, PYTHONDONTWRITEBYTECODE=1)",
+                                 [str(exe), "get", "db"], dict(venv, PYTHONDONTWRITEBYTECODE="1"),
+                                 expect))
             else:
                 notes.append(f"{label}: not measured ({exe.relative_to(ROOT)} is not built)")
         samples: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, *_ in rows}
@@ -215,12 +229,12 @@ def main() -> None:
         print(json.dumps(report, indent=2))
         return
     print(f"pass_mgr get latency ({args.runs} interleaved runs each, after warm-up)")
-    print(f"{'command':32} {'wall med':>9} {'p90':>7} {'min':>7} {'x pass':>7} "
+    print(f"{'command':56} {'wall med':>9} {'p90':>7} {'min':>7} {'x pass':>7} "
           f"{'CPU med':>8} {'x pass':>7}")
     for row in results:
         ratio = f"{row['vs_pass_show']:.2f}" if row["vs_pass_show"] is not None else "-"
         cpu_ratio = f"{row['cpu_vs_pass_show']:.2f}" if row["cpu_vs_pass_show"] is not None else "-"
-        print(f"{row['name']:32} {row['median_ms']:>9.1f} {row['p90_ms']:>7.1f} "
+        print(f"{row['name']:56} {row['median_ms']:>9.1f} {row['p90_ms']:>7.1f} "
               f"{row['min_ms']:>7.1f} {ratio:>7} {row['cpu_median_ms']:>8.1f} {cpu_ratio:>7}")
     print("(milliseconds; wall = start to exit, CPU = user + system time of the process tree)")
     print(f"\nleak scan (check_leak, 1 MB, no hit): typical text {scan['typical_wall_ms_per_mb']:.1f} ms "
