@@ -112,8 +112,10 @@ def raw_pty_read(path: Path) -> float:
 def pcexec_pty(path: Path, env: dict) -> float:
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
+        # Run from the corpus's directory: the session sandbox shows the working
+        # directory, not the rest of /tmp.
         subprocess.run([str(BIN / "pcexec"), "--pty", f"cat {shlex.quote(str(path))}"],
-                       stdout=sink, env=env, check=True)
+                       stdout=sink, env=env, check=True, cwd=path.parent)
     return time.perf_counter() - start
 
 
@@ -147,6 +149,7 @@ def supervised(path: Path, settings, secrets: list[str], use_pty: bool = False) 
             sup = Supervisor(settings, nursery)
             start = time.perf_counter()
             session = sup.start(LaunchSpec(command=f"cat {shlex.quote(str(path))}", pty=use_pty,
+                                           cwd=str(path.parent),
                                            secrets=secrets, timeout_seconds=0,
                                            on_output=live if use_pty else None))
             await session.done.wait()
