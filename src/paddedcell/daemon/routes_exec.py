@@ -32,7 +32,7 @@ from ..audit import AuditLog
 from ..execspec.request import parse_exec_request, parse_process_action
 from ..execspec.results import ToolResult
 from ..orphans import OrphanReaper
-from ..supervisor import Supervisor, become_subreaper
+from ..supervisor import Supervisor, become_subreaper, zygote
 from ..supervisor.procs import pin_malloc_thresholds
 from ..supervisor.service import ExecService
 from .http import (PARSE_IN_THREAD_BYTES, HTTPError, Request, Router, Streaming, Write,
@@ -67,6 +67,10 @@ def register(router: Router, ctx: Any) -> None:
     if not become_subreaper():
         log.warning("cannot become a child subreaper; processes that setsid away from a "
                     "session are found only while their parent lives")
+    else:
+        # Sandboxed sessions start from a small zygote, started now, off the request path
+        # (supervisor/zygote.py); a one-session pcexec forks itself instead.
+        zygote.prestart()
     # A session's channel reaches this daemon's routes in-process (routes_session).
     supervisor = Supervisor(settings, ctx.nursery, audit=AuditLog.for_settings(settings),
                             forward=local_forwarder(router))

@@ -6,7 +6,7 @@ forking a process costs in proportion to its memory: on the reference VM 5-7 ms 
 fresh 11 MB interpreter, 17 ms at 35 MB, 36-43 ms at 95 MB (a daemon), against 1.4-4 ms
 for the ``vfork`` + ``exec`` of an unsandboxed command.
 
-How: the first sandboxed spawn starts the **zygote**, a fresh interpreter
+How: the daemon starts (:func:`prestart`, at start-up) the **zygote**, a fresh interpreter
 (``python -I -S`` running this file, which loads only ``sandbox.py``, the standard
 library and nothing of the supervisor). The zygote makes **spares** ahead of time: it
 forks, the child forks the spare and exits, so the spare is re-parented to the
@@ -17,7 +17,8 @@ socket (``SCM_RIGHTS``), and the spare becomes the session's leader (``setsid``,
 controlling terminal, cgroup, rlimits, ``sandbox.enter``). The next spare is asked for
 at once and is made while this session runs. Where anything of this is unavailable
 (not a subreaper, the zygote gone, a plan too large) the session starts through
-``Popen`` as before: slower, the same sandbox.
+``Popen`` as before: slower, the same sandbox. A one-session ``pcexec`` does that too
+(starting a zygote would cost it more than the fork it saves).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ class _Zygote:
         self.control: socket.socket | None = None
         self.proc: subprocess.Popen | None = None
         self.broken = False
+        #: Set by :func:`prestart` (the daemon): a one-session process has no use for one.
+        self.wanted = False
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -103,7 +106,7 @@ class _Zygote:
     def take(self) -> tuple[int, socket.socket] | None:
         """A spare (its pid, now claimed, and its socket), or None: use Popen."""
         with self.lock:
-            if self.broken:
+            if self.broken or not self.wanted:
                 return None
             try:
                 if self.control is None:
@@ -122,6 +125,21 @@ class _Zygote:
                 if self.control is not None:
                     self.control.close()
                 return None
+
+
+def prestart() -> None:
+    """Use a zygote in this process and start it now (a long-lived supervisor, before it
+    grows: the daemon). Needs this process to be a child subreaper."""
+    with _ZYGOTE.lock:
+        _ZYGOTE.wanted = True
+        if _ZYGOTE.control is None and not _ZYGOTE.broken:
+            try:
+                if _subreaper():
+                    _ZYGOTE._start()
+                else:
+                    _ZYGOTE.broken = True
+            except OSError:
+                _ZYGOTE.broken = True
 
 
 def _parent_of(pid: int) -> int:
