@@ -164,7 +164,7 @@ def test_the_hosts_loopback_is_refused_by_the_proxy_unless_allowed(files, tmp_pa
 
 
 def test_host_network_mode_has_no_proxy(tmp_path, files):
-    daemon, ws = _daemon(tmp_path)
+    daemon, ws = _daemon(tmp_path, PADDEDCELL_SUPERVISOR_SANDBOX_NETWORK="host")
     code = ("import urllib.request\n"
             f"print('GOT', urllib.request.urlopen('http://{HOST}:{files['port']}/simple/', "
             "timeout=10).status)\n")
