@@ -96,7 +96,7 @@ def _start_count(text: str) -> str | None:
 #: The redactor's forms (the fields of ``redactor.Variants``; a test keeps them equal).
 REDACTOR_FORMS = ("crlf base64 url json hex shell escapes entities doubling fragments wrapped "
                   "csi base32 unicode_escapes octal python_ascii caret normalized utf16 "
-                  "mojibake folded runner_quote")
+                  "mojibake folded runner_quote hexdump")
 #: ``supervisor.sandbox`` profiles and ``supervisor.sandbox_network`` modes (see below;
 #: supervisor/spawn.py reads them from here).
 SANDBOX_PROFILES = ("auto", "namespaces", "user", "none", "rlimits", "bwrap")
