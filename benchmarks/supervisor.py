@@ -112,7 +112,7 @@ def raw_pty_read(path: Path) -> float:
 def pcexec_pty(path: Path, env: dict) -> float:
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
-        # Run from the corpus's directory: the session sandbox shows the working
+        # Run from the corpus's directory: the session sandbox shows the work
         # directory, not the rest of /tmp.
         subprocess.run([str(BIN / "pcexec"), "--pty", f"cat {shlex.quote(str(path))}"],
                        stdout=sink, env=env, check=True, cwd=path.parent)
@@ -529,7 +529,11 @@ def main() -> None:
             rows.append(loop_turns_under_load(settings))
             _report(rows, args)
             return
-        small = make_file(tmp_path, pty_mib * MIB)
+        # The corpora in a directory of their own: a session's work directory must not
+        # hold PADDEDCELL_HOME (the sandbox refuses to run there).
+        work = tmp_path / "work"
+        work.mkdir()
+        small = make_file(work, pty_mib * MIB)
         # pcexec as installed: with our modules' bytecode cached (pip compiles
         # it at install time), not recompiled at every start because the
         # calling environment sets PYTHONDONTWRITEBYTECODE.
@@ -551,7 +555,7 @@ def main() -> None:
                      "unit": "MB/s", "ratio": raw / inproc, "goal": ">= 0.9x raw PTY loop",
                      "met": raw / inproc >= 0.9})
 
-        big = make_file(tmp_path, pipe_mib * MIB)
+        big = make_file(work, pipe_mib * MIB)
         rng = random.Random(5)
         secrets = ["".join(rng.choices(string.ascii_letters + string.digits, k=24))
                    for _ in range(10)]
