@@ -30,7 +30,6 @@ import socket
 import h11
 import trio
 
-from .intercept import SubstitutingExchange, serve_intercepted, serve_scanned
 from .policy import BadTarget, EgressPolicy, split_target
 from .relay import (HttpRelay, LocalAddresses, ProxyContext, ProxyError, answer, next_event,
                     open_upstream, resolve_allowed, splice)
@@ -64,6 +63,8 @@ async def handle_client(stream: trio.SocketStream, ctx: ProxyContext) -> None:
         elif ctx.session is not None:
             # Plain HTTP is seen whole: placeholders are swapped (bindings that allow
             # http://) or refused, and answers masked, as inside an intercepted tunnel.
+            from .intercept import SubstitutingExchange
+
             await HttpRelay(stream, conn, ctx, fixed=None,
                             exchange=SubstitutingExchange(ctx.session, https=False)).run(event)
         else:
@@ -96,6 +97,10 @@ async def _tunnel(stream: trio.SocketStream, conn: h11.Connection, request: h11.
         # A bound host, or any host once the session holds a placeholder: TLS ends here
         # (intercept.py) so requests can be swapped or looked at. The policy still decides
         # first, and nothing goes upstream before the client's handshake names the host.
+        # Imported here: interception loads TLS and x509 (~80-200 ms at a start), and
+        # a session without bound secrets never intercepts.
+        from .intercept import serve_intercepted, serve_scanned
+
         await resolve_allowed(ctx, host, port)
         await stream.send_all(conn.send(h11.Response(status_code=200, headers=[],
                                                      reason=b"Connection established")))
