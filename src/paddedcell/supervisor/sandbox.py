@@ -72,6 +72,7 @@ MS_NOEXEC = 8
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_SLAVE = 1 << 19
 MNT_DETACH = 2
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
@@ -240,6 +241,8 @@ def _makedirs(path: str) -> None:
 
 
 def _touch(path: str) -> None:
+    if os.path.lexists(path):  # a file of a read-only bind (/etc/passwd): mount over it
+        return
     _makedirs(os.path.dirname(path))
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
@@ -488,12 +491,27 @@ def receive_listener(sock: socket.socket) -> socket.socket | None:
     return socket.socket(fileno=fds[0])
 
 
-def enter_as_user(uid: int, gid: int, max_processes: int) -> None:
+def _bind_identity(binds) -> None:
+    """Bind each ``(target, source)`` read-only over the host's file in a mount namespace
+    of the command's own (its passwd/group line). Where the host allows no mount
+    namespace, nothing: the command keeps the host's files."""
+    libc = _libc()
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return
+    _mount(None, "/", None, MS_REC | MS_SLAVE)  # the host's later mounts still arrive
+    for target, source in binds:
+        _mount(source, target, None, MS_BIND)
+        _setattr(target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, False)
+
+
+def enter_as_user(uid: int, gid: int, max_processes: int, binds=()) -> None:
     """The pre-exec step where there are no namespaces but the daemon is root:
     the command runs as the agent's own unprivileged uid (``supervisor.sandbox =
     "user"``), which cannot read ``PADDEDCELL_HOME``, the stores or other agents'
-    processes."""
+    processes. ``binds``: its passwd/group files (:func:`_bind_identity`)."""
     try:
+        if binds:
+            _bind_identity(binds)
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)

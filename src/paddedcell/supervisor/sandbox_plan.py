@@ -172,6 +172,106 @@ def agent_home(settings, agent_id: str | None, owner: tuple[int, int] | None) ->
     return path
 
 
+def user_name(agent_id: str | None, uid: int, taken: Mapping[str, int]) -> str:
+    """A valid user name for an agent's uid: ``agent-<id>`` in lower case, other
+    characters as ``-``, at most 32 characters (a longer id is hashed); ``agent-<uid>``
+    if the host already has that name for another uid (``taken``: name -> uid)."""
+    key = agent_key(agent_id).lower()
+    name = "agent-" + re.sub(r"[^a-z0-9_-]", "-", key)
+    if len(name) > 32:
+        name = "agent-" + hashlib.sha256((agent_id or "").encode()).hexdigest()[:16]
+    if taken.get(name, uid) != uid:
+        name = f"agent-{uid}"
+    return name
+
+
+def _ids_of(text: str) -> dict[str, int]:
+    """name -> id of a passwd or group file's text (lines that do not parse skipped)."""
+    found = {}
+    for line in text.splitlines():
+        parts = line.split(":")
+        if len(parts) >= 4 and parts[2].isdigit():
+            found.setdefault(parts[0], int(parts[2]))
+    return found
+
+
+def identity_texts(passwd: str, group: str, *, agent_id: str | None, uid: int, gid: int,
+                   home: str, shell: str = "/bin/sh") -> tuple[str, str | None, str | None]:
+    """``(name, passwd, group)``: the host's files plus a line for ``uid`` / ``gid`` where
+    the host has none (None: the host's file already names it), and the name the
+    command's uid goes by. Pure: the host's lines are kept as they are (``ls -l`` still
+    resolves the system users; the sandbox shows the host's ``/etc`` anyway)."""
+    if any(c in home for c in ":\n"):  # would break (or add) a line: no home then
+        home = "/nonexistent"
+    users, groups = _ids_of(passwd), _ids_of(group)
+    by_uid = {v: k for k, v in reversed(list(users.items()))}
+    if uid in by_uid:
+        name, new_passwd = by_uid[uid], None
+    else:
+        name = user_name(agent_id, uid, users)
+        sep = "" if not passwd or passwd.endswith("\n") else "\n"
+        new_passwd = f"{passwd}{sep}{name}:x:{uid}:{gid}:PaddedCell agent:{home}:{shell}\n"
+    new_group = None
+    if gid not in groups.values():
+        group_name = name if name not in groups else f"agent-{gid}"
+        sep = "" if not group or group.endswith("\n") else "\n"
+        new_group = f"{group}{sep}{group_name}:x:{gid}:\n"
+    return name, new_passwd, new_group
+
+
+def _write_if_changed(path: str, text: str) -> None:
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)  # a session that bound the old file keeps it
+
+
+def agent_identity(settings, agent_id: str | None, uid: int, gid: int, home: str,
+                   host_etc: str = "/etc") -> tuple[str, dict[str, str]]:
+    """The name ``uid`` goes by in its sandbox and the files to bind over the host's
+    ``/etc/passwd`` and ``/etc/group`` there (``{"/etc/passwd": path, ...}``, only where
+    the host's file lacks the id). Without a line for its uid ``ssh``, ``whoami``,
+    ``getpass.getuser()`` and Node's ``os.userInfo()`` refuse to run. Written per agent
+    under ``PADDEDCELL_HOME/agents/<agent>/etc`` (hidden from every sandbox), only when
+    the host's files changed."""
+    texts = []
+    for name in ("passwd", "group"):
+        path = os.path.join(host_etc, name)
+        try:
+            with open(path) as f:
+                texts.append(f.read() if not os.path.islink(path) else None)
+        except OSError:
+            texts.append(None)
+    if texts[0] is None or texts[1] is None:  # a link or no file: leave the host's
+        return _known_name(uid), {}
+    name, passwd, group = identity_texts(texts[0], texts[1], agent_id=agent_id, uid=uid,
+                                         gid=gid, home=home)
+    binds = {}
+    if passwd is not None or group is not None:
+        etc = os.path.join(settings.home_text, "agents", agent_key(agent_id), "etc")
+        os.makedirs(etc, mode=0o755, exist_ok=True)
+        for target, text in (("passwd", passwd), ("group", group)):
+            if text is not None:
+                path = os.path.join(etc, target)
+                _write_if_changed(path, text)
+                binds[f"/etc/{target}"] = path
+    return name, binds
+
+
+def _known_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 def _within(path: str, parent: str) -> bool:
     parent = parent.rstrip("/") or "/"
     return path == parent or path.startswith(parent + "/") or parent == "/"
@@ -375,10 +475,15 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
         if why:
             raise SandboxUnavailable(f"agent commands refused: {why}")
         _open_channel_path(settings)
+        name, identity = agent_identity(settings, agent_id, uid, gid, home)
         out = session_environment(env, home=home, runtime_uid=uid, network="host")
         out.pop("XDG_RUNTIME_DIR", None)  # no private /run/user without namespaces
-        return Prepared(lambda: ns.enter_as_user(uid, gid, sandbox.processes), out, uid, gid)
+        out["USER"] = out["LOGNAME"] = name
+        binds = tuple(identity.items())
+        return Prepared(lambda: ns.enter_as_user(uid, gid, sandbox.processes, binds),
+                        out, uid, gid)
     uid, gid = owner if owner is not None else (os.getuid(), os.getgid())
+    name, identity = agent_identity(settings, agent_id, uid, gid, home)
     limits = SupervisorSettings.of(settings)
     extra_ro, extra_rw = _paths(limits.sandbox_bind_ro), _paths(limits.sandbox_bind_rw)
     refuse_outside(workdir, [workspace, home, *extra_ro, *extra_rw, *ns.SYSTEM_DIRS],
@@ -394,7 +499,12 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
     proxy = proxy_child = None
     if sandbox.network == "proxy":
         proxy, proxy_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    if "/etc" in [e.target for e in entries if e.kind == "ro"]:
+        entries = tuple(sorted((*entries, *(ns.Mount(t, "ro", p) for t, p in identity.items())),
+                               key=lambda e: _depth(e.target)))
     out = session_environment(env, home=home, runtime_uid=uid, network=sandbox.network)
+    if owner is not None or identity:
+        out["USER"] = out["LOGNAME"] = name
     if ca_bundle and sandbox.network == "proxy":
         # The session's egress CA bundle (docs/design.md §6.7): read-only at its own
         # path, named by the CA variables.
