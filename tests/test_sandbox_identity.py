@@ -133,3 +133,26 @@ def test_daemon_sessions_of_two_agents_each_see_their_own_name(tmp_path):
             _check(text, f"agent-{agent}", port)
             assert "agent-a1" not in text or agent == "a1", text  # only its own line
     assert "agent-" not in Path("/etc/passwd").read_text()
+
+
+def test_the_copies_follow_the_hosts_files(tmp_path):
+    """A user added on the host shows in the next session; a removed copy is rewritten."""
+    from types import SimpleNamespace
+
+    from paddedcell.supervisor.sandbox_plan import agent_identity
+
+    etc, settings = tmp_path / "etc", SimpleNamespace(home_text=str(tmp_path / "home"))
+    etc.mkdir()
+    (etc / "passwd").write_text(PASSWD)
+    (etc / "group").write_text(GROUP)
+    name, binds = agent_identity(settings, "a1", 1500000000, 1500000000, "/h", str(etc))
+    assert name == "agent-a1" and set(binds) == {"/etc/passwd", "/etc/group"}
+    copy = Path(binds["/etc/passwd"])
+    assert copy.stat().st_mode & 0o777 == 0o644
+    (etc / "passwd").write_text(PASSWD + "alice:x:1000:1000::/home/alice:/bin/sh\n")
+    agent_identity(settings, "a1", 1500000000, 1500000000, "/h", str(etc))
+    assert "alice:x:1000" in copy.read_text() and copy.read_text().endswith(
+        "agent-a1:x:1500000000:1500000000:PaddedCell agent:/h:/bin/sh\n")
+    copy.unlink()
+    assert agent_identity(settings, "a1", 1500000000, 1500000000, "/h", str(etc))[1] == binds
+    assert "agent-a1" in copy.read_text()

@@ -252,8 +252,8 @@ def test_ssh_to_a_local_sshd_fails_directly_and_through_the_proxy(sshd, tmp_path
     gets no connection, and the session proxy refuses a CONNECT to it (403) — neither
     a key appended to some authorized_keys nor a password prompt is ever reached."""
     port, addresses = sshd, ["127.0.0.1"] + [a for a in [_host_address()] if a]
-    # A uid with a passwd entry (ssh will not start for one without): nobody.
-    daemon, ws = _daemon(tmp_path, PADDEDCELL_SUPERVISOR_SANDBOX_USER="nobody")
+    # The agent's own uid (root daemon): its sandbox's /etc/passwd names it, so ssh starts.
+    daemon, ws = _daemon(tmp_path)
     ssh = ("ssh -v -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
            f"-o ConnectTimeout=5 -p {port}")
     connect = ("import socket, sys\n"

@@ -18,7 +18,8 @@ call :func:`prepare`, so both get the same settings. The plan is an allow-list:
 
 ``PADDEDCELL_HOME`` and every registered store are covered wherever they fall
 under something bound. Under a root daemon the command runs as the agent's own
-unprivileged uid (:func:`agent_ids`); the daemon hands it the workspace and home.
+unprivileged uid (:func:`agent_ids`); the daemon hands it the workspace and home, and
+its ``/etc/passwd`` and ``/etc/group`` name that uid (:func:`agent_identity`).
 """
 
 from __future__ import annotations
@@ -240,7 +241,41 @@ def agent_identity(settings, agent_id: str | None, uid: int, gid: int, home: str
     the host's file lacks the id). Without a line for its uid ``ssh``, ``whoami``,
     ``getpass.getuser()`` and Node's ``os.userInfo()`` refuse to run. Written per agent
     under ``PADDEDCELL_HOME/agents/<agent>/etc`` (hidden from every sandbox), only when
-    the host's files changed."""
+    the host's files changed; remembered per process while the host's files and the
+    copies stay the same (a session start then costs four ``stat`` calls, not ~1 ms)."""
+    try:
+        host = tuple(_signature(os.path.join(host_etc, n)) for n in ("passwd", "group"))
+    except OSError:
+        host = None
+    key = (settings.home_text, agent_id, uid, gid, home, host_etc)
+    known = _IDENTITIES.get(key)
+    if host is not None and known and known[0] == host:
+        try:
+            if all(_signature(path) == sig for path, sig in known[3]):
+                return known[1], dict(known[2])
+        except OSError:
+            pass
+    name, binds = _agent_identity(settings, agent_id, uid, gid, home, host_etc)
+    if host is not None:
+        try:
+            copies = tuple((path, _signature(path)) for path in binds.values())
+            _IDENTITIES[key] = (host, name, dict(binds), copies)
+        except OSError:
+            pass
+    return name, binds
+
+
+#: agent_identity's answers: key -> (host files' signature, name, binds, copies' signatures).
+_IDENTITIES: dict = {}
+
+
+def _signature(path: str) -> tuple[int, int, int, bool]:
+    st = os.lstat(path)
+    return st.st_ino, st.st_mtime_ns, st.st_size, stat.S_ISLNK(st.st_mode)
+
+
+def _agent_identity(settings, agent_id: str | None, uid: int, gid: int, home: str,
+                    host_etc: str) -> tuple[str, dict[str, str]]:
     texts = []
     for name in ("passwd", "group"):
         path = os.path.join(host_etc, name)
