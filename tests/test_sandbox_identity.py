@@ -41,9 +41,12 @@ def test_a_uid_the_host_does_not_know_gets_a_line_and_the_host_lines_stay():
     assert name == "agent-a1"
     assert passwd == PASSWD + "agent-a1:x:1500000000:1500000000:PaddedCell agent:/h/agents/a1/home:/bin/sh\n"
     assert group == GROUP + "agent-a1:x:1500000000:\n"
-    # A uid and gid the host knows: its own files, its own name.
+    # A uid and gid the host knows: its own name, its home the session's $HOME (ssh
+    # looks there for ~/.ssh; the host's is hidden), the host's files where they agree.
     assert identity_texts(PASSWD, GROUP, agent_id="a1", uid=65534, gid=65534, home="/h") == (
-        "nobody", None, None)
+        "nobody", PASSWD.replace("/nonexistent", "/h"), None)
+    assert identity_texts(PASSWD, GROUP, agent_id="a1", uid=0, gid=0, home="/root") == (
+        "root", None, None)
 
 
 @pytest.mark.parametrize("agent_id", ["Evil\nroot::0:0::/:/bin/sh", "a:b", "UPPER.Case",

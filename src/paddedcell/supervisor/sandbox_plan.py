@@ -199,15 +199,15 @@ def _ids_of(text: str) -> dict[str, int]:
 def identity_texts(passwd: str, group: str, *, agent_id: str | None, uid: int, gid: int,
                    home: str, shell: str = "/bin/sh") -> tuple[str, str | None, str | None]:
     """``(name, passwd, group)``: the host's files plus a line for ``uid`` / ``gid`` where
-    the host has none (None: the host's file already names it), and the name the
-    command's uid goes by. Pure: the host's lines are kept as they are (``ls -l`` still
+    the host has none, the uid's home set to ``home`` where it has one (None: the host's
+    file will do), and the name the command's uid goes by. Pure: the host's lines are kept as they are (``ls -l`` still
     resolves the system users; the sandbox shows the host's ``/etc`` anyway)."""
     if any(c in home for c in ":\n"):  # would break (or add) a line: no home then
         home = "/nonexistent"
     users, groups = _ids_of(passwd), _ids_of(group)
     by_uid = {v: k for k, v in reversed(list(users.items()))}
     if uid in by_uid:
-        name, new_passwd = by_uid[uid], None
+        name, new_passwd = by_uid[uid], _with_home(passwd, by_uid[uid], home)
     else:
         name = user_name(agent_id, uid, users)
         sep = "" if not passwd or passwd.endswith("\n") else "\n"
@@ -218,6 +218,21 @@ def identity_texts(passwd: str, group: str, *, agent_id: str | None, uid: int, g
         sep = "" if not group or group.endswith("\n") else "\n"
         new_group = f"{group}{sep}{group_name}:x:{gid}:\n"
     return name, new_passwd, new_group
+
+
+def _with_home(passwd: str, name: str, home: str) -> str | None:
+    """``passwd`` with ``name``'s home set to ``home`` (None if it already is): ``ssh``
+    and others look for ``~/.ssh`` there, not in ``$HOME``, and the host's is hidden."""
+    lines = passwd.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        fields = line.rstrip("\n").split(":")
+        if fields[0] == name and len(fields) == 7:
+            if fields[5] == home:
+                return None
+            fields[5] = home
+            lines[index] = ":".join(fields) + ("\n" if line.endswith("\n") else "")
+            return "".join(lines)
+    return None
 
 
 def _write_if_changed(path: str, text: str) -> None:
