@@ -22,6 +22,7 @@ secret set) and warm (the per-digest cache a supervisor hits on every command).
     python benchmarks/redaction.py --quick         # 8 MiB, k <= 1 000
     python benchmarks/redaction.py --json          # machine-readable results
     python benchmarks/redaction.py --views-baseline  # + the same runs without the pattern forms' views
+    python benchmarks/redaction.py --dump-baseline   # + the same runs with the hexdump form off
     python benchmarks/redaction.py --setup         # first install Debian's ripgrep if rg is missing
 
 Setup: ripgrep is the baseline; ``--setup`` installs it from Debian (``apt-get install
@@ -30,7 +31,8 @@ ripgrep``, as root) when ``rg`` is not on PATH. Without it the rg column stays e
 ``--views-baseline`` adds two Hyperscan columns measured in the same run with
 the pattern forms (redactor/views.py: whitespace runs, wrapped base64/hex,
 per-byte %XX, CSI inside a secret) left out and every literal form kept: what
-the views cost, on the same data at the same machine load.
+the views cost, on the same data at the same machine load. ``--dump-baseline``
+does the same with only the hex dump form off (``Variants.hexdump``, redactor/dumps.py).
 
 Times are process CPU time (``--clock wall`` for elapsed): the machine is
 shared, and CPU time charges each contender, ripgrep included, only for its
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import json
 import os
 import random
@@ -54,7 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from paddedcell.redactor import StreamRedactor  # noqa: E402
+from paddedcell.redactor import StreamRedactor, Variants  # noqa: E402
 from paddedcell.redactor import matcher as _matcher  # noqa: E402
 from paddedcell.redactor import stream as _stream  # noqa: E402
 
@@ -63,6 +66,8 @@ MASK = b"######"
 ALNUM = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 JWT_HEADER = b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
 CLOCK = "cpu"
+#: The forms with the hex dump form off (--dump-baseline).
+NO_DUMP = dataclasses.replace(Variants(), hexdump=False)
 
 
 def clock() -> float:
@@ -138,7 +143,7 @@ def adversarial_corpus(secrets: list[bytes], size: int) -> bytes:
     return (line * (size // len(line) + 1))[:size]
 
 
-def run_stream(secrets, data: bytes, chunk: int, repeat: int, engine=None) -> tuple[float, int]:
+def run_stream(secrets, data: bytes, chunk: int, repeat: int, engine=None, variants=None) -> tuple[float, int]:
     """Best MB/s of a redactor (built before timing, as a session's is) and its mask count.
 
     The reads are cut before the clock starts and the output is dropped, as a
@@ -147,7 +152,7 @@ def run_stream(secrets, data: bytes, chunk: int, repeat: int, engine=None) -> tu
     chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
     best = 0.0
     for _ in range(repeat):
-        r = StreamRedactor(secrets, engine=engine)
+        r = StreamRedactor(secrets, engine=engine, **({"variants": variants} if variants else {}))
         feed = r.feed
         t0 = clock()
         for c in chunks:
@@ -210,6 +215,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-portable", action="store_true", help="skip the pyahocorasick engine")
     ap.add_argument("--views-baseline", action="store_true",
                     help="also run Hyperscan without the pattern forms' views (same run, same data)")
+    ap.add_argument("--dump-baseline", action="store_true",
+                    help="also run Hyperscan (and the portable engine) with the hexdump form off")
     ap.add_argument("--setup", action="store_true",
                     help="install ripgrep from Debian (apt-get, as root) when rg is missing")
     args = ap.parse_args(argv)
@@ -251,10 +258,16 @@ def main(argv=None) -> int:
                         with no_views():
                             rate, _ = run_stream(secrets, data, chunk, args.repeat)
                         row[f"noviews_{chunk // 1024}k"] = round(rate, 1)
+                    if args.dump_baseline:
+                        rate, _ = run_stream(secrets, data, chunk, args.repeat, variants=NO_DUMP)
+                        row[f"nodump_{chunk // 1024}k"] = round(rate, 1)
                 if not args.no_portable and k <= 1000:
                     sample = data[: max(MIB, size // 8)]  # the portable engine is slow: a prefix
                     rate, _ = run_stream(secrets, sample, 65536, 1, _matcher.AhoMatcher)
                     row["aho_64k"] = round(rate, 1)
+                    if args.dump_baseline:
+                        rate, _ = run_stream(secrets, sample, 65536, 1, _matcher.AhoMatcher, NO_DUMP)
+                        row["aho_nodump_64k"] = round(rate, 1)
                 row["rg"] = run_rg(secrets, path, tmp, args.repeat)
                 if row["rg"] is not None:
                     row["rg"] = round(row["rg"], 1)
@@ -279,14 +292,21 @@ def print_table(res) -> None:
           f"({res['corpus_bytes'] // MIB} MiB per corpus, Python {res['python']}, {res['cpu_count']} CPUs, "
           f"load {res['load_average']})")
     views = any("noviews_4k" in r for r in res["rows"])
+    dump = any("nodump_4k" in r for r in res["rows"])
     head = ["corpus", "k", "hyperscan 4K", "hyperscan 64K", "portable 64K", "rg -F -f", "masks"]
+    if dump:
+        head[5:5] = ["portable no dump 64K"]
+        head[4:4] = ["no dump 4K", "no dump 64K"]
     if views:
         head[4:4] = ["no views 4K", "no views 64K"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in sorted(res["rows"], key=lambda r: (r["corpus"], r["k"])):
         extra = f"{_f(r['noviews_4k'])} | {_f(r['noviews_64k'])} | " if views else ""
-        print(f"| {r['corpus']} | {r['k']} | {_f(r['hs_4k'])} | {_f(r['hs_64k'])} | {extra}{_f(r.get('aho_64k'))} "
+        if dump:
+            extra += f"{_f(r['nodump_4k'])} | {_f(r['nodump_64k'])} | "
+        aho = _f(r.get('aho_64k')) + (f" | {_f(r.get('aho_nodump_64k'))}" if dump else "")
+        print(f"| {r['corpus']} | {r['k']} | {_f(r['hs_4k'])} | {_f(r['hs_64k'])} | {extra}{aho} "
               f"| {_f(r['rg'])} | {r['masks']} |")
     print("\nBuild (StreamRedactor of k secrets, every form)")
     print("| k | engine | patterns | cold s | warm (cache hit) ms |")
