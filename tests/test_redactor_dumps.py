@@ -144,3 +144,61 @@ def dumped(draw):
 @given(dumped())
 def test_dumps_equal_the_oracle_under_any_chunking(case):
     assert_chunked_equals_oracle(*case)
+
+
+# -- the trigger scan's candidate lines ------------------------------------------------
+
+
+def lines_read(buf: bytes) -> set[int]:
+    """Starts of the lines of ``buf`` that :func:`decode_line` reads (dump lines)."""
+    out, s = set(), 0
+    for line in buf.split(b"\n"):
+        if decode_line(line) is not None:
+            out.add(s)
+        s += len(line) + 1
+    return out
+
+
+@st.composite
+def mixed_lines(draw):
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    pieces = []
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["dump", "junk", "hexish"]))
+        if kind == "dump":
+            text = layout_lines(draw(st.binary(min_size=1, max_size=40)), rng)
+            pieces.append(draw(st.sampled_from([b"", b" ", b"\t", b"  \t"])) + text)
+        elif kind == "hexish":  # near misses: hex runs, separators, no separator, too long
+            pieces.append(draw(st.from_regex(rb"\A[ \t]{0,2}[0-9a-fA-FxX:|>, \r]{0,40}\n", fullmatch=True)))
+        else:
+            pieces.append(draw(st.binary(max_size=30)) + b"\n")
+    return b"".join(pieces) + draw(st.binary(max_size=8).filter(lambda b: b"\n" not in b))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_lines())
+def test_every_dump_line_is_a_candidate_line(buf):
+    """The trigger scan skips the lines that are not candidates: every dump line must be one."""
+    from paddedcell.redactor import matcher
+    from paddedcell.redactor.dumps import CandidateLines
+
+    lines = CandidateLines(matcher.ENGINE is matcher.HyperscanMatcher)
+    lines.LIMIT = 10**6
+    assert lines_read(buf) <= set(lines.starts(buf))
+
+
+def test_many_candidate_lines_scan_the_whole_buffer_with_the_same_output(monkeypatch):
+    """Over CandidateLines.LIMIT candidates the whole buffer is scanned: same output as windows."""
+    from paddedcell.redactor import dumps, stream
+
+    rng = random.Random(5)
+    junk = [b"a %d\n" % i for i in range(40)]  # candidates (a hex field, a space) but no dump run
+    text = b"".join(junk) + layout_lines(b"..." + SECRET + b"!!", rng) + b"".join(junk)
+    outputs = []
+    for limit in (10**6, 0):
+        monkeypatch.setattr(dumps.CandidateLines, "LIMIT", limit)
+        stream._cache.clear()
+        outputs.append(redact(text, [SECRET]))
+    stream._cache.clear()
+    assert outputs[0] == outputs[1] == naive_redact(text, patterns_for([SECRET]), M)
+    assert M in outputs[0]
