@@ -166,7 +166,8 @@ def mixed_lines(draw):
     for _ in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["dump", "junk", "hexish"]))
         if kind == "dump":
-            text = layout_lines(draw(st.binary(min_size=1, max_size=40)), rng)
+            data = draw(st.binary(min_size=1, max_size=40))
+            text = layout_lines(data + SECRET + data if draw(st.booleans()) else data, rng)
             pieces.append(draw(st.sampled_from([b"", b" ", b"\t", b"  \t"])) + text)
         elif kind == "hexish":  # near misses: hex runs, separators, no separator, too long
             pieces.append(draw(st.from_regex(rb"\A[ \t]{0,2}[0-9a-fA-FxX:|>, \r]{0,40}\n", fullmatch=True)))
@@ -184,7 +185,26 @@ def test_every_dump_line_is_a_candidate_line(buf):
 
     lines = CandidateLines(matcher.ENGINE is matcher.HyperscanMatcher)
     lines.LIMIT = 10**6
-    assert lines_read(buf) <= set(lines.starts(buf))
+    read = lines_read(buf)
+    assert read <= set(lines.starts(buf))
+    # ... so the triggers in dump lines are the same, whole buffer or candidate lines.
+    finder = _finder(matcher.ENGINE)
+
+    def in_dump_lines(spans):
+        return sorted((s, e) for s, e in spans if buf.rfind(b"\n", 0, s) + 1 in read)
+
+    assert in_dump_lines(finder._trigger_spans(buf)) == in_dump_lines(finder._triggers.spans(buf))
+
+
+_finders: dict = {}
+
+
+def _finder(engine):
+    from paddedcell.redactor.dumps import DumpFinder
+
+    if engine not in _finders:
+        _finders[engine] = DumpFinder({SECRET, SHORT}, engine)
+    return _finders[engine]
 
 
 def test_many_candidate_lines_scan_the_whole_buffer_with_the_same_output(monkeypatch):
