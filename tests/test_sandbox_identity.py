@@ -159,3 +159,36 @@ def test_the_copies_follow_the_hosts_files(tmp_path):
     copy.unlink()
     assert agent_identity(settings, "a1", 1500000000, 1500000000, "/h", str(etc))[1] == binds
     assert "agent-a1" in copy.read_text()
+
+
+TTY_PROBE = ("tty; echo tty-rc=$?; ls /dev/pts | tr '\\n' ' '; echo; "
+             "ls -l /dev | grep -c '^c.* 136,' | sed 's/^/pty-nodes=/'")
+
+
+def _check_tty(out: str) -> None:
+    assert "/dev/console" in out and "tty-rc=0" in out, out
+    assert "pty-nodes=1" in out, out  # its own slave only; the host's others stay out
+    assert "ptmx" in out and not any(w.isdigit() for w in out.split()), out
+
+
+@needs_sandbox()
+def test_a_pty_session_has_a_terminal_name_and_no_other_pty(tmp_path):
+    """``tty`` inside a PTY session names its terminal (its own slave at /dev/console);
+    a PTY the host has open besides is not there (pcexec and the daemon's zygote)."""
+    master, slave = os.openpty()  # another PTY on the host
+    try:
+        home, ws = tmp_path / "home", tmp_path / "ws"
+        home.mkdir(mode=0o700)
+        ws.mkdir(mode=0o700)
+        done = subprocess.run([str(BIN / "pcexec"), "--pty", TTY_PROBE],
+                              env=base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws)),
+                              capture_output=True, text=True, timeout=60, cwd=str(ws))
+        _check_tty(done.stdout)
+        with Daemon(home) as daemon:
+            out = daemon.call("/exec", {"command": TTY_PROBE, "agentId": "a1", "pty": True,
+                                        "agentWorkspace": str(ws), "awaitResults": True,
+                                        "timeoutSeconds": 60})
+            _check_tty(out["content"][0]["text"])
+    finally:
+        os.close(master)
+        os.close(slave)

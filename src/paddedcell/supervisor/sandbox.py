@@ -57,7 +57,7 @@ import signal
 import socket
 import stat
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 log = logging.getLogger("paddedcell.supervisor")
 
@@ -146,6 +146,17 @@ class Plan:
     #: The command: init starts it with ``posix_spawn`` (no third fork of the supervisor).
     argv: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
+
+
+def with_console(plan: Plan, slave: str) -> Plan:
+    """``plan`` with the session's own PTY slave (``slave``, a host ``/dev/pts`` path) at
+    ``/dev/console``: the command's terminal comes from the host's devpts, the sandbox
+    shows a fresh one, so without it ``ttyname`` (``tty``, ``ssh -t``) finds no name.
+    Only that one node: the host's other PTYs stay out of sight."""
+    entries = [m for m in plan.mounts if m.target != "/dev/console"]
+    entries.append(Mount("/dev/console", "dev", slave))
+    entries.sort(key=lambda m: 0 if m.target == "/" else m.target.rstrip("/").count("/"))
+    return replace(plan, mounts=tuple(entries))
 
 
 def base_mounts(runtime_uid: int, tmp_options: str) -> tuple[Mount, ...]:

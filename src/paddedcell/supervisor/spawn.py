@@ -29,7 +29,7 @@ from .. import orphans
 from ..config import NETWORK_MODES, SANDBOX_PROFILES  # declared with their settings
 from .settings import SupervisorSettings
 from . import zygote
-from .sandbox import apply_rlimits
+from .sandbox import apply_rlimits, enter, with_console
 
 # The sandbox profiles (docs/design.md §1), SANDBOX_PROFILES, live in config with the
 # supervisor.sandbox setting. "auto" (the default): the namespace sandbox
@@ -286,6 +286,10 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
             opened += [master, slave]
             set_window_size(slave, rows, columns)
             slave_name = os.ttyname(slave)
+            if sandbox_plan is not None:  # its name inside, too (sandbox.with_console)
+                sandbox_plan = with_console(sandbox_plan, slave_name)
+                setup = _child_setup(use_pty, rlimits or [], enter_cgroup,
+                                     lambda: enter(sandbox_plan))
             proc = start(slave, slave, slave)
             os.close(slave)
             opened.remove(slave)
