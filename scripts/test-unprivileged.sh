@@ -66,7 +66,9 @@ chown -R "$USER_NAME:" "$WORK"
 # tables, import layers), and what runs the same for every uid because it never starts a
 # session or opens the vault: the remote client (a WebSocket client with its own 0600 files,
 # and its gateway e2e) and the egress policy and interception cores (in-process proxies).
-mapfile -t TESTS < <(cd "$WORK" && ls tests/test_*.py tests/e2e/test_*.py | grep -vE \
+# The end-to-end suites come last: the main pass starts with its own (pytest's order), and
+# both are mostly Node's CPU, so side by side they would only wait for each other.
+mapfile -t TESTS < <(cd "$WORK" && { ls tests/test_*.py; ls tests/e2e/test_*.py; } | grep -vE \
   '/test_(redactor|execspec|commands|agent_text|leak_spans|restart_machine|cli_redact|supervisor_buffers|config|session_protocol|pass_mgr_grammar|import_layers|remote|egress_policy|egress_intercept)')
 
 start=$(date +%s)
