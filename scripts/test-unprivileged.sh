@@ -83,6 +83,10 @@ as_user bash -c '
   scripts/openclaw-env.sh >/dev/null
   scripts/mcp-clients-env.sh >/dev/null
   export PADDEDCELL_HOME="$HOME/.paddedcell-test-home"
-  .venv/bin/pytest -q -p no:cacheprovider "$@"
+  # A short temporary root: daemons listen on unix sockets below it (at most 107 bytes),
+  # and /tmp/pytest-of-<this long user name>/pytest-NN/<test name>/ took some past that.
+  base="$(mktemp -d /tmp/pcu.XXXXXX)"
+  trap "rm -rf $base" EXIT
+  .venv/bin/pytest -q -p no:cacheprovider --basetemp "$base/t" "$@"
 ' _ "$WORK" "$PY" "${TESTS[@]}" "$@"
 echo "test-unprivileged: the unprivileged pass as $USER_NAME took $(( $(date +%s) - start )) s"

@@ -300,3 +300,15 @@ async def test_big_bodies_are_parsed_by_a_child_with_the_same_answers(tmp_path):
     assert b" 400 " in answers[2].split(b"\r\n")[0] and b"not valid JSON" in answers[2]
     assert b" 400 " in answers[3].split(b"\r\n")[0] and b"surrogate" in answers[3]
     assert seen[2]["command"].endswith("\x00") and len(seen) == 3
+
+
+def test_a_home_too_deep_for_a_unix_socket_is_one_line_and_exit_2(tmp_path):
+    """The daemon's socket lives under PADDEDCELL_HOME; past 107 bytes no socket can be
+    bound there, and the daemon says so in one line instead of a traceback."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    env = {**os.environ, "PADDEDCELL_HOME": str(deep)}
+    result = subprocess.run([sys.executable, "-m", "paddedcell.cli.main", "serve"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "shorter directory" in lines[0] and "PADDEDCELL_HOME" in lines[0], lines

@@ -247,9 +247,10 @@ def test_identity_from_the_environment(stack):
 
 
 @pytest.fixture
-def own_stack(tmp_path):
-    """A stack of its own: these tests lock its vault."""
-    s = start_stack(tmp_path)
+def own_stack(tmp_path_factory):
+    """A stack of its own: these tests lock its vault. A short root: the daemon's socket
+    lies under it, and a test's name in the path took it past a unix socket's 107 bytes."""
+    s = start_stack(tmp_path_factory.mktemp("own"))
     yield s
     s.daemon.stop()
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import trio
 
-from .. import __version__, config
+from .. import __version__, config, exits
 from . import hygiene, routes_session
-from .client import socket_path
+from .client import socket_path, socket_path_problem
 from .http import Request, Router, SocketLimits, serve_unix
 
 #: Modules with a ``register(router, ctx)`` function, imported at start.
@@ -152,6 +152,10 @@ def main(settings: config.Settings | None = None) -> int:
     # thread scanning (check-leak, secret resolution) it waits up to one switch
     # interval each time. 1 ms instead of 5 keeps /healthz under 50 ms then.
     sys.setswitchinterval(0.001)
+    problem = socket_path_problem(socket_path(settings))
+    if problem:
+        print(f"paddedcell: {problem}", file=sys.stderr)
+        return exits.USAGE
     try:
         trio.run(run_daemon, settings)
     except AlreadyRunning as exc:

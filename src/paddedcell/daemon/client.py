@@ -33,6 +33,19 @@ def socket_path(settings: config.Settings) -> Path:
     return settings.home / "run" / settings["daemon.socket_name"]
 
 
+#: A unix socket's address holds 108 bytes with the closing NUL (unix(7)).
+UNIX_PATH_MAX = 107
+
+
+def socket_path_problem(path: Path) -> str | None:
+    """Why no daemon can listen at ``path`` (a PADDEDCELL_HOME too deep), or None."""
+    size = len(os.fsencode(path))
+    if size <= UNIX_PATH_MAX:
+        return None
+    return (f"the daemon's socket {path} is {size} bytes long, over the {UNIX_PATH_MAX} a unix "
+            "socket allows; set PADDEDCELL_HOME to a shorter directory")
+
+
 class _UnixConnection(http.client.HTTPConnection):
     def __init__(self, path: str, timeout: float | None):
         super().__init__("localhost", timeout=timeout)
