@@ -298,7 +298,10 @@ def test_locked_vault_stops_typing_into_sessions_and_new_values(tmp_path):
         sid = daemon.call("/exec", {"command": "bash", "agentId": "a1", "pty": True,
                                     "agentWorkspace": str(ws), "background": True}
                           )["details"]["sessionId"]
-        late = daemon.call("/exec", {"command": "sleep 1.5; pass_mgr get db; echo rc=$?",
+        # It asks only once the vault is locked (a file the test makes after the lock, not a
+        # sleep: on a loaded host the lock took longer than any sleep chosen here).
+        late = daemon.call("/exec", {"command": "until [ -e locked-now ]; do sleep 0.05; done; "
+                                                "pass_mgr get db; echo rc=$?",
                                      "agentId": "a1", "agentWorkspace": str(ws),
                                      "background": True})["details"]["sessionId"]
         # The leak: the admin password shows up somewhere, the vault locks.
@@ -315,6 +318,7 @@ def test_locked_vault_stops_typing_into_sessions_and_new_values(tmp_path):
             assert refused.value.status == 423 and "locked" in refused.value.message
         daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "a1"})
         # A session started before the lock gets no value any more.
+        (ws / "locked-now").touch()
         out = daemon.call("/process", {"action": "poll", "sessionId": late, "agentId": "a1",
                                        "timeout": 10000})
         text = out["content"][0]["text"]

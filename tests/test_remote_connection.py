@@ -287,3 +287,18 @@ async def test_a_loss_seen_by_several_tasks_of_the_body_is_one_reconnect(nursery
     assert await run_connected(lambda: connect(gateway), body, settings=settings(),
                                on_state=lambda s, d: None, sleep=no_sleep) == "pong"
     assert len(runs) == 2
+
+
+def test_ctrl_c_while_dialing_stays_ctrl_c_not_a_dial_error():
+    """A KeyboardInterrupt that lands inside the dial's nursery comes out beside the
+    reader's broken socket; it must stay a KeyboardInterrupt (`remote pair` polled on
+    when it became a retryable dial error)."""
+    from paddedcell.remote.connection import _dial_group_error
+    from paddedcell.remote.errors import RemoteError
+
+    interrupt = KeyboardInterrupt()
+    group = BaseExceptionGroup("dial", [trio.BrokenResourceError("reader"),
+                                        BaseExceptionGroup("inner", [interrupt, OSError(104, "reset")])])
+    assert _dial_group_error(group, "ws://127.0.0.1:1") is interrupt
+    plain = _dial_group_error(BaseExceptionGroup("dial", [OSError(111, "refused")]), "ws://127.0.0.1:1")
+    assert isinstance(plain, RemoteError)

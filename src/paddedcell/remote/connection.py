@@ -371,6 +371,11 @@ def _dial_group_error(group: BaseExceptionGroup, url: str) -> BaseException:
         return single
     leaves = _leaves(group)
     for leaf in leaves:
+        # Ctrl-C (or an exit) while dialing: the reader's broken socket beside it is its
+        # consequence, and a dial error here would make `remote pair` poll on.
+        if not isinstance(leaf, Exception):
+            return leaf
+    for leaf in leaves:
         if isinstance(leaf, (OSError, trio_websocket.HandshakeError, trio.BrokenResourceError)):
             return RemoteError(_describe_dial_error(leaf, url))
     return group
