@@ -24,7 +24,7 @@ fi
 
 failed=()
 start=$(date +%s)
-"$BIN/pytest" -q || failed+=("pytest")
+"$BIN/pytest" -q --durations=25 --durations-min=10 || failed+=("pytest")
 (eval "$(scripts/openclaw-env.sh)" && node --test 'openclaw-plugin/test/*.test.js') || failed+=("the plugin's node tests")
 scripts/portable-engine-check.sh "$PY" || failed+=("the portable-engine check")
 echo "make test: the main pass took $(( $(date +%s) - start )) s"

@@ -87,6 +87,6 @@ as_user bash -c '
   # and /tmp/pytest-of-<this long user name>/pytest-NN/<test name>/ took some past that.
   base="$(mktemp -d /tmp/pcu.XXXXXX)"
   trap "rm -rf $base" EXIT
-  .venv/bin/pytest -q -p no:cacheprovider --basetemp "$base/t" "$@"
+  .venv/bin/pytest -q -p no:cacheprovider --durations=25 --durations-min=10 --basetemp "$base/t" "$@"
 ' _ "$WORK" "$PY" "${TESTS[@]}" "$@"
 echo "test-unprivileged: the unprivileged pass as $USER_NAME took $(( $(date +%s) - start )) s"
