@@ -175,3 +175,47 @@ def needs_sandbox():
 
     ok, why = sandbox.available()
     return pytest.mark.skipif(not ok, reason=f"this host has no namespaces for the sandbox: {why}")
+
+
+#: The session's terminal reopened by each of its names (what pinentry, ssh's password
+#: prompt and ``exec </dev/tty`` scripts do); ``$(tty)`` is its own name inside.
+TERMINAL_NAMES = ("/dev/tty", '"$(tty)"', "/dev/console")
+
+
+def reopen_terminal_probe(names=TERMINAL_NAMES) -> str:
+    """A command that opens each of ``names`` read-write and writes to it (no input)."""
+    return "; ".join(f'(exec 3<>{n} && echo "to {n}" >&3) && echo "opened {n}" '
+                     f'|| echo "FAILED {n}"' for n in names)
+
+
+def read_through_terminal(daemon, body: dict, names=TERMINAL_NAMES) -> str:
+    """Run a PTY session of ``daemon`` (``body``: agent, workspace…) that reads one line
+    through each of ``names``; type each line after its prompt; the session's log."""
+    reads = "; ".join(f'echo want-{i}; read -r line < {n} && echo "got-{i}=$line" '
+                      f'|| echo "got-{i} FAILED"' for i, n in enumerate(names))
+    agent = body["agentId"]
+    sid = daemon.call("/exec", {**body, "command": reads + "; echo all-done", "pty": True,
+                                "background": True})["details"]["sessionId"]
+
+    def log() -> str:
+        return daemon.call("/process", {"action": "log", "agentId": agent,
+                                        "sessionId": sid})["content"][0]["text"]
+
+    def wait_for(text: str) -> str:
+        deadline = time.monotonic() + 20
+        while text not in (seen := log()):
+            if time.monotonic() > deadline:
+                return seen
+            time.sleep(0.05)
+        return seen
+
+    try:
+        for i in range(len(names)):
+            if "FAILED" in wait_for(f"want-{i}"):
+                break
+            daemon.call("/process", {"action": "write", "agentId": agent, "sessionId": sid,
+                                     "data": f"line-{i}\n"})
+            wait_for(f"got-{i}")
+        return wait_for("all-done")
+    finally:
+        daemon.call("/process", {"action": "remove", "agentId": agent, "sessionId": sid})

@@ -19,7 +19,8 @@ import pytest
 
 from paddedcell.supervisor import sandbox
 from paddedcell.supervisor.sandbox_plan import identity_texts, user_name
-from supervisor_helpers import BIN, Daemon, base_env, needs_sandbox
+from supervisor_helpers import (BIN, TERMINAL_NAMES, Daemon, base_env, needs_sandbox,
+                                read_through_terminal, reopen_terminal_probe)
 
 PASSWD = "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
 GROUP = "root:x:0:\nnogroup:x:65534:\n"
@@ -192,3 +193,26 @@ def test_a_pty_session_has_a_terminal_name_and_no_other_pty(tmp_path):
     finally:
         os.close(master)
         os.close(slave)
+
+
+@needs_sandbox()
+def test_the_session_reopens_its_terminal_by_name_as_the_agent(tmp_path):
+    """``/dev/tty``, ``$(tty)`` and ``/dev/console`` open read-write and read a typed line
+    in a PTY session (pcexec and the daemon's zygote). Under a root daemon the command runs
+    as the agent's uid, so the slave must be the agent's, not root's 0620 (EACCES)."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o700)
+    probe = reopen_terminal_probe() + "; sh -c 'echo hi > /dev/console; echo ok'; id -u"
+    done = subprocess.run([str(BIN / "pcexec"), "--pty", probe],
+                          env=base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws)),
+                          capture_output=True, text=True, timeout=60, cwd=str(ws))
+    out = done.stdout
+    assert "FAILED" not in out and out.count("opened ") == 3 and "\nok" in out, out
+    assert "hi" in out and "to /dev/tty" in out, out
+    assert (int(out.split()[-1]) == 0) == (os.getuid() == 0 and not sandbox.host_root())
+    with Daemon(home) as daemon:
+        log = read_through_terminal(daemon, {"agentId": "a1", "agentWorkspace": str(ws),
+                                             "timeoutSeconds": 60})
+    assert "FAILED" not in log, log
+    assert all(f"got-{i}=line-{i}" in log for i in range(len(TERMINAL_NAMES))), log

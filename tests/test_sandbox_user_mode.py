@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import BIN, Daemon, base_env, pid_by_argv0, two_agent_home
+from supervisor_helpers import (BIN, Daemon, base_env, pid_by_argv0, read_through_terminal,
+                                two_agent_home)
 
 pytestmark = pytest.mark.skipif(not sandbox.host_root(),
                                 reason="running agents as their own uids needs a root daemon")
@@ -152,3 +153,15 @@ def test_a_pass_mgr_the_agent_uids_cannot_reach_refuses_agent_commands(tmp_path)
     finally:
         shutil.rmtree(closed, ignore_errors=True)
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_the_agent_reopens_its_own_terminal_and_not_the_hosts_console(world):
+    """A PTY session as the agent's uid reads typed lines through ``/dev/tty`` and its
+    slave's own name (the slave is the agent's); the host's ``/dev/console`` stays closed."""
+    log = read_through_terminal(world["daemon"], {"agentId": "a1",
+                                                  "agentWorkspace": str(world["ws"]),
+                                                  "timeoutSeconds": 60},
+                                names=("/dev/tty", '"$(tty)"'))
+    assert "got-0=line-0" in log and "got-1=line-1" in log and "FAILED" not in log, log
+    out = run(world, "(exec 3<>/dev/console) && echo CONSOLE-OPENED; id -u")
+    assert "CONSOLE-OPENED" not in out, out

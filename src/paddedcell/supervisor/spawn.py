@@ -238,7 +238,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
           enter_cgroup: Callable[[], None] | None = None,
           separate_stderr: bool = False,
           enter_sandbox: Callable[[], None] | None = None,
-          cgroup_procs: str | None = None, sandbox_plan=None) -> Spawned:
+          cgroup_procs: str | None = None, sandbox_plan=None,
+          terminal_owner: int | None = None) -> Spawned:
     """Start ``argv`` as the leader of a new session under a PTY or pipes.
 
     Pipes, as OpenClaw's exec without a PTY: stdin is empty and closed
@@ -252,6 +253,11 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
     ``sandbox_plan`` (with ``enter_sandbox``, its pre-exec form, and ``cgroup_procs``,
     ``enter_cgroup``'s file): start the command from a zygote spare instead of forking
     this process (supervisor/zygote.py); Popen where none is to be had.
+
+    ``terminal_owner``: the uid the command runs as (the agent's, under a root daemon);
+    the PTY slave becomes its, as a login's terminal is the user's, so reopening it by
+    name (``/dev/tty``'s siblings ``/dev/console`` and ``$(tty)``: pinentry, ssh's
+    password prompt) works instead of meeting root's 0620 (EACCES).
     """
     setup = _child_setup(use_pty, rlimits or [], enter_cgroup, enter_sandbox)
 
@@ -285,6 +291,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool,
                 raise PtyUnavailable(f"Error: {exc.strerror or exc}") from None
             opened += [master, slave]
             set_window_size(slave, rows, columns)
+            if terminal_owner is not None and terminal_owner != os.geteuid():
+                os.fchown(slave, terminal_owner, -1)  # the group stays tty, as grantpt set it
             slave_name = os.ttyname(slave)
             if sandbox_plan is not None:  # its name inside, too (sandbox.with_console)
                 sandbox_plan = with_console(sandbox_plan, slave_name)

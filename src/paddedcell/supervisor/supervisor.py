@@ -199,7 +199,8 @@ class Supervisor:
                           enter_cgroup=cgroup.enter if cgroup else None,
                           cgroup_procs=cgroup.procs if cgroup else None,
                           separate_stderr=separate_stderr, enter_sandbox=enter_sandbox,
-                          sandbox_plan=prepared.plan)
+                          sandbox_plan=prepared.plan,
+                          terminal_owner=prepared.uid if prepared.uid >= 0 else None)
             try:
                 spawned = spawn(argv, use_pty=use_pty,
                                 rows=spec.rows or self.limits.pty_rows,
