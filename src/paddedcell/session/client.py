@@ -4,7 +4,8 @@ Inside an agent session, ``pass_mgr get/generate/rotate/unset/list/history``,
 ``pcexec`` and ``paddedcell process`` do not read the vault or trust
 ``AGENT_ID``: they ask the supervisor that started the session, which answers
 for the session's agent only. Import-light on purpose (``pass_mgr get`` runs
-many times per command): a raw Unix socket and ``json``, no HTTP client.
+many times per command): ``_socket`` and ``_json`` through :mod:`.wire`, no HTTP
+client, no ``socket``, ``json`` or ``re`` on the way.
 
 Where the channel is: ``$PADDEDCELL_CHANNEL`` (a locator only; the server
 checks that the caller belongs to its session). When that variable was
@@ -18,6 +19,7 @@ import os
 
 from .. import exits
 from .protocol import CHANNEL_VARIABLE, Refusal
+from .wire import decode_line, encode_line
 
 
 def in_session() -> bool:
@@ -47,10 +49,15 @@ def _candidates():
             yield path
 
 
-def _connect(path: str, timeout: float | None) -> "socket.socket":
-    import socket  # here, not at the top: a human's `pass_mgr get` never needs it
+def _connect(path: str, timeout: float | None):
+    # _socket, not socket (whose selectors and enum cost more than the exchange); here,
+    # not at the top: a human's `pass_mgr get` never needs it.
+    try:
+        from _socket import AF_UNIX, SOCK_STREAM, socket
+    except ImportError:  # pragma: no cover - CPython always has _socket
+        from socket import AF_UNIX, SOCK_STREAM, socket
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = socket(AF_UNIX, SOCK_STREAM)
     sock.settimeout(timeout)
     name, fd = path, None
     if len(os.fsencode(path)) >= 100:  # sun_path is 108 bytes: go through the directory fd
@@ -69,7 +76,8 @@ def _connect(path: str, timeout: float | None) -> "socket.socket":
 
 
 def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
-    with _connect(path, timeout) as sock:
+    sock = _connect(path, timeout)
+    try:
         sock.sendall(payload)
         chunks = []
         while True:
@@ -79,11 +87,11 @@ def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
             chunks.append(chunk)
             if chunk.endswith(b"\n"):
                 break
+    finally:
+        sock.close()
     raw = b"".join(chunks)
-    import json
-
     try:
-        answer = json.loads(raw)
+        answer = decode_line(raw)
     except ValueError:
         raise Refusal("the session channel sent no answer (its supervisor stopped?)",
                       exits.ERROR) from None
@@ -94,9 +102,7 @@ def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
 
 def request(op: str, timeout: float | None = 60.0, **fields) -> dict:
     """Send one request; the answer dict when ``ok``, else raise :class:`Refusal`."""
-    import json
-
-    payload = json.dumps({"op": op, **fields}, ensure_ascii=False).encode() + b"\n"
+    payload = encode_line({"op": op, **fields})
     refused = None
     for path in _candidates():
         try:
