@@ -124,12 +124,13 @@ def test_from_settings_reads_lists_and_comma_strings():
                 "egress.connect_timeout_seconds": 3.0, "egress.request_timeout_seconds": 4.0,
                 "egress.idle_timeout_seconds": 5.0, "egress.max_connections": 6,
                 "egress.max_header_bytes": 7000, "egress.chunk_bytes": 8000,
-                "egress.max_decoded_body_bytes": 9000}
+                "egress.max_decoded_body_bytes": 9000, "egress.tunnel_pipe_bytes": 10000}
     policy = EgressPolicy.from_settings(settings)
     assert policy.allow_hosts == ("*.github.com", "pypi.org")
     assert policy.allow_local == ("localhost:5432",)
     assert policy.limits.max_connections == 6 and policy.limits.chunk_bytes == 8000
     assert policy.limits.max_decoded_body_bytes == 9000
+    assert policy.limits.tunnel_pipe_bytes == 10000
     settings["supervisor.sandbox_proxy_deny"] = "a b"
     with pytest.raises(ValueError, match="supervisor.sandbox_proxy_deny"):
         EgressPolicy.from_settings(settings)

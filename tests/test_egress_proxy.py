@@ -7,9 +7,13 @@ would try to reach the host's own services.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import os
 import socket
+import threading
 
 import pytest
 import trio
@@ -74,6 +78,73 @@ async def test_connect_tunnel_to_tls_upstream_and_large_download(ca_file):
     expected = (block * (size // len(block) + 1))[:size]
     assert hashlib.sha256(result.stdout).digest() == hashlib.sha256(expected).digest()
     assert received[0]["path"] == f"/big?n={size}"
+
+
+@contextlib.contextmanager
+def sink_then_blast(answer_bytes: int):
+    """A raw TCP upstream: reads the client's bytes to EOF, answers their SHA-256 and then
+    ``answer_bytes`` of a pattern, and closes. Yields its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            digest = hashlib.sha256()
+            while data := conn.recv(1 << 16):
+                digest.update(data)
+            conn.sendall(digest.digest() + _pattern(answer_bytes))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+        thread.join(10)
+
+
+def _pattern(size: int) -> bytes:
+    return (bytes(range(251)) * (size // 251 + 1))[:size]
+
+
+def _refuse_splice(*args, **kwargs):
+    raise OSError(errno.EINVAL, "Invalid argument")
+
+
+@pytest.mark.parametrize("copy", ["splice", "kernel refuses splice", "no splice"])
+@pytest.mark.parametrize("pipe_bytes", [4096, 1 << 20])
+async def test_a_blind_tunnel_carries_both_ways_and_forwards_half_closes(copy, pipe_bytes,
+                                                                         monkeypatch):
+    # Both directions whole and in order, the client's EOF passed on (the upstream
+    # answers only after it), the upstream's EOF passed back: by splice(2) through a
+    # small or a large pipe, and by the plain copy where the kernel cannot splice.
+    if copy == "kernel refuses splice":
+        monkeypatch.setattr(os, "splice", _refuse_splice)
+    elif copy == "no splice":
+        monkeypatch.delattr(os, "splice", raising=False)
+    sent, answer_bytes = _pattern(3 * 1024 * 1024 + 5)[::-1], 5 * 1024 * 1024 + 3
+    with sink_then_blast(answer_bytes) as port:
+        limits = EgressLimits(tunnel_pipe_bytes=pipe_bytes)
+        async with running_proxy(local_policy(port, limits=limits)) as proxy:
+            stream = await trio.open_tcp_stream("127.0.0.1", proxy)
+            await stream.send_all(f"CONNECT localhost:{port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await stream.receive_some(1)
+            assert head.startswith(b"HTTP/1.1 200 ")
+            received = bytearray()
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    async def upload() -> None:
+                        await stream.send_all(sent)
+                        await stream.send_eof()
+
+                    nursery.start_soon(upload)
+                    while data := await stream.receive_some(1 << 16):
+                        received += data
+            await stream.aclose()
+    assert bytes(received[:32]) == hashlib.sha256(sent).digest()
+    assert bytes(received[32:]) == _pattern(answer_bytes)
 
 
 @pytest.mark.parametrize("url", [

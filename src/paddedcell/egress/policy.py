@@ -267,6 +267,7 @@ class EgressLimits:
     max_header_bytes: int = 64 * 1024
     chunk_bytes: int = 256 * 1024
     max_decoded_body_bytes: int = 32 * 1024 * 1024
+    tunnel_pipe_bytes: int = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,8 @@ class EgressPolicy:
             max_connections=int(settings["egress.max_connections"]),
             max_header_bytes=int(settings["egress.max_header_bytes"]),
             chunk_bytes=int(settings["egress.chunk_bytes"]),
-            max_decoded_body_bytes=int(settings["egress.max_decoded_body_bytes"]))
+            max_decoded_body_bytes=int(settings["egress.max_decoded_body_bytes"]),
+            tunnel_pipe_bytes=int(settings["egress.tunnel_pipe_bytes"]))
         return cls(patterns("supervisor.sandbox_proxy_allow"),
                    patterns("supervisor.sandbox_proxy_deny"),
                    patterns("supervisor.sandbox_allow_local"), limits)

@@ -127,7 +127,7 @@ async def _tunnel(stream: trio.SocketStream, conn: h11.Connection, request: h11.
             return True
 
         await splice(stream, upstream, chunk=ctx.limits.chunk_bytes,
-                     idle=ctx.limits.idle_timeout,
+                     idle=ctx.limits.idle_timeout, pipe_bytes=ctx.limits.tunnel_pipe_bytes,
                      a_may_send=None if session is None else may_send)
         if cut:
             ctx.audit("egress.tunnel-closed", host=host, port=port,

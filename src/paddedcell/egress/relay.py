@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import ipaddress
 import os
@@ -179,15 +180,17 @@ _SPLICE_FLAGS = getattr(os, "SPLICE_F_MOVE", 1) | getattr(os, "SPLICE_F_NONBLOCK
 
 
 async def splice(a: trio.abc.Stream, b: trio.abc.Stream, *, chunk: int, idle: float,
-                 a_may_send: Callable[[], bool] | None = None) -> None:
+                 a_may_send: Callable[[], bool] | None = None,
+                 pipe_bytes: int = 1 << 20) -> None:
     """Copy both ways until both sides ended (half-closes forwarded) or ``idle`` seconds
     pass with no byte either way. Two TCP sockets are joined in the kernel (``splice(2)``
-    through a pipe: no byte is copied into Python); other streams (TLS) by large reads.
-    ``a_may_send`` is asked before each of ``a``'s reads is passed on: once it says no,
-    the copy ends both ways (a blind tunnel whose session was then handed a placeholder)."""
-    if isinstance(a, trio.SocketStream) and isinstance(b, trio.SocketStream) \
-            and hasattr(os, "splice"):
-        return await _kernel_splice(a.socket, b.socket, chunk=chunk, idle=idle,
+    through a pipe of ``pipe_bytes``: no byte is copied into Python; where the kernel
+    refuses to splice them, a plain copy in the same thread); other streams (TLS) by
+    large reads. ``a_may_send`` is asked before each of ``a``'s reads is passed on: once
+    it says no, the copy ends both ways (a blind tunnel whose session was then handed a
+    placeholder)."""
+    if isinstance(a, trio.SocketStream) and isinstance(b, trio.SocketStream):
+        return await _kernel_splice(a.socket, b.socket, pipe_bytes=pipe_bytes, idle=idle,
                                     a_may_send=a_may_send)
     with trio.CancelScope(deadline=trio.current_time() + idle) as scope:
 
@@ -234,27 +237,37 @@ class _Joined:
                 pass
 
 
-def _copy_thread(source: socket.socket, sink: socket.socket, chunk: int, joined: _Joined,
+def _copy_thread(source: socket.socket, sink: socket.socket, pipe_bytes: int, joined: _Joined,
                  may_send: Callable[[], bool] | None) -> None:
     """One direction of a tunnel, in a worker thread: ``splice(2)`` from the socket into a
-    pipe and out again; the GIL is free during each call, and a call only polls when the
-    last one would have blocked (one splice in, one out per chunk while bytes flow)."""
+    pipe and out again, a pipe's worth per call (the GIL is free during each; a call
+    polls only when the last one would have blocked). Where the kernel cannot splice
+    these sockets (or has no splice), :func:`_copy_plain` moves the bytes instead."""
+    if not hasattr(os, "splice"):
+        return _copy_plain(source, sink, pipe_bytes, joined, may_send)
     read_end, write_end = os.pipe2(os.O_CLOEXEC)
     try:
-        try:
-            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, chunk)  # Linux: 1 MiB max
+        try:  # bigger than the 64 KiB default: fewer calls and wake-ups per byte
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, pipe_bytes)
         except OSError:
-            pass  # the default 64 KiB pipe works, in more rounds
+            pass  # over fs.pipe-max-size or the user's pipe pages: the default pipe works
+        size = fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ)
         src, dst = source.fileno(), sink.fileno()
         readable, writable = select.poll(), select.poll()
         readable.register(src, select.POLLIN | select.POLLPRI)
         writable.register(dst, select.POLLOUT)
+        moved = False
         while not joined.stop:
             try:
-                count = os.splice(src, write_end, chunk, flags=_SPLICE_FLAGS)
+                count = os.splice(src, write_end, size, flags=_SPLICE_FLAGS)
             except BlockingIOError:
                 readable.poll(_POLL_MS)
                 continue
+            except OSError as exc:
+                if moved or exc.errno not in _NO_SPLICE:
+                    raise
+                return _copy_plain(source, sink, pipe_bytes, joined, may_send)
+            moved = True
             if count == 0:
                 sink.shutdown(socket.SHUT_WR)
                 return
@@ -274,12 +287,48 @@ def _copy_thread(source: socket.socket, sink: socket.socket, chunk: int, joined:
         os.close(write_end)
 
 
+#: splice(2) errors that mean "not these descriptors" (nothing was read): copy instead.
+_NO_SPLICE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF})
+
+
+def _copy_plain(source: socket.socket, sink: socket.socket, size: int, joined: _Joined,
+                may_send: Callable[[], bool] | None) -> None:
+    """:func:`_copy_thread` without splice: one buffer, ``readv`` and ``write``."""
+    buffer = memoryview(bytearray(size))
+    src, dst = source.fileno(), sink.fileno()
+    readable, writable = select.poll(), select.poll()
+    readable.register(src, select.POLLIN | select.POLLPRI)
+    writable.register(dst, select.POLLOUT)
+    try:
+        while not joined.stop:
+            try:
+                count = os.readv(src, [buffer])
+            except BlockingIOError:
+                readable.poll(_POLL_MS)
+                continue
+            if count == 0:
+                sink.shutdown(socket.SHUT_WR)
+                return
+            joined.last = time.monotonic()
+            if may_send is not None and not may_send():
+                joined.end()
+                return
+            sent = 0
+            while sent < count and not joined.stop:
+                try:
+                    sent += os.write(dst, buffer[sent:count])
+                except BlockingIOError:
+                    writable.poll(_POLL_MS)
+    except OSError:
+        joined.end()
+
+
 #: How often a waiting copy thread looks whether its tunnel has ended (a backstop: the
 #: end of a tunnel shuts its sockets down, which wakes the threads at once).
 _POLL_MS = 500
 
 
-async def _kernel_splice(a: Any, b: Any, *, chunk: int, idle: float,
+async def _kernel_splice(a: Any, b: Any, *, pipe_bytes: int, idle: float,
                          a_may_send: Callable[[], bool] | None) -> None:
     """Both directions in worker threads (:func:`_copy_thread`: no trio scheduling per
     chunk); this task watches for the idle timeout and cancellation, and ends the
@@ -288,7 +337,7 @@ async def _kernel_splice(a: Any, b: Any, *, chunk: int, idle: float,
     limiter = trio.CapacityLimiter(2)  # this tunnel's two threads, outside trio's 40
 
     async def direction(source: Any, sink: Any, check: Callable[[], bool] | None) -> None:
-        await trio.to_thread.run_sync(_copy_thread, source, sink, chunk, joined, check,
+        await trio.to_thread.run_sync(_copy_thread, source, sink, pipe_bytes, joined, check,
                                       limiter=limiter)
 
     async def watch() -> None:
@@ -591,7 +640,8 @@ class HttpRelay:
                     await self.stream.send_all(up.trailing_data[0])
                 if self.conn.trailing_data[0]:
                     await upstream.send_all(self.conn.trailing_data[0])
-                await splice(self.stream, upstream, chunk=chunk, idle=idle)
+                await splice(self.stream, upstream, chunk=chunk, idle=idle,
+                             pipe_bytes=self.ctx.limits.tunnel_pipe_bytes)
                 return False
             outward, inward = frames
             await filtered_copy(self.stream, upstream, outward, inward, chunk=chunk, idle=idle,
