@@ -30,6 +30,7 @@ from paddedcell.egress.ca import CertificateAuthority
 from paddedcell.supervisor import sandbox
 from supervisor_helpers import BIN, Daemon, base_env
 
+from egress_helpers import EchoHandler, serving
 from egress_tools import WHEEL_NAME, tools_upstream
 
 pytestmark = pytest.mark.skipif(not sandbox.available()[0],
@@ -321,3 +322,47 @@ def test_paddedcell_mcp_exec_reaches_the_bound_host_and_not_another(world):
     assert _auth_values(got_a[before_a:]) == [f"Bearer {REAL}"]
     assert f"egress refused: gh is bound to {HOST}:{a}" in bad["content"][0]["text"]
     assert len(got_b) == before_b
+
+
+_LOADED = ("h11", "paddedcell.egress.connection", "paddedcell.egress.relay",
+           "paddedcell.egress.policy", "paddedcell.egress.intercept", "cryptography.x509")
+
+
+def _foreground_pcexec_modules(tmp_path: Path, command: str, **env: str) -> tuple[str, list[str]]:
+    """Run ``pcexec COMMAND`` in the foreground (its own supervisor, sandbox and proxy, as
+    a user runs it); the command's output and which proxy modules that process loaded."""
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['pcexec', {command!r}]\n"
+            "try:\n"
+            "    runpy.run_module('paddedcell.cli.pcexec', run_name='__main__')\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            f"print('LOADED', *[m for m in {_LOADED!r} if m in sys.modules], file=sys.stderr)\n")
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    for path in (home, ws):
+        path.mkdir(mode=0o700, exist_ok=True)
+    env = base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws), **env)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=120, cwd=ws)
+    loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED")]
+    assert loaded, result.stderr[-3000:]
+    return result.stdout, loaded[-1].split()[1:]
+
+
+def test_a_session_that_never_connects_loads_none_of_the_proxy(tmp_path):
+    # The session's proxy listens from the start, but its policy, h11, the relay (and
+    # x509) load at its first connection: a command that never connects pays none of it.
+    out, loaded = _foreground_pcexec_modules(tmp_path, "echo quiet")
+    assert out == "quiet\n"
+    assert loaded == []
+    # The first connection loads them and is served as before (a blind tunnel here:
+    # no binding, so no interception and no x509).
+    with serving(EchoHandler, None, address=HOST) as (port, received):
+        command = (f"curl -sS --max-time 20 -p -x $HTTPS_PROXY http://{HOST}:{port}/ping "
+                   "-o /dev/null -w '%{http_code}\\n'")
+        out, loaded = _foreground_pcexec_modules(
+            tmp_path, command, PADDEDCELL_SUPERVISOR_SANDBOX_ALLOW_LOCAL=f"{HOST}:{port}")
+    assert out.strip() == "200", out
+    assert [r["path"] for r in received] == ["/ping"]
+    assert set(loaded) == {"h11", "paddedcell.egress.connection", "paddedcell.egress.relay",
+                           "paddedcell.egress.policy"}

@@ -93,7 +93,7 @@ def gather() -> list[Check]:
             rows.append(_agent_reach_check(settings))
     network = str(settings["supervisor.sandbox_network"])
     try:
-        import paddedcell.egress.proxy  # noqa: F401
+        import paddedcell.egress.connection  # noqa: F401  (h11 and the relay)
         proxy = True
     except ImportError:
         proxy = False

@@ -272,16 +272,14 @@ class Supervisor:
             listener = receive_listener(sock)
             if listener is None:
                 return  # init failed before listening: the command got the error
-            from ..egress.policy import EgressPolicy
-            from ..egress.proxy import serve_proxy
+            from ..egress.proxy import serve_session_proxy  # light: the rest loads when used
 
-            policy = EgressPolicy.from_settings(self.settings)
             with listener:
                 async with trio.open_nursery() as nursery:
                     # session.egress: the agent's ProxySession where egress is on for it
                     # (secretflow.Prepared.egress, egress/session.session_for), else a
                     # plain proxy.
-                    nursery.start_soon(partial(serve_proxy, listener, policy,
+                    nursery.start_soon(partial(serve_session_proxy, listener, self.settings,
                                                session=session.egress))
                     await session.done.wait()
                     nursery.cancel_scope.cancel()
