@@ -240,33 +240,28 @@ class _Joined:
 def _copy_thread(source: socket.socket, sink: socket.socket, pipe_bytes: int, joined: _Joined,
                  may_send: Callable[[], bool] | None) -> None:
     """One direction of a tunnel, in a worker thread: ``splice(2)`` from the socket into a
-    pipe and out again, a pipe's worth per call (the GIL is free during each; a call
-    polls only when the last one would have blocked). Where the kernel cannot splice
-    these sockets (or has no splice), :func:`_copy_plain` moves the bytes instead."""
-    if not hasattr(os, "splice"):
-        return _copy_plain(source, sink, pipe_bytes, joined, may_send)
-    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    pipe and out again, a pipe's worth per call (:class:`_Pipe`; the GIL is free during
+    each; a call polls only when the last one would have blocked). Where the kernel
+    cannot splice these sockets (or has no splice), :class:`_Buffer` moves the bytes."""
+    mover: _Pipe | _Buffer = _Pipe(pipe_bytes) if hasattr(os, "splice") else _Buffer(pipe_bytes)
+    src, dst = source.fileno(), sink.fileno()
+    readable, writable = select.poll(), select.poll()
+    readable.register(src, select.POLLIN | select.POLLPRI)
+    writable.register(dst, select.POLLOUT)
+    moved = False
     try:
-        try:  # bigger than the 64 KiB default: fewer calls and wake-ups per byte
-            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, pipe_bytes)
-        except OSError:
-            pass  # over fs.pipe-max-size or the user's pipe pages: the default pipe works
-        size = fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ)
-        src, dst = source.fileno(), sink.fileno()
-        readable, writable = select.poll(), select.poll()
-        readable.register(src, select.POLLIN | select.POLLPRI)
-        writable.register(dst, select.POLLOUT)
-        moved = False
         while not joined.stop:
             try:
-                count = os.splice(src, write_end, size, flags=_SPLICE_FLAGS)
+                count = mover.read(src)
             except BlockingIOError:
                 readable.poll(_POLL_MS)
                 continue
             except OSError as exc:
-                if moved or exc.errno not in _NO_SPLICE:
+                if moved or exc.errno not in _NO_SPLICE or isinstance(mover, _Buffer):
                     raise
-                return _copy_plain(source, sink, pipe_bytes, joined, may_send)
+                mover.close()
+                mover = _Buffer(pipe_bytes)
+                continue
             moved = True
             if count == 0:
                 sink.shutdown(socket.SHUT_WR)
@@ -277,50 +272,57 @@ def _copy_thread(source: socket.socket, sink: socket.socket, pipe_bytes: int, jo
                 return
             while count and not joined.stop:
                 try:
-                    count -= os.splice(read_end, dst, count, flags=_SPLICE_FLAGS)
+                    count -= mover.write(dst, count)
                 except BlockingIOError:
                     writable.poll(_POLL_MS)
     except OSError:
         joined.end()
     finally:
-        os.close(read_end)
-        os.close(write_end)
+        mover.close()
 
 
 #: splice(2) errors that mean "not these descriptors" (nothing was read): copy instead.
 _NO_SPLICE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF})
 
 
-def _copy_plain(source: socket.socket, sink: socket.socket, size: int, joined: _Joined,
-                may_send: Callable[[], bool] | None) -> None:
-    """:func:`_copy_thread` without splice: one buffer, ``readv`` and ``write``."""
-    buffer = memoryview(bytearray(size))
-    src, dst = source.fileno(), sink.fileno()
-    readable, writable = select.poll(), select.poll()
-    readable.register(src, select.POLLIN | select.POLLPRI)
-    writable.register(dst, select.POLLOUT)
-    try:
-        while not joined.stop:
-            try:
-                count = os.readv(src, [buffer])
-            except BlockingIOError:
-                readable.poll(_POLL_MS)
-                continue
-            if count == 0:
-                sink.shutdown(socket.SHUT_WR)
-                return
-            joined.last = time.monotonic()
-            if may_send is not None and not may_send():
-                joined.end()
-                return
-            sent = 0
-            while sent < count and not joined.stop:
-                try:
-                    sent += os.write(dst, buffer[sent:count])
-                except BlockingIOError:
-                    writable.poll(_POLL_MS)
-    except OSError:
-        joined.end()
+class _Pipe:
+    """Bytes moved by ``splice(2)`` through a pipe of (at most) ``size`` bytes."""
+
+    def __init__(self, size: int) -> None:
+        self._out, self._in = os.pipe2(os.O_CLOEXEC)
+        try:  # bigger than the 64 KiB default: fewer calls and wake-ups per byte
+            fcntl.fcntl(self._in, fcntl.F_SETPIPE_SZ, size)
+        except OSError:
+            pass  # over fs.pipe-max-size or the user's pipe pages: the default pipe works
+        self._size = fcntl.fcntl(self._in, fcntl.F_GETPIPE_SZ)
+
+    def read(self, src: int) -> int:
+        return os.splice(src, self._in, self._size, flags=_SPLICE_FLAGS)
+
+    def write(self, dst: int, count: int) -> int:
+        return os.splice(self._out, dst, count, flags=_SPLICE_FLAGS)
+
+    def close(self) -> None:
+        os.close(self._out)
+        os.close(self._in)
+
+
+class _Buffer:
+    """Bytes moved through one buffer of ``size`` bytes (``readv`` then ``write``)."""
+
+    def __init__(self, size: int) -> None:
+        self._buffer = memoryview(bytearray(size))
+        self._filled = 0
+
+    def read(self, src: int) -> int:
+        self._filled = os.readv(src, [self._buffer])
+        return self._filled
+
+    def write(self, dst: int, count: int) -> int:
+        return os.write(dst, self._buffer[self._filled - count:self._filled])
+
+    def close(self) -> None:
+        pass
 
 
 #: How often a waiting copy thread looks whether its tunnel has ended (a backstop: the
