@@ -127,18 +127,18 @@ class PrefixIndex:
             for s in starts:
                 if self._is_prefix(buf, lo + s):
                     return n - lo - s
-        prefixes = self._prefixes
+        prefixes, first = self._prefixes, self._first
         if prefixes is not None:
             for i in range(short, n):
-                if buf[i:] in prefixes:
+                if first[buf[i]] and buf[i:] in prefixes:
                     return n - i
             return 0
         head4, short3 = self._head4, self._short3
         for i in range(short, n - 3):
-            if buf[i : i + 4] in head4 and self._is_prefix(buf, i):
+            if first[buf[i]] and buf[i : i + 4] in head4 and self._is_prefix(buf, i):
                 return n - i
         for i in range(max(short, n - 3), n):
-            if buf[i:] in short3:
+            if first[buf[i]] and buf[i:] in short3:
                 return n - i
         return 0
 
