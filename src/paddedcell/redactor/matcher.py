@@ -87,7 +87,8 @@ class PrefixIndex:
     longest first, and the first that is a prefix is the answer.
     """
 
-    __slots__ = ("_sorted", "_first", "_heads", "_direct", "_prefixes", "_head4", "_short3", "maxlen")
+    __slots__ = ("_sorted", "_first", "_alphabet", "_heads", "_direct", "_prefixes", "_head4", "_short3",
+                 "maxlen")
 
     HEAD = 8
     #: Largest set of short prefixes kept (entries): ~25 MiB.
@@ -96,9 +97,13 @@ class PrefixIndex:
     def __init__(self, patterns: Iterable[bytes], engine: type | None = None, direct: int = HEAD):
         self._sorted = sorted(set(patterns))
         first = bytearray(256)
+        alphabet: set[int] = set()
         for p in self._sorted:
             first[p[0]] = 1
+            alphabet.update(p)
         self._first = bytes(first)
+        #: Every byte some pattern holds: a held tail holds no other.
+        self._alphabet = bytes(sorted(alphabet))
         self.maxlen = max((len(p) for p in self._sorted), default=0)
         # Tails shorter than ``direct`` are bisected directly; fragment windows
         # (short and ~30 per secret) then need no heads of their own.
@@ -120,6 +125,11 @@ class PrefixIndex:
         if not n:
             return 0
         lo = max(0, n - self.maxlen + 1)
+        # The tail starts after the last byte that no pattern holds (C speed:
+        # in text, a space or punctuation a few bytes from the end).
+        lo += len(buf[lo:].rstrip(self._alphabet))
+        if lo >= n:
+            return 0
         short = max(lo, n - self._direct + 1)  # tails from here on are shorter than direct
         if self._heads is not None and short - lo > 0:
             window = buf[lo:]
