@@ -9,6 +9,7 @@ see another agent's value in ``ps``, unmount what hides the keys.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -310,6 +311,7 @@ def test_sessions_start_from_the_zygote_and_it_ends_with_the_daemon(tmp_path):
             assert result["details"]["exitCode"] == 3
         helpers = _children_running(daemon.pid, "zygote.py")
         assert helpers, "no zygote or spare beside the daemon"
+        helpers += [kid for pid in helpers for kid in _children_running(pid, "zygote.py")]
     finally:
         daemon.stop()
     deadline = time.monotonic() + 10
@@ -318,3 +320,42 @@ def test_sessions_start_from_the_zygote_and_it_ends_with_the_daemon(tmp_path):
     alive = [pid for pid in helpers if os.path.exists(f"/proc/{pid}")
              and open(f"/proc/{pid}/stat").read().split()[2] != "Z"]
     assert not alive, f"zygote processes outlived the daemon: {alive}"
+
+
+#: What a session sees of its own root: every mount point with its options and source,
+#: and when pid 1 (its init) started, against its own shell, in clock ticks.
+VIEW = ("awk '{print $5, $6, $9, $10}' /proc/self/mountinfo | sed -E 's/,(uid|gid)=[0-9]+//g' "
+        "| sort; stat -c '%n %u %g %a' /tmp /var/tmp /dev/shm /run/user/*; echo uid=$(id -u); "
+        "echo init-age=$(( $(cut -d' ' -f22 /proc/$$/stat) - $(cut -d' ' -f22 /proc/1/stat) ))")
+
+
+def test_a_spare_built_ahead_gives_the_same_sandbox(tmp_path):
+    """After the first session the zygote's spare builds the shared part of the root (the
+    system, /dev, the installation, /proc, loopback, the proxy listener) before its session
+    arrives, and adds only the session's own entries then: every session sees the same
+    mounts with the same options as the first, built whole, did; and its init was ready
+    before the request came."""
+    home, ws, other = tmp_path / "home", tmp_path / "ws", tmp_path / "ws-b"
+    home.mkdir(mode=0o700)
+    ws.mkdir()
+    other.mkdir()
+    daemon = Daemon(home)
+    try:
+        views = []
+        for agent, workspace in (("a1", ws), ("a1", ws), ("b2", other), ("a1", ws)):
+            time.sleep(0.5)  # the spare is ready (and older than the request) by now
+            result = daemon.call("/exec", {"command": VIEW, "agentId": agent, "pty": True,
+                                           "agentWorkspace": str(workspace),
+                                           "awaitResults": True})
+            assert result["details"]["exitCode"] == 0, result
+            view = text(result).replace(str(other), str(ws)).replace("agents/b2/", "agents/a1/")
+            uid = view.rsplit("uid=", 1)[1].split()[0]
+            views.append(re.sub(r"sessions/[0-9a-f]+\.sock", "CHANNEL", view.replace(uid, "UID")))
+        mounts = [v.rsplit("init-age=", 1)[0] for v in views]
+        ages = [int(v.rsplit("init-age=", 1)[1].split()[0]) for v in views]
+        assert mounts[1] == mounts[0] and mounts[2] == mounts[0] and mounts[3] == mounts[0]
+        assert ages[0] < 20 and min(ages[1:]) >= 30, ages  # ticks: built at the request / ahead
+        points = {line.split()[0] for line in mounts[0].splitlines() if line.strip()}
+        assert "/sys" not in points and str(home) not in points, points  # where it was built
+    finally:
+        daemon.stop()

@@ -146,6 +146,9 @@ class Plan:
     #: The command: init starts it with ``posix_spawn`` (no third fork of the supervisor).
     argv: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
+    #: The entries every session of this supervisor shares (the system, ``/dev``, the
+    #: installation): a zygote spare builds them before its session arrives.
+    shared: tuple[Mount, ...] = ()
 
 
 def with_console(plan: Plan, slave: str) -> Plan:
@@ -261,11 +264,11 @@ def _touch(path: str) -> None:
         pass
 
 
-def _open_sources(plan: Plan) -> dict[int, int]:
+def _open_sources(entries) -> dict[int, int]:
     """``O_PATH`` fds of every bind source, opened before the scratch tmpfs covers
     anything (a source that vanished since the plan was made is left out)."""
     fds = {}
-    for index, entry in enumerate(plan.mounts):
+    for index, entry in enumerate(entries):
         if entry.kind in ("ro", "rw", "dev"):
             try:
                 fds[index] = os.open(entry.source, os.O_PATH | os.O_CLOEXEC)
@@ -276,9 +279,15 @@ def _open_sources(plan: Plan) -> dict[int, int]:
 
 def _build_root(plan: Plan, root: str) -> None:
     """The new root in ``root``: only the plan's entries, then ``/proc``."""
-    fds = _open_sources(plan)
+    fds = _open_sources(plan.mounts)
     _mount(MOUNT_SOURCE, root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m")
-    for index, entry in enumerate(plan.mounts):
+    _add_entries(plan.mounts, fds, root)
+    _makedirs(root + "/proc")
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _add_entries(entries, fds: dict[int, int], root: str) -> None:
+    for index, entry in enumerate(entries):
         target = root + entry.target
         if entry.kind == "symlink":
             _makedirs(os.path.dirname(target))
@@ -304,8 +313,6 @@ def _build_root(plan: Plan, root: str) -> None:
                 flags |= MOUNT_ATTR_RDONLY
             _setattr(target, flags)
             os.close(fd)
-    _makedirs(root + "/proc")
-    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 def _pivot(root: str) -> None:
@@ -325,12 +332,18 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, ifreq)
 
 
-def _hand_over_listener(channel_fd: int) -> None:
-    """Listen on the proxy port in this network namespace; send the socket out."""
+def _listen() -> socket.socket:
+    """The proxy listener on ``127.0.0.1:PROXY_PORT`` of this network namespace."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", PROXY_PORT))
     listener.listen(128)
+    return listener
+
+
+def _hand_over_listener(channel_fd: int, listener: socket.socket | None = None) -> None:
+    """Send the proxy listener (made now unless given) out over ``channel_fd``."""
+    listener = listener or _listen()
     channel = socket.socket(fileno=channel_fd)
     try:
         socket.send_fds(channel, [b"L"], [listener.fileno()])
@@ -419,46 +432,73 @@ def _init(command_pid: int, report: int) -> None:
                 pass
 
 
+def _split(network: str, switch_user: bool, uid: int, gid: int) -> tuple[int, int, int]:
+    """Unshare the namespaces and fork init: ``(init's pid or 0 in init, report_r,
+    report_w)``. The caller and init ignore the job-control and termination signals and
+    are not dumpable (copies of the supervisor's or zygote's memory: no process of the
+    command, same uid, may read /proc/1/mem, maps or environ)."""
+    flags = CLONE_NEWNS | CLONE_NEWPID
+    if network != "host":
+        flags |= CLONE_NEWNET
+    if not switch_user:
+        flags |= CLONE_NEWUSER
+    try:
+        _check(_libc().unshare(flags), "unshare")
+        if not switch_user:
+            _map_ids(0, uid, 0, gid)
+        report_r, report_w = os.pipe()
+    except Exception as exc:  # noqa: BLE001 - nothing may return to exec half set up
+        _fail(str(exc))
+    _shield()  # leader and init; the command gets the defaults (posix_spawn setsigdef)
+    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return _fork(), report_r, report_w
+
+
+def _lead(report_r: int) -> None:
+    """The leader: wait for the command's status (init reports it), die like it."""
+    _close_all_but(report_r)
+    status = None
+    try:
+        raw = b""
+        while len(raw) < 4:
+            chunk = os.read(report_r, 4 - len(raw))
+            if not chunk:
+                break
+            raw += chunk
+        if len(raw) == 4:
+            status = struct.unpack("i", raw)[0]
+    except OSError:
+        pass
+    _die_like(status if status is not None else 1 << 8)
+
+
+def _launch(plan: Plan, report_w: int, umask: int) -> int:
+    """In init, root built: give up every privilege, start the command; its pid."""
+    _drop_privileges(plan)
+    os.umask(umask)
+    if not plan.argv:
+        os.write(report_w, struct.pack("i", 0))
+        os._exit(0)
+    try:
+        os.chdir(plan.workdir)
+    except OSError:
+        raise SandboxSetupError(f"the work directory {plan.workdir} is not in the "
+                                "sandbox; run the command in the agent workspace") from None
+    os.closerange(3, report_w)  # nothing of the supervisor's reaches the command
+    os.closerange(report_w + 1, 1 << 20)
+    spawn = os.posix_spawn if os.path.isabs(plan.argv[0]) else os.posix_spawnp
+    return spawn(plan.argv[0], list(plan.argv), plan.env, setsigdef=_DEFAULTED, setsigmask=())
+
+
 def enter(plan: Plan) -> None:
     """Run in the forked child (after setsid, the controlling TTY and rlimits), last.
 
     Returns only in the command's process; the leader and init never return. With
     an empty ``plan.argv`` init reports success once everything is built (the probe).
     """
-    flags = CLONE_NEWNS | CLONE_NEWPID
-    if plan.network != "host":
-        flags |= CLONE_NEWNET
-    if not plan.switch_user:
-        flags |= CLONE_NEWUSER
-    try:
-        libc = _libc()
-        _check(libc.unshare(flags), "unshare")
-        if not plan.switch_user:
-            _map_ids(0, plan.uid, 0, plan.gid)
-        report_r, report_w = os.pipe()
-    except Exception as exc:  # noqa: BLE001 - nothing may return to exec half set up
-        _fail(str(exc))
-    _shield()  # leader and init; the command gets the defaults (posix_spawn setsigdef)
-    # Leader and init are copies of the supervisor's memory: not dumpable, so no
-    # process of the command (same uid) may read /proc/1/mem, maps or environ.
-    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    init_pid = _fork()
+    init_pid, report_r, report_w = _split(plan.network, plan.switch_user, plan.uid, plan.gid)
     if init_pid:
-        # The leader: wait for the command's status (init reports it), die like it.
-        _close_all_but(report_r)
-        status = None
-        try:
-            raw = b""
-            while len(raw) < 4:
-                chunk = os.read(report_r, 4 - len(raw))
-                if not chunk:
-                    break
-                raw += chunk
-            if len(raw) == 4:
-                status = struct.unpack("i", raw)[0]
-        except OSError:
-            pass
-        _die_like(status if status is not None else 1 << 8)
+        _lead(report_r)
     # init (pid 1 in the new namespace)
     try:
         os.close(report_r)
@@ -470,21 +510,154 @@ def enter(plan: Plan) -> None:
             _loopback_up()
             if plan.network == "proxy" and plan.proxy_fd is not None:
                 _hand_over_listener(plan.proxy_fd)
-        _drop_privileges(plan)
-        os.umask(umask)
-        if not plan.argv:
-            os.write(report_w, struct.pack("i", 0))
-            os._exit(0)
-        try:
-            os.chdir(plan.workdir)
-        except OSError:
-            raise SandboxSetupError(f"the work directory {plan.workdir} is not in the "
-                                    "sandbox; run the command in the agent workspace") from None
-        os.closerange(3, report_w)  # nothing of the supervisor's reaches the command
-        os.closerange(report_w + 1, 1 << 20)
-        spawn = os.posix_spawn if os.path.isabs(plan.argv[0]) else os.posix_spawnp
-        command_pid = spawn(plan.argv[0], list(plan.argv), plan.env,
-                            setsigdef=_DEFAULTED, setsigmask=())
+        command_pid = _launch(plan, report_w, umask)
+    except Exception as exc:  # noqa: BLE001
+        _fail(str(exc))
+    _close_all_but(report_w)
+    _init(command_pid, report_w)
+
+
+# --- a sandbox built ahead of its session (a zygote spare's) ---------------------------
+
+#: Where a spare's init builds the root ahead of time: a path no plan binds from (the
+#: session's own sources are opened by path later, so ``/tmp`` would hide them).
+PREBUILT_ROOT = "/sys"
+
+
+def _plain_tmpfs(entry: Mount) -> Mount:
+    """A tmpfs entry without its owner options (``uid=``/``gid=``: chown'd per session)."""
+    if entry.kind != "tmpfs":
+        return entry
+    kept = [o for o in entry.source.split(",") if not o.startswith(("uid=", "gid="))]
+    return Mount(entry.target, entry.kind, ",".join(kept))
+
+
+def shareable(entries) -> tuple[Mount, ...]:
+    """What of ``entries`` (the mounts every session of a supervisor has) a spare may
+    build before it knows its session: all but the per-uid runtime directory."""
+    return tuple(_plain_tmpfs(e) for e in entries if not e.target.startswith("/run/user/"))
+
+
+def profile_of(plan: Plan) -> dict:
+    """What a spare builds ahead for sessions like ``plan`` (JSON-ready)."""
+    return {"network": plan.network, "switch_user": plan.switch_user, "uid": plan.uid,
+            "gid": plan.gid, "shared": [[m.target, m.kind, m.source] for m in plan.shared]}
+
+
+def within(path: str, parent: str) -> bool:
+    """``path`` is ``parent`` or below it."""
+    parent = parent.rstrip("/") or "/"
+    return path == parent or path.startswith(parent + "/") or parent == "/"
+
+
+def rest_of(profile: dict, plan: Plan) -> list[Mount] | None:
+    """The entries of ``plan`` a spare built for ``profile`` still has to add, or None
+    where that spare cannot serve the plan (other namespaces or ids, a shared entry the
+    plan does not have, or one of its own entries that would cover a shared one)."""
+    if (profile["network"], profile["switch_user"]) != (plan.network, plan.switch_user):
+        return None
+    if not plan.switch_user and (profile["uid"], profile["gid"]) != (plan.uid, plan.gid):
+        return None
+    shared = {Mount(*m) for m in profile["shared"]}
+    plain = {_plain_tmpfs(m) for m in plan.mounts}
+    if not shared <= plain:
+        return None
+    rest = [m for m in plan.mounts if _plain_tmpfs(m) not in shared]
+    if any(within(s.target, m.target) for m in rest for s in shared):
+        return None
+    return rest
+
+
+@dataclass
+class Prebuilt:
+    """A spare's side of its prepared init."""
+
+    init_pid: int
+    channel: socket.socket
+    report_r: int
+
+
+def prebuild(profile: dict) -> Prebuilt:
+    """In a zygote spare (after ``setsid``), before its session: the namespaces, init,
+    and in init the shared part of the root, ``/proc``, loopback and the proxy listener.
+    Init then waits for :func:`hand_to_init`; the host's mounts keep arriving (a slave
+    mount namespace) until then."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    init_pid, report_r, report_w = _split(profile["network"], profile["switch_user"],
+                                          os.getuid(), os.getgid())
+    if init_pid:
+        os.close(report_w)
+        theirs.close()
+        return Prebuilt(init_pid, ours, report_r)
+    listener = None
+    try:
+        ours.close()
+        os.close(report_r)
+        os.umask(0o022)
+        _mount(None, "/", None, MS_REC | MS_SLAVE)
+        shared = [Mount(*m) for m in profile["shared"]]
+        fds = _open_sources(shared)
+        _mount(MOUNT_SOURCE, PREBUILT_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m")
+        _add_entries(shared, fds, PREBUILT_ROOT)
+        _makedirs(PREBUILT_ROOT + "/proc")
+        _mount("proc", PREBUILT_ROOT + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        if profile["network"] != "host":
+            _loopback_up()
+            if profile["network"] == "proxy":
+                listener = _listen()
+    except Exception as exc:  # noqa: BLE001
+        _fail(str(exc))
+    _serve_session(profile, theirs, report_w, listener)
+
+
+def hand_to_init(pre: Prebuilt, body: bytes, fds: list[int]) -> None:
+    """The leader: pass the session's request and fds on to init, then lead (never
+    returns)."""
+    try:
+        socket.send_fds(pre.channel, [body], fds)
+    except OSError:
+        _fail("the sandbox prepared for this session is gone; run the command again")
+    _lead(pre.report_r)
+
+
+def plan_from_request(req: dict, proxy_fd: int | None) -> Plan:
+    """The plan a zygote request (``zygote.request``) carries."""
+    return Plan(mounts=tuple(Mount(*entry) for entry in req["mounts"]), workdir=req["workdir"],
+                network=req["network"], proxy_fd=proxy_fd, uid=req["uid"], gid=req["gid"],
+                switch_user=req["switch_user"], max_processes=req["max_processes"],
+                argv=tuple(req["argv"]), env=req["env"])
+
+
+def _serve_session(profile: dict, sock: socket.socket, report_w: int, listener) -> None:
+    """Init of a prebuilt sandbox: wait for the session, add its own entries, start it."""
+    import json
+
+    try:
+        body, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+    except OSError:
+        os._exit(0)
+    if not body:
+        os._exit(0)  # the spare was never used
+    try:
+        req = json.loads(body)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target, inheritable=True)
+        proxy_fd = fds[3] if req["proxy"] and len(fds) > 3 else None
+        plan = plan_from_request(req, proxy_fd)
+        apply_rlimits(req["rlimits"])
+        rest = rest_of(profile, plan)
+        if rest is None:
+            raise SandboxSetupError("this spare was prepared for other sessions")
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)  # from here on, the host's stay out
+        _add_entries(rest, _open_sources(rest), PREBUILT_ROOT)
+        if plan.switch_user:  # the shared scratch directories belong to the agent
+            for entry in plan.mounts:
+                if entry.kind == "tmpfs" and "uid=" in entry.source and entry not in rest:
+                    os.chown(PREBUILT_ROOT + entry.target, plan.uid, plan.gid)
+        _pivot(PREBUILT_ROOT)
+        if listener is not None and proxy_fd is not None:
+            _hand_over_listener(proxy_fd, listener)
+        command_pid = _launch(plan, report_w, req["umask"])
     except Exception as exc:  # noqa: BLE001
         _fail(str(exc))
     _close_all_but(report_w)

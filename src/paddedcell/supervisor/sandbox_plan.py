@@ -322,9 +322,7 @@ def _known_name(uid: int) -> str:
         return str(uid)
 
 
-def _within(path: str, parent: str) -> bool:
-    parent = parent.rstrip("/") or "/"
-    return path == parent or path.startswith(parent + "/") or parent == "/"
+_within = ns.within
 
 
 def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> None:
@@ -563,10 +561,13 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
         entries = tuple(sorted((*entries, ns.Mount(ca_bundle, "ro", ca_bundle)),
                                key=lambda e: _depth(e.target)))
         out.update(ca_environment(ca_bundle))
+    own = [p for p in (workspace, home, channel, ca_bundle) if p]
+    shared = ns.shareable(e for e in entries if e.target not in identity
+                          and not any(_within(e.target, p) for p in own))
     plan = ns.Plan(mounts=entries, workdir=workdir, network=sandbox.network,
                    proxy_fd=proxy_child.fileno() if proxy_child else None, uid=uid, gid=gid,
                    switch_user=owner is not None, max_processes=sandbox.processes,
-                   argv=tuple(argv), env=out)
+                   argv=tuple(argv), env=out, shared=shared)
     return Prepared(lambda: ns.enter(plan), out, uid, gid, proxy, proxy_child, plan)
 
 

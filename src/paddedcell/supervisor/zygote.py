@@ -15,7 +15,12 @@ supervisor's own child, waited for exactly like a ``Popen`` child. A spare waits
 socket; a session hands it the plan (JSON) and its terminal or pipe fds and the proxy
 socket (``SCM_RIGHTS``), and the spare becomes the session's leader (``setsid``, the
 controlling terminal, cgroup, rlimits, ``sandbox.enter``). The next spare is asked for
-at once and is made while this session runs. Where anything of this is unavailable
+at once and is made while this session runs, **built ahead** like it
+(``sandbox.prebuild``): its namespaces, its init and, in init, the part of the root every
+session shares (``Plan.shared``: the system, ``/dev``, the installation, ``/proc``,
+loopback, the proxy listener), so its session only adds its own entries (workspace,
+home, channel, identity, terminal) and ``pivot_root``s. A spare built for other
+settings is ended and another asked for (``sandbox.rest_of``). Where anything of this is unavailable
 (not a subreaper, the zygote gone, a plan too large) the session starts through
 ``Popen`` as before: slower, the same sandbox. A one-session ``pcexec`` does that too
 (starting a zygote would cost it more than the fork it saves).
@@ -70,6 +75,9 @@ class _Zygote:
         self.broken = False
         #: Set by :func:`prestart` (the daemon): a one-session process has no use for one.
         self.wanted = False
+        #: What the spare on its way was asked to build ahead (``sandbox.profile_of``:
+        #: the last session's shared part), None: nothing (it builds all at its session).
+        self.asked: dict | None = None
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -85,7 +93,11 @@ class _Zygote:
         orphans.claim(self.proc.pid)
         ours.settimeout(SPARE_WAIT_SECONDS)
         self.control = ours
-        self.control.send(b"s")  # the first spare
+        self._ask(None)  # the first spare
+
+    def _ask(self, profile: dict | None) -> None:
+        self.control.send(b"s" + (json.dumps(profile).encode() if profile else b""))
+        self.asked = profile
 
     def _receive(self) -> tuple[int, socket.socket]:
         _, fds, _, _ = socket.recv_fds(self.control, 16, 1)
@@ -103,8 +115,9 @@ class _Zygote:
             raise
         return pid, sock
 
-    def take(self) -> tuple[int, socket.socket] | None:
-        """A spare (its pid, now claimed, and its socket), or None: use Popen."""
+    def take(self, plan) -> tuple[int, socket.socket] | None:
+        """A spare that can serve ``plan`` (its pid, now claimed, and its socket), or
+        None: use Popen. The next one is asked for at once, built ahead like ``plan``."""
         with self.lock:
             if self.broken or not self.wanted:
                 return None
@@ -114,12 +127,20 @@ class _Zygote:
                         self.broken = True
                         return None
                     self._start()
-                pid, sock = self._receive()
                 from .. import orphans
+                from .sandbox import PREBUILT_ROOT, profile_of, rest_of
 
-                orphans.claim(pid)
-                self.control.send(b"s")  # the next one, made while this session starts
-                return pid, sock
+                for _ in range(2):
+                    made_for = self.asked
+                    pid, sock = self._receive()
+                    orphans.claim(pid)
+                    ahead = plan.shared and os.path.isdir(PREBUILT_ROOT)
+                    self._ask(profile_of(plan) if ahead else None)
+                    if made_for is None or rest_of(made_for, plan) is not None:
+                        return pid, sock
+                    sock.close()  # built for other sessions (the settings changed)
+                    _discard(pid)
+                return None
             except (OSError, ValueError, struct.error):
                 self.broken = True
                 if self.control is not None:
@@ -140,6 +161,18 @@ def prestart() -> None:
                     _ZYGOTE.broken = True
             except OSError:
                 _ZYGOTE.broken = True
+
+
+def _discard(pid: int) -> None:
+    """End a spare (and the init it prepared, in its process group) and reap it."""
+    from .. import orphans
+
+    try:
+        os.killpg(pid, 9)
+    except OSError:
+        pass
+    os.waitpid(pid, 0)
+    orphans.release(pid)
 
 
 def _parent_of(pid: int) -> int:
@@ -167,7 +200,7 @@ def start(plan, argv: list[str], *, fds: list[int], use_pty: bool, rlimits,
                    umask=_umask())
     if len(body) > MAX_REQUEST - 1024:
         return None
-    spare = _ZYGOTE.take()
+    spare = _ZYGOTE.take(plan)
     if spare is None:
         return None
     pid, sock = spare
@@ -175,11 +208,7 @@ def start(plan, argv: list[str], *, fds: list[int], use_pty: bool, rlimits,
     try:
         socket.send_fds(sock, [body], sent)
     except OSError:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        from .. import orphans
-
-        orphans.release(pid)
+        _discard(pid)
         return None
     finally:
         sock.close()
@@ -195,15 +224,21 @@ def _umask() -> int:
 # --- the zygote and its spares (this file run by path, without the package) -----------
 
 
-def _become_leader(sandbox, sock: socket.socket) -> None:
-    """A spare: announce our pid, wait for the session, become its leader (never returns)."""
+def _become_leader(sandbox, sock: socket.socket, profile: dict | None) -> None:
+    """A spare: announce our pid, build what ``profile`` says ahead (``sandbox.prebuild``),
+    wait for the session, become its leader (never returns)."""
     try:
         sock.send(struct.pack("i", os.getpid()))
+    except OSError:
+        os._exit(0)
+    os.setsid()  # before init exists: leader, init and command share the session
+    prebuilt = sandbox.prebuild(profile) if profile else None
+    try:
         body, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 8)
     except OSError:
         os._exit(0)
     if not body:
-        os._exit(0)  # the supervisor is gone
+        os._exit(0)  # the supervisor is gone (init sees EOF and goes too)
     req = json.loads(body)
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target, inheritable=True)
@@ -212,23 +247,23 @@ def _become_leader(sandbox, sock: socket.socket) -> None:
         if fd > 2:
             os.close(fd)
     sock.close()
-    plan = sandbox.Plan(
-        mounts=tuple(sandbox.Mount(*entry) for entry in req["mounts"]), workdir=req["workdir"],
-        network=req["network"], proxy_fd=proxy_fd, uid=req["uid"], gid=req["gid"],
-        switch_user=req["switch_user"], max_processes=req["max_processes"],
-        argv=tuple(req["argv"]), env=req["env"])
     try:
-        os.setsid()
         if req["pty"]:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         if req["cgroup_procs"]:
             with open(req["cgroup_procs"], "w") as f:
                 f.write("0")
-        sandbox.apply_rlimits(req["rlimits"])
-        os.umask(req["umask"])
+                if prebuilt is not None:
+                    f.flush()
+                    f.write(str(prebuilt.init_pid))
+        if prebuilt is None:
+            sandbox.apply_rlimits(req["rlimits"])
+            os.umask(req["umask"])
     except Exception as exc:  # noqa: BLE001
         sandbox._fail(str(exc))
-    sandbox.enter(plan)
+    if prebuilt is not None:  # init applies the rlimits and umask itself
+        sandbox.hand_to_init(prebuilt, body, [0, 1, 2] + ([proxy_fd] if proxy_fd else []))
+    sandbox.enter(sandbox.plan_from_request(req, proxy_fd))
     os._exit(127)  # enter() never returns
 
 
@@ -248,10 +283,12 @@ def _serve(control_fd: int) -> None:
     control = socket.socket(fileno=control_fd)
     while True:
         try:
-            if not control.recv(1):
-                os._exit(0)
+            asked = control.recv(MAX_REQUEST)
         except OSError:
             os._exit(0)
+        if not asked:
+            os._exit(0)
+        profile = json.loads(asked[1:]) if len(asked) > 1 else None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         middle = os.fork()
         if middle == 0:
@@ -259,7 +296,7 @@ def _serve(control_fd: int) -> None:
                 keep = theirs.fileno()
                 os.closerange(3, keep)
                 os.closerange(keep + 1, 1 << 20)
-                _become_leader(sandbox, theirs)
+                _become_leader(sandbox, theirs, profile)
             os._exit(0)
         os.waitpid(middle, 0)  # the spare is the supervisor's child from here on
         theirs.close()
