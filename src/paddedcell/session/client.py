@@ -19,7 +19,6 @@ import os
 
 from .. import exits
 from .protocol import CHANNEL_VARIABLE, Refusal
-from .wire import decode_line, encode_line
 
 
 def in_session() -> bool:
@@ -90,6 +89,8 @@ def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
     finally:
         sock.close()
     raw = b"".join(chunks)
+    from .wire import decode_line
+
     try:
         answer = decode_line(raw)
     except ValueError:
@@ -102,6 +103,8 @@ def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
 
 def request(op: str, timeout: float | None = 60.0, **fields) -> dict:
     """Send one request; the answer dict when ``ok``, else raise :class:`Refusal`."""
+    from .wire import encode_line  # here: a human's direct `pass_mgr get` never needs it
+
     payload = encode_line({"op": op, **fields})
     refused = None
     for path in _candidates():
