@@ -6,6 +6,7 @@ Checked by thread identity and a trio instrument, not timed."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -88,3 +89,32 @@ async def test_plain_ascii_without_secrets_stays_on_the_loop(tmp_path, monkeypat
     assert s.buffer.end == 1_000_002
     assert counter.on_loop >= 1_000_000 - 64 * 1024  # ASCII reads: no thread round trip
     assert counter.in_workers >= 2  # the read holding "é" went to a worker
+
+
+async def test_batches_read_by_the_workers_mask_exactly_what_the_redactor_masks(tmp_path):
+    # Secrets at offsets that straddle reads and batches (REDACTED_BATCH, pipe sizes),
+    # written in odd-sized pieces: the session's output is the redactor's output of the
+    # same bytes, whatever the batches were.
+    from paddedcell.supervisor.session import REDACTED_BATCH
+
+    pieces, total = [], 0
+    for i, gap in enumerate((REDACTED_BATCH - 7, 65_533, 262_139, REDACTED_BATCH + 3, 4_093,
+                             1_000_003, 17)):
+        pieces.append(f"x{i}" * (gap // 2))
+        pieces.append(SECRET)
+        total += gap
+    text = "\n".join(pieces) + "\ntail\n"
+    source = tmp_path / "out.txt"
+    source.write_text(text)
+    writer = tmp_path / "write.py"
+    writer.write_text("import os, sys\ndata = open(sys.argv[1], 'rb').read()\ni = 0\n"
+                      "while i < len(data):\n    i += os.write(1, data[i:i + 12_345])\n")
+    shown = []
+    s = await run_counted(tmp_path, WorkPerStep(), LaunchSpec(
+        command=f"{sys.executable} {writer} {source}", secrets=[SECRET], timeout_seconds=60,
+        on_output=lambda stream, data: shown.append(data)))
+    assert s.outcome.exit_code == 0
+    expected = StreamRedactor([SECRET])
+    want = expected.feed(text.encode()) + expected.flush()
+    assert b"".join(shown) == want  # more than the ring holds: every emitted byte
+    assert want.count(b"######") == 7 and SECRET.encode() not in want

@@ -144,9 +144,10 @@ class OutputBuffer:
             self._evict(need - self.reserved)
         if self._len + n > len(self._buf):
             self._relayout(min(self.reserved, max(self._len + n, 2 * len(self._buf), 4096)))
+        view = memoryview(data)  # slices of a view: one copy into the ring, not two
         pos = 0
         for a, b in self._span(self._len, n):
-            self._buf[a:b] = data[pos:pos + b - a]
+            self._buf[a:b] = view[pos:pos + b - a]
             pos += b - a
         self._len += n
 

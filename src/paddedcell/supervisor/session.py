@@ -9,13 +9,16 @@ Reads loop on ``os.read`` until EAGAIN and only then wait for readability;
 waiting before every read costs an event-loop round trip per chunk, which at
 PTY chunk sizes (~4 KiB) would halve throughput.
 
-Output work runs in worker threads: each read is sanitized and filtered
-(redactor, admin-password guard) by ``trio.to_thread`` under one limiter of
-``supervisor.filter_threads`` threads, so the event loop only reads, appends
-and answers routes, and the engine's scans (which release the GIL) use the
-other cores. Plain ASCII without escapes and without a secret to mask, which
-needs no work, stays on the loop. A stream's reads are filtered in order, one
-at a time; ``add_secrets`` waits for the read in progress (a lock).
+Output work runs in worker threads (``trio.to_thread`` under one limiter of
+``supervisor.filter_threads`` threads), so the event loop only appends and
+answers routes, and the engine's scans (which release the GIL) use the other
+cores. A stream that masks secrets is read by the worker too: it reads what is
+ready (up to ``REDACTED_BATCH``) into its own buffer and sanitizes and filters
+it in one call, one thread round trip per batch, and the loop's thread does not
+wake for every read to fight it for the GIL. Without a secret the loop reads;
+plain ASCII without escapes, which needs no work, stays on the loop, anything
+else goes to a worker. A stream's batches are filtered in order, one at a time;
+``add_secrets`` waits for the batch in progress (a lock).
 
 Kill: SIGTERM to the session's process tree (see :mod:`.procs`), then SIGKILL
 to whatever is left after ``supervisor.kill_grace_seconds``, then reap.
@@ -48,14 +51,16 @@ from ..redactor.filters import OutputFilter, Passthrough, new_filter
 
 log = logging.getLogger("paddedcell.supervisor")
 
-#: Bytes per read. Small enough that 64 flooding sessions hold little in
-#: flight; large enough that per-chunk overhead stays small at GB/s.
+#: Bytes per read on the loop (a stream without secrets). Small enough that 64
+#: flooding sessions hold little in flight; large enough that per-chunk overhead
+#: stays small at GB/s.
 PIPE_READ_SIZE = 64 * 1024
 PTY_READ_SIZE = 64 * 1024
-#: Bytes per pipe read when the session masks secrets: one worker-thread
-#: round trip (~50 us) per read. Sessions without secrets keep 64 KiB:
-#: 256 KiB reads grew a 64-session flood's RSS by ~12 MiB.
-REDACTED_READ_SIZE = 256 * 1024
+#: Bytes a worker reads (until EAGAIN) and filters in one call before it hands the
+#: output to the loop: one thread round trip and one redactor feed per batch (the
+#: redactor costs less per byte in bigger feeds). Only ``filter_threads`` batches
+#: are in flight at once, whatever the number of sessions.
+REDACTED_BATCH = 1024 * 1024
 #: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
@@ -320,6 +325,35 @@ class Session:
                 return b""
             return redactor.feed(self._sanitizers[stream].feed(data))
 
+    def _masking(self, stream: str) -> bool:
+        """This stream masks secrets: its reads go to a worker (see :meth:`_read_and_filter`)."""
+        redactor = self._redactors.get(stream)
+        return redactor is not None and not (isinstance(redactor, Passthrough) and redactor.idle)
+
+    def _read_and_filter(self, stream: str, fd: int) -> tuple[bytes, bool, bool]:
+        """In a worker thread: read what is ready, up to ``REDACTED_BATCH`` bytes, into
+        this thread's batch buffer and filter it in one call; ``(shown, eof, drained)``,
+        drained when a read found nothing more (EAGAIN). Bounded, so sessions take turns
+        at the limiter's threads; nothing is read past it (back-pressure)."""
+        buf = _batch_buffer()
+        got, eof, drained = 0, False, False
+        while got < len(buf):
+            try:
+                n = os.readv(fd, [buf[got:]])
+            except BlockingIOError:
+                drained = True
+                break
+            except OSError as exc:
+                if exc.errno != errno.EIO:  # PTY: EIO = every slave holder is gone
+                    raise
+                n = 0
+            if not n:
+                eof = True
+                break
+            got += n
+        # The sanitizer copies the view before anything else sees it.
+        return (self._filter(stream, buf[:got]) if got else b""), eof, drained
+
     def _trivial(self, stream: str, data: bytes) -> bool:
         """No work worth a thread: nothing to mask, and ASCII the sanitizer passes as is."""
         redactor = self._redactors.get(stream)
@@ -328,11 +362,7 @@ class Session:
 
     async def _pump(self, stream: str, fd: int) -> None:
         redactor = self._redactors[stream]
-        if self.pty:
-            size = PTY_READ_SIZE
-        else:
-            idle = isinstance(redactor, Passthrough) and redactor.idle
-            size = PIPE_READ_SIZE if idle else REDACTED_READ_SIZE
+        size = PTY_READ_SIZE if self.pty else PIPE_READ_SIZE
         limiter = _filter_limiter(self.settings)
         if stream == "stdout":
             try:  # a bigger pipe: fewer wakeups at gigabyte rates
@@ -341,6 +371,20 @@ class Session:
                 pass
         try:
             while True:
+                if self._masking(stream):
+                    # Secrets to mask: a worker reads and filters a batch in a loop
+                    # and hands it over once (one thread round trip per batch, and
+                    # the loop's thread does not fight it for the GIL at every read).
+                    shown, eof, drained = await trio.to_thread.run_sync(
+                        self._read_and_filter, stream, fd, limiter=limiter)
+                    self._emit(stream, shown)
+                    if eof:
+                        break
+                    if drained:
+                        await trio.lowlevel.wait_readable(fd)
+                    else:
+                        await trio.lowlevel.checkpoint()
+                    continue
                 # A PTY hands out at most one 4 KiB line-discipline buffer per
                 # read: gather what is ready so the per-chunk work runs once.
                 chunks, got, eof = [], 0, False
@@ -559,6 +603,18 @@ class Session:
                 self._close_fd(fd)
                 self.spawned.fds.remove(fd)
                 self.stdin_closed = True
+
+
+_BATCH_BUFFERS = threading.local()
+
+
+def _batch_buffer() -> memoryview:
+    """This worker thread's read buffer (``REDACTED_BATCH`` bytes, reused: no fresh
+    pages per read; one per filter thread, not one per session)."""
+    buf = getattr(_BATCH_BUFFERS, "view", None)
+    if buf is None:
+        buf = _BATCH_BUFFERS.view = memoryview(bytearray(REDACTED_BATCH))
+    return buf
 
 
 def new_session_id() -> str:
