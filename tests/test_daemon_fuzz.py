@@ -547,6 +547,7 @@ ROUTE_BODIES = {
     "/notifications/ack": st.fixed_dictionaries({"ids": maybe(st.lists(st.integers(0, 50)))}),
     "/exec/events/ack": st.fixed_dictionaries({"ids": maybe(st.lists(st.integers(0, 50)))}),
     "/vault/check-leak": st.fixed_dictionaries({"text": maybe(TEXT), "source": maybe(TEXT)}),
+    "/vault/guard": st.fixed_dictionaries({"password": maybe(TEXT)}),
 }
 
 

@@ -198,11 +198,18 @@ def test_unset_and_list(ready):
 
 
 def test_leak_locks_and_init_recovers_without_losing_a_secret(ready):
+    from supervisor_helpers import Daemon
+
     ready.ok("generate", "api", agent=True)
     api = ready.ok("get", "api", agent=True)
-    assert ready.run("admin", "check-leak", input="nothing to see").returncode == 0
-    hit = ready.run("admin", "check-leak", "--source", "message:outbound",
-                    input=f"the admin password is {PW}, ok")
+    assert ready.run("admin", "check-leak", input="x").returncode == 3  # no daemon to ask
+    with Daemon(ready.home):
+        waiting = ready.run("admin", "check-leak", input=f"the admin password is {PW}, ok")
+        assert waiting.returncode == 3 and b"pass_mgr admin guard" in waiting.stderr
+        ready.ok("admin", "guard", "--password-stdin", input=PW + "\n")
+        assert ready.run("admin", "check-leak", input="nothing to see").returncode == 0
+        hit = ready.run("admin", "check-leak", "--source", "message:outbound",
+                        input=f"the admin password is {PW}, ok")
     assert hit.returncode == 10
     assert ready.ok("admin", "status") == "locked\n"
     for args in (["get", "api"], ["generate", "z"], ["list"], ["rotate"]):

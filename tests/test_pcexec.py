@@ -233,8 +233,9 @@ def test_locked_vault_fails_closed(tmp_path):
     ws.mkdir(mode=0o700)
     password = init_vault(home)
     set_secret(home, AGENT, ws, "k", "Locked-Secret-Value-1")
-    assert vault.check_leak(f"oops {password}", "test", settings=config.load(
-        environ={"PADDEDCELL_HOME": str(home)}))
+    settings = config.load(environ={"PADDEDCELL_HOME": str(home)})
+    vault.arm_guard(password, settings)  # a human gave this process the password
+    assert vault.check_leak(f"oops {password}", "test", settings=settings)
     marker = tmp_path / "ran"
     result = pcexec(home, ws, f"touch {marker}")
     assert result.returncode == 3 and "locked" in result.stderr

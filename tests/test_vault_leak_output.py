@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from paddedcell.vault.leak import HOLD_BYTES, LeakDetector, LeakStream
-from supervisor_helpers import BIN, base_env, init_vault
+from supervisor_helpers import BIN, Daemon, base_env, init_vault
 
 PW = "Adm1n-leak-output-pw-77"
 
@@ -175,9 +175,9 @@ def home(tmp_path):
     return home
 
 
-def run(home, *argv, cwd=None, **extra):
+def run(home, *argv, cwd=None, input=None, **extra):
     return subprocess.run([str(BIN / argv[0]), *argv[1:]], env=base_env(home, **extra),
-                          capture_output=True, text=True, timeout=60, cwd=cwd)
+                          capture_output=True, text=True, timeout=60, cwd=cwd, input=input)
 
 
 def test_pcexec_output_holding_the_admin_password_is_masked_and_locks(home, tmp_path):
@@ -186,8 +186,14 @@ def test_pcexec_output_holding_the_admin_password_is_masked_and_locks(home, tmp_
     ws.mkdir()
     history = ws / "bash_history"
     history.write_text(f"ls\npass_mgr set a1 /ws db value {PW}\nexit\n")
-    done = run(home, "pcexec", f"cat {history}; printf '%s' '{PW[:9]}'; printf '%s\\n' '{PW[9:]}'",
-               cwd=ws, AGENT_ID="a1", AGENT_WORKSPACE=str(ws))
+    # The guard lives in the daemon's memory once a human gave the password; a foreground
+    # pcexec borrows its filter (vault/guard.py).
+    with Daemon(home):
+        assert run(home, "pass_mgr", "admin", "guard", "--password-stdin",
+                   input=PW + "\n").returncode == 0
+        done = run(home, "pcexec",
+                   f"cat {history}; printf '%s' '{PW[:9]}'; printf '%s\\n' '{PW[9:]}'",
+                   cwd=ws, AGENT_ID="a1", AGENT_WORKSPACE=str(ws))
     assert PW not in done.stdout + done.stderr
     assert "pass_mgr set a1 /ws db value ######" in done.stdout
     assert done.stdout.count("######") == 2

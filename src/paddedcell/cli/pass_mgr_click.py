@@ -287,6 +287,7 @@ def bind(agent_id: str, agent_workspace: str, key: str, admin_passwd: str, hosts
         admin_passwd = _vault_call(read_tty, "Admin password: ")
     workspace = os.path.abspath(os.path.expanduser(agent_workspace))
     _vault_call(bind_secret, agent_id, workspace, key, binding, admin_passwd, settings=settings)
+    _arm_daemon(settings, admin_passwd)
     _say(f"unbound {key} for {agent_id}" if binding is None
          else f"bound {key} for {agent_id} to {binding.describe()}")
 
@@ -324,6 +325,7 @@ def set_(agent_id: str, agent_workspace: str, key: str, passwd: str, admin_passw
     change = _vault_call(set_secret, agent_id, workspace, key, passwd, admin_passwd,
                          settings=settings, allow_short=allow_short, binding=binding)
     _tell_daemon(settings, agent_id, workspace)
+    _arm_daemon(settings, admin_passwd)
     _say(f"set {key} for {agent_id} (version {change.version})"
          + (f", bound to {binding.describe()}" if binding else ""))
     for line in _short_secret_notes(len(passwd), settings):
@@ -346,6 +348,47 @@ def _tell_daemon(settings, agent_id: str, workspace: str) -> None:
     except (DaemonError, OSError) as exc:
         _say(f"note: the daemon was not told of the new value ({exc}); its store check "
              "masks it in running sessions within a second or so")
+
+
+def _daemon_running(settings) -> bool:
+    return os.path.exists(settings.home / "run" / settings["daemon.socket_name"])
+
+
+def _arm_daemon(settings, admin_password: str) -> bool:
+    """A human just gave the admin password: hand it to a running daemon, which checks it
+    (the admin KDF) and masks it in every session's output from now on (``POST
+    /vault/guard``; the detector lives in the daemon's memory only: vault/guard.py).
+    False when no daemon runs or it refused."""
+    if not _daemon_running(settings):
+        return False
+    from ..daemon.client import DaemonClient, DaemonError
+
+    try:
+        with DaemonClient(settings, timeout=120.0) as client:
+            client.call("POST", "/vault/guard", {"password": admin_password})
+    except (DaemonError, OSError) as exc:
+        _say(f"note: the daemon's admin-password guard was not armed ({exc}); run: "
+             "pass_mgr admin guard")
+        return False
+    return True
+
+
+def _guard_line(settings) -> str:
+    """What ``admin status`` tells a human about the daemon's admin-password guard."""
+    from ..vault.guard import WAITING_HINT
+
+    if not _daemon_running(settings):
+        return ("no daemon is running; one that starts masks the admin password only after "
+                "a human runs: pass_mgr admin guard")
+    from ..daemon.client import DaemonClient, DaemonError
+
+    try:
+        with DaemonClient(settings, timeout=10.0) as client:
+            state = client.call("GET", "/vault/guard").get("guard")
+    except (DaemonError, OSError) as exc:
+        return f"the daemon did not say ({exc})"
+    return {"armed": "on (the daemon masks the admin password in session output)",
+            "waiting": WAITING_HINT}.get(state, str(state))
 
 
 def _short_secret_notes(length: int, settings) -> list[str]:
@@ -400,6 +443,7 @@ def admin_init(password_stdin: bool) -> None:
         password = _vault_call(read_tty_twice, "New admin password: ",
                                "Repeat new admin password: ")
     report = _vault_call(init_admin, password, settings, current_password=current)
+    _arm_daemon(settings, password)
     for failure in report.failed:
         _say(f"warning: could not re-wrap {failure}")
     _say(f"initialized (was {report.previous_state}); {report.rewrapped} store(s) re-wrapped "
@@ -415,10 +459,13 @@ def admin_status() -> None:
     from ..vault.api import vault_status
 
     settings = load_settings()
-    click.echo(_vault_call(vault_status, settings))
+    state = _vault_call(vault_status, settings)
+    click.echo(state)
     if os.path.lexists(AdminPaths(settings.home_text).admin_next_file):
         _say("an admin init was interrupted before it finished; run pass_mgr admin init again")
     if not _in_agent_context():  # other agents' bindings are not an agent's business
+        if state in ("ready", "locked"):
+            _say(f"admin-password guard: {_guard_line(settings)}")
         from ..egress.binding import describe_record
         from ..vault.api import all_bindings
 
@@ -436,19 +483,56 @@ def _in_agent_context() -> bool:
                if name not in ("AGENT_ID", "AGENT_WORKSPACE")) or inside_agent_session()
 
 
+@admin.command("guard")
+@click.option("--password-stdin", is_flag=True, help="Read the admin password from stdin.")
+def admin_guard(password_stdin: bool) -> None:
+    """Give the running daemon the admin password so that it masks it in session output
+    (after every daemon start: the daemon keeps it in memory only)."""
+    from ..vault.api import arm_guard
+
+    refuse_in_agent_context("pass_mgr admin guard")
+    settings = load_settings()
+    if not _daemon_running(settings):
+        fail("no daemon is running: start it (paddedcell serve), then run this again",
+             exits.NOT_READY)
+    password = (_stdin_lines(1)[0] if password_stdin
+                else _vault_call(read_tty, "Admin password: "))
+    _vault_call(arm_guard, password, settings)  # checked here first: exit 5 when wrong
+    if not _arm_daemon(settings, password):
+        sys.exit(exits.ERROR)
+    _say(f"admin-password guard: {_guard_line(settings)}")
+
+
 @admin.command("check-leak")
 @click.option("--source", default="pass_mgr admin check-leak", show_default=True,
               help="Where the text came from (logged on a hit).")
 def admin_check_leak(source: str) -> None:
-    """Scan stdin for the admin password: exit 10 and lock the vault on a hit."""
-    from ..vault.api import check_leak
-
+    """Scan stdin for the admin password (through the daemon, which holds the guard):
+    exit 10 and lock the vault on a hit; exit 3 when nothing can check it."""
     refuse_in_agent_context("pass_mgr admin check-leak")
+    from ..daemon.client import DaemonClient, DaemonError
+    from ..vault.api import guard_state
+
     settings = load_settings()
-    text = sys.stdin.buffer.read()
-    if _vault_call(check_leak, text, source, settings=settings):
+    # Invalid UTF-8 becomes U+FFFD: the password is UTF-8, so it is found where it is whole.
+    text = sys.stdin.buffer.read().decode("utf-8", "replace")
+    if _vault_call(guard_state, settings) == "uninitialized":  # reads admin.json: 6 if damaged
+        return  # no admin password: nothing to find
+
+    if not _daemon_running(settings):
+        fail("no daemon is running to check the text: start it (paddedcell serve), then "
+             "run: pass_mgr admin guard", exits.NOT_READY)
+    try:
+        with DaemonClient(settings, timeout=300.0) as client:
+            answer = client.call("POST", "/vault/check-leak", {"text": text, "source": source})
+    except (DaemonError, OSError) as exc:
+        fail(f"the daemon did not check the text ({exc})", exits.ERROR)
+    if answer.get("leak"):
         fail("the admin password was found in the text; the vault is now locked "
-              "(a human must run: pass_mgr admin init)", exits.LEAK)
+             "(a human must run: pass_mgr admin init)", exits.LEAK)
+    if answer.get("guard") == "waiting":
+        fail("the text was not checked: the daemon's admin-password guard is waiting for a "
+             "human; run: pass_mgr admin guard", exits.NOT_READY)
 
 
 @admin.command("recover")
@@ -462,6 +546,7 @@ def admin_recover(password_stdin: bool) -> None:
     password = (_stdin_lines(1)[0] if password_stdin
                 else _vault_call(read_tty, "Admin password: "))
     report = _vault_call(recover, password, settings)
+    _arm_daemon(settings, password)
     for failure in report.failed:
         _say(f"warning: could not recover {failure}")
     _say(f"recovered: a new host key; {report.rewrapped} store(s) re-wrapped")

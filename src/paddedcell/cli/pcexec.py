@@ -65,6 +65,7 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
     except RequestError as exc:
         _fail(str(exc), as_json)
     settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _borrow_guard(settings)
     become_subreaper()
 
     def live(stream: str, data: bytes) -> None:
@@ -128,6 +129,26 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
                       if details.get("aggregated") else result.text)
             click.echo(f"pcexec: {reason}", err=True)
     return result.exit_code
+
+
+def _borrow_guard(settings) -> None:
+    """The admin-password guard lives in the daemon's memory (vault/guard.py): a foreground
+    run borrows its filter (hits confirmed by the admin KDF here) when a daemon runs and
+    holds one; else this run's output is not scanned for the admin password, as in a
+    daemon still waiting for a human (``pass_mgr admin status`` says which)."""
+    if not (os.path.lexists(settings.home / "vault" / "admin.json")
+            and os.path.exists(settings.home / "run" / settings["daemon.socket_name"])):
+        return
+    from ..daemon.client import DaemonClient, DaemonError
+    from ..vault import VaultError, borrow_guard
+
+    try:
+        with DaemonClient(settings, timeout=10.0) as client:
+            answer = client.call("GET", "/vault/guard/filter")
+        if isinstance(answer.get("filter"), dict):
+            borrow_guard(answer["filter"], settings)
+    except (DaemonError, OSError, VaultError, ValueError, KeyError, TypeError):
+        pass  # no guard to borrow: as a waiting daemon (admin status says so)
 
 
 def forward_to_daemon(settings):

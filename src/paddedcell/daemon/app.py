@@ -95,6 +95,19 @@ def read_pid(settings: config.Settings) -> int | None:
         return None
 
 
+def _say_guard(settings) -> None:
+    """One line at start: this daemon masks the admin password only once a human gives it
+    (vault/guard.py); an admin.json from an older release loses its sealed detector here."""
+    from ..vault import VaultError, guard_state
+    from ..vault.guard import WAITING, WAITING_HINT
+
+    try:
+        if guard_state(settings) == WAITING:
+            log.warning("admin-password guard: %s", WAITING_HINT)
+    except (OSError, VaultError) as exc:
+        log.warning("admin-password guard: cannot read the vault (%s)", exc)
+
+
 def _say_sandbox(settings) -> None:
     """One line at start when every agent command will be refused (no sandbox this host
     can give, docs/design.md §1), so the operator reads why before an agent does."""
@@ -125,6 +138,7 @@ async def run_daemon(settings: config.Settings, *, task_status=trio.TASK_STATUS_
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
             log.info("paddedcell daemon %s listening on %s", __version__, path)
             _say_sandbox(settings)
+            _say_guard(settings)
             task_status.started(ctx)
     finally:
         try:

@@ -3,6 +3,15 @@
 the daemon (``pass_mgr set``): its values join every live session that could print them
 before the answer (the body names the store, never a value).
 
+``POST /vault/guard {password}`` → ``{guard: "armed"}``: a human gives the admin password
+(``pass_mgr admin guard``, and after ``admin init``/``set``/``bind``/``recover``); once the
+admin KDF confirms it, the daemon masks it in every session's output (``vault/guard.py``:
+the detector lives in this process's memory only, never on disk). ``GET /vault/guard`` →
+``{guard: "armed" | "waiting" | "uninitialized"}``; ``GET /vault/guard/filter`` adds the
+detector's filter for a foreground ``pcexec`` (``L + 16`` bits per form, confirmed by the
+KDF there). None of the three answers a caller inside a session. While the guard waits,
+``/vault/check-leak`` answers ``{leak: false, guard: "waiting"}``.
+
 On a hit the answer also says where, so the caller can mask just the password
 without asking again: ``redacted`` is the text with each hit run replaced by
 ``######`` (lone surrogates, which JSON cannot carry back, become U+FFFD), and
@@ -23,7 +32,8 @@ from typing import Any
 
 import trio
 
-from ..vault import find_leaks
+from ..vault import arm_guard, find_leaks, guard_state, lend_guard
+from ..vault.errors import Forbidden
 from ..vault.leak import redact, utf16_spans
 from .http import HTTPError, Request, Router, cpu_limiter
 
@@ -49,28 +59,57 @@ def register(router: Router, ctx: Any) -> None:
     settings = ctx.settings
     threshold = int(settings["vault.leak_thread_threshold_bytes"])
 
-    @router.route("POST", "/vault/check-leak")
-    async def vault_check_leak(request: Request) -> dict[str, Any]:
+    def refuse_sessions(request: Request, what: str) -> None:
         # Not from inside an agent session: it would test admin password guesses in bulk.
         from .routes_session import identify
 
         supervisor = ctx.services.get("supervisor")
         if supervisor is not None and identify(supervisor, request.peer_pid).in_session:
-            raise HTTPError(403, "the leak check answers the plugin and people, not commands "
+            raise HTTPError(403, f"{what} answers the plugin and people, not commands "
                                  "inside an agent session")
+
+    @router.route("POST", "/vault/check-leak")
+    async def vault_check_leak(request: Request) -> dict[str, Any]:
+        refuse_sessions(request, "the leak check")
         text = request.body.get("text")
         if not isinstance(text, str):
             raise HTTPError(400, "field 'text' is required and must be a str")
         source = request.require("source")
 
         def scan() -> dict[str, Any]:
-            return leak_answer(text, find_leaks(text, source, settings=settings))
+            answer = leak_answer(text, find_leaks(text, source, settings=settings))
+            if not answer["leak"] and guard_state(settings) == "waiting":
+                answer["guard"] = "waiting"  # nothing could be found: say so
+            return answer
 
         # A VaultError becomes 409 through validate.ERROR_STATUSES.
         if len(text) > threshold:
             return await trio.to_thread.run_sync(
                 scan, limiter=cpu_limiter if len(text) > BIG_SCAN_CHARS else None)
         return scan()
+
+    @router.route("POST", "/vault/guard")
+    async def vault_guard_arm(request: Request) -> dict[str, Any]:
+        refuse_sessions(request, "the admin-password guard")
+        password = request.require("password")
+        try:  # the admin KDF: a worker thread, one at a time
+            await trio.to_thread.run_sync(arm_guard, password, settings, limiter=cpu_limiter)
+        except Forbidden:
+            raise HTTPError(403, "wrong admin password") from None
+        return {"guard": "armed"}
+
+    @router.route("GET", "/vault/guard")
+    async def vault_guard_state(request: Request) -> dict[str, Any]:
+        refuse_sessions(request, "the admin-password guard")
+        return {"guard": await trio.to_thread.run_sync(guard_state, settings)}
+
+    @router.route("GET", "/vault/guard/filter")
+    async def vault_guard_filter(request: Request) -> dict[str, Any]:
+        refuse_sessions(request, "the admin-password guard")
+        lent = await trio.to_thread.run_sync(lend_guard, settings)
+        if lent is None:
+            return {"guard": await trio.to_thread.run_sync(guard_state, settings)}
+        return {"guard": "armed", "filter": lent}
 
     @router.route("POST", "/vault/changed")
     async def vault_changed(request: Request) -> dict[str, Any]:

@@ -12,7 +12,8 @@ for agents when that matters.
 """
 
 from .api import (Change, InitReport, agent_secret_values, agent_values_and_bindings,
-                  bind_secret, check_leak, find_leaks,
+                  arm_guard, bind_secret, borrow_guard, check_leak, find_leaks, guard_state,
+                  lend_guard,
                   generate_secret, get_secret, init_admin, key_bindings, key_history, list_keys,
                   output_guard,
                   random_value,
@@ -23,7 +24,8 @@ from .errors import (Busy, Forbidden, IntegrityError, Locked, NoSuchKey, NotInit
 __all__ = [
     "Busy", "Change", "Forbidden", "InitReport", "IntegrityError", "Locked", "NoSuchKey",
     "NotInitialized", "UnsafePermissions", "VaultError", "agent_secret_values",
-    "agent_values_and_bindings", "bind_secret",
+    "agent_values_and_bindings", "arm_guard", "bind_secret", "borrow_guard", "guard_state",
+    "lend_guard",
     "check_leak", "find_leaks", "generate_secret", "get_secret", "init_admin", "key_bindings",
     "key_history", "list_keys",
     "output_guard",

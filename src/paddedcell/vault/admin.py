@@ -5,8 +5,9 @@ Layout (directories 0700, files 0600)::
     keys/host.key        96 random bytes + CRC-32; opens every store's host wrap, so
                          agents' ``get`` needs no password
     vault/admin.json     KDF parameters and verifier, the admin X25519 public key,
-                         its private key sealed under the password-derived key,
-                         the leak detector sealed under the host key; GMAC'd
+                         its private key sealed under the password-derived key;
+                         GMAC'd. Nothing else derived from the password: the leak
+                         detector lives in memory only (vault/guard.py)
     vault/admin.next.json
                          the journal of an admin init in progress (see api.init_admin)
     vault/locked.json    present while the vault is locked after a leak; MACed under
@@ -40,11 +41,12 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-#: Three independent 32-byte keys: store wraps, the admin.json MAC, the leak detector;
-#: the file adds a CRC-32 so that damage to a part `get` does not use is still noticed.
+#: Three independent 32-byte keys: store wraps, the admin.json MAC, and one unused since
+#: the leak detector left the disk (older releases sealed it under the third); the file
+#: adds a CRC-32 so that damage to a part `get` does not use is still noticed.
 HOST_KEY_BYTES = 96
 _CRC_BYTES = 4
-_HOST_SUBKEYS = {"wrap": 0, "admin-mac": 1, "detector": 2}
+_HOST_SUBKEYS = {"wrap": 0, "admin-mac": 1}
 
 
 class AdminPaths:
@@ -187,23 +189,11 @@ def _equal(a: bytes, b: bytes) -> bool:
     return hmac.compare_digest(a, b)
 
 
-def load_detector(doc: dict[str, Any], host_key: bytes):
-    import json
-
-    from .leak import LeakDetector
-
-    plain = crypto.unseal(subkey(host_key, "detector"), doc.get("detector"),
-                          crypto.aad("detector"), "the sealed leak detector")
-    try:
-        return LeakDetector.from_json(json.loads(plain))
-    except (ValueError, KeyError, TypeError):
-        raise IntegrityError("the leak detector in admin.json is corrupt") from None
-
-
 def password_confirmer(doc: dict[str, Any]):
     """``confirm(text)``: is ``text`` the admin password? By the admin KDF against the
-    verifier, as ``admin init`` checks it: the leak detector's only way to confirm a hit,
-    so that the detector alone tests no guess faster than Argon2 (vault/leak.py)."""
+    verifier, as ``admin init`` checks it: how a detector filter a daemon lends a foreground
+    ``pcexec`` confirms a hit (``guard.adopt``), so the filter alone tests no guess faster
+    than Argon2."""
     kdf, verifier = doc.get("kdf"), crypto.b64d(doc.get("verifier"))
 
     def confirm(text: str) -> bool:
@@ -219,30 +209,34 @@ def password_confirmer(doc: dict[str, Any]):
     return confirm
 
 
-def reseal_detector(paths: AdminPaths, host_key: bytes, doc: dict[str, Any], detector) -> None:
-    """admin.json with ``detector`` sealed in place of the one it held (the migration of
-    detectors that kept a full digest); everything else as it was."""
-    import json
+def drop_sealed_detector(paths: AdminPaths, host_key: bytes) -> None:
+    """admin.json without the leak detector an older release sealed in it under the host
+    key (a test of guesses at hash speed for whoever holds the host key: vault/guard.py);
+    everything else as it was. Under the admin lock, waiting at most a second."""
+    from .files import FileLock
 
-    body = {k: v for k, v in doc.items() if k != "mac"}
-    body["format"] = crypto.FORMAT
-    body["detector"] = crypto.seal(subkey(host_key, "detector"),
-                                   crypto.canonical(detector.to_json()), crypto.aad("detector"))
-    json.dumps(body)  # only JSON goes to disk
-    atomic_write(paths.admin_file, crypto.seal_file(subkey(host_key, "admin-mac"),
-                                                    crypto.canonical(body), b"admin.json"))
+    with FileLock(paths.lock_file, exclusive=True, timeout=1.0):
+        doc = load_admin(paths, host_key)
+        if "detector" not in doc:
+            return
+        body = {k: v for k, v in doc.items() if k not in ("mac", "detector")}
+        body["format"] = crypto.FORMAT
+        atomic_write(paths.admin_file, crypto.seal_file(subkey(host_key, "admin-mac"),
+                                                        crypto.canonical(body), b"admin.json"))
+    log_security(paths, "INFO", "admin-detector-removed",
+                 message="the leak detector sealed in admin.json by an older release was "
+                         "removed; the admin-password guard waits for a human: "
+                         "pass_mgr admin guard")
 
 
 def build_admin(settings: Any, password: str, host_key: bytes,
                 keypair: tuple[bytes, bytes] | None = None) -> tuple[bytes, bytes]:
     """(admin.json bytes, admin public key) for ``password``; a new key pair unless given."""
     from .admin_crypto import derive, new_admin_keypair, new_kdf_params
-    from .leak import LeakDetector
 
     kdf = new_kdf_params(settings)
     verifier, kek = derive(password, kdf)
     private, public = keypair or new_admin_keypair()
-    detector = LeakDetector.create(password)
     body = {
         "format": crypto.FORMAT,
         "created": now_iso(),
@@ -250,8 +244,6 @@ def build_admin(settings: Any, password: str, host_key: bytes,
         "verifier": crypto.b64e(verifier),
         "admin_public": crypto.b64e(public),
         "admin_private": crypto.seal(kek, private, crypto.aad("admin-private")),
-        "detector": crypto.seal(subkey(host_key, "detector"),
-                                crypto.canonical(detector.to_json()), crypto.aad("detector")),
     }
     return crypto.seal_file(subkey(host_key, "admin-mac"), crypto.canonical(body),
                             b"admin.json"), public

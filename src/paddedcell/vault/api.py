@@ -370,8 +370,7 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
         raise VaultError(f"the secret is {len(value)} characters, under vault.min_length "
                          f"({minimum}): its encoded forms would not be masked and the mask "
                          "would confirm a guess; use a longer one, or give --allow-short")
-    admin.unlock_admin_private(admin.load_admin(paths, admin.read_host_key(paths)),
-                               admin_password)
+    _authenticate(paths, admin_password)
 
     def change(store: OpenStore) -> Change:
         version = store.put(key, value, depth=VaultSettings.of(settings).history_depth,
@@ -392,8 +391,7 @@ def bind_secret(agent_id: str, workspace: str, key: str, binding: Any, admin_pas
     record = None if binding is None else _binding_record(binding)
     paths = _paths(settings)
     admin.require_ready(paths)
-    admin.unlock_admin_private(admin.load_admin(paths, admin.read_host_key(paths)),
-                               admin_password)
+    _authenticate(paths, admin_password)
 
     def change(store: OpenStore) -> Change:
         if key not in store.entries:
@@ -405,6 +403,51 @@ def bind_secret(agent_id: str, workspace: str, key: str, binding: Any, admin_pas
 
 
 # -- admin -----------------------------------------------------------------------------
+
+
+def _authenticate(paths: AdminPaths, password: str) -> None:
+    """Check a human's admin password (the admin KDF; Forbidden when wrong) and arm this
+    process's admin-password guard with it (``guard.arm``)."""
+    from . import guard
+
+    doc = admin.load_admin(paths, admin.read_host_key(paths))
+    admin.unlock_admin_private(doc, password)
+    guard.arm(password, doc)
+
+
+def arm_guard(password: str, settings: Any = None) -> None:
+    """``pass_mgr admin guard`` and the daemon's ``POST /vault/guard``: a human gives the
+    admin password; once the admin KDF confirms it, this process masks it in output."""
+    settings = _load_settings(settings)
+    paths = _paths(settings)
+    if admin.status(paths) == "uninitialized":
+        raise admin.NotInitialized()
+    _authenticate(paths, password)
+
+
+def guard_state(settings: Any = None) -> str:
+    """This process's admin-password guard: "armed", "waiting" (no human gave the password
+    since it started) or "uninitialized" (``vault/guard.py``)."""
+    from . import guard
+
+    return guard.state(_paths(_load_settings(settings)))
+
+
+def lend_guard(settings: Any = None) -> dict[str, Any] | None:
+    """The armed detector's filter (``L + 16`` bits per form, never a test: a hit is
+    confirmed by the admin KDF) for a foreground ``pcexec``; None while waiting."""
+    from . import guard
+
+    found = guard.current(_paths(_load_settings(settings)))
+    return None if found is None else found.filter_json()
+
+
+def borrow_guard(filter_json: dict[str, Any], settings: Any = None) -> None:
+    """Hold the filter a daemon lent (``lend_guard``); its hits are confirmed by the KDF."""
+    from . import guard
+
+    paths = _paths(_load_settings(settings))
+    guard.adopt(filter_json, admin.load_admin(paths, admin.read_host_key(paths)))
 
 
 def _check_new_password(password: str, settings: Any) -> None:
@@ -496,7 +539,7 @@ def init_admin(password: str, settings: Any = None, *,
         _rewrap_known_stores(settings, paths, host, public, slot="promote")
         admin.clear_locked(paths)
         crash_point("lock cleared")
-        _forget_detector()
+        _arm_new(paths, host, password)
         admin.log_security(paths, "INFO", "admin-init", previous=previous,
                            stores_rewrapped=rewrapped, stores_failed=len(failed))
     return InitReport(previous, rewrapped, tuple(failed))
@@ -629,7 +672,7 @@ def recover(password: str, settings: Any = None) -> InitReport:
         crash_point("admin.json rewritten")
         rewrapped, failed = _rewrap_known_stores(settings, paths, host, public,
                                                  admin_private=private)
-        _forget_detector()
+        _arm_new(paths, host, password)
         admin.log_security(paths, "WARNING", "admin-recover", previous=previous,
                            stores_rewrapped=rewrapped, stores_failed=len(failed))
     return InitReport(previous, rewrapped, tuple(failed))
@@ -637,37 +680,19 @@ def recover(password: str, settings: Any = None) -> InitReport:
 
 # -- leak check -------------------------------------------------------------------------
 
-_detector_cache: dict[str, tuple[tuple[int, int, int], Any]] = {}
+def _arm_new(paths: AdminPaths, host: bytes, password: str) -> None:
+    """After admin.json was written for ``password``: this process's guard masks it."""
+    from . import guard
 
-
-def _forget_detector() -> None:
-    _detector_cache.clear()
+    guard.arm(password, admin.load_admin(paths, host))
 
 
 def _detector(paths: AdminPaths) -> Any:
-    """The leak detector, cached while admin.json is unchanged (the daemon calls often)."""
-    try:
-        st = os.stat(paths.admin_file)
-    except FileNotFoundError:
-        return None
-    stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-    cached = _detector_cache.get(str(paths.admin_file))
-    if cached and cached[0] == stamp:
-        return cached[1]
-    host = admin.read_host_key(paths)
-    doc = admin.load_admin(paths, host)
-    detector = admin.load_detector(doc, host)
-    detector.confirm = admin.password_confirmer(doc)
-    if detector.migrated:  # it kept a full digest: a fast test of guesses; keep 16 bits
-        try:
-            with FileLock(paths.lock_file, exclusive=True, timeout=1.0):
-                admin.reseal_detector(paths, host, doc, detector)
-                st = os.stat(paths.admin_file)
-                stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except (OSError, VaultError, Busy):
-            pass  # truncated in memory; the next load writes it back
-    _detector_cache[str(paths.admin_file)] = (stamp, detector)
-    return detector
+    """The admin-password detector this process holds (None: uninitialized, or waiting
+    for a human to authenticate: ``vault/guard.py``)."""
+    from . import guard
+
+    return guard.current(paths)
 
 
 def check_leak(text: str | bytes, source: str, *, settings: Any = None) -> bool:
@@ -717,32 +742,36 @@ def output_guard(redactor: Any, source: str, *, settings: Any = None,
     What a command prints passes through this before anyone sees it (pcexec and
     ``paddedcell process`` output, streamed partials, the displayed command): a hit
     is masked and locks the vault, once per stream. Without an admin password
-    (uninitialized) there is nothing to find: ``redactor`` comes back as is.
+    (uninitialized) there is nothing to find: ``redactor`` comes back as is. While the
+    guard waits for a human (``vault/guard.py``) the stream passes its bytes on and
+    starts scanning at the first read after a human authenticates.
     ``new_redactor(values)`` builds a redactor when secrets are added to a stream
     that had none (``add_secrets``).
     """
     settings = _load_settings(settings)
     paths = _paths(settings)
-    detector = _detector(paths)
-    if detector is None:
+    if _detector(paths) is None and not os.path.lexists(paths.admin_file):
         return redactor
+    from . import guard
     from .leak import LeakStream
 
     def on_hit() -> None:
         # Runs where the output is pumped (the daemon's event loop): wait for the admin
         # lock briefly, not vault.lock_timeout_seconds.
+        found = guard.detector()
         try:
-            _lock_after_leak(settings, paths, detector, source, wait=0.2)
+            if found is not None:
+                _lock_after_leak(settings, paths, found, source, wait=0.2)
         except (OSError, VaultError):
             pass  # the output is masked either way; the lock is best effort here
 
-    return LeakStream(detector, redactor, on_hit, VaultSettings.of(settings).mask.encode("utf-8"),
-                      new_redactor)
+    return LeakStream(guard.detector, redactor, on_hit,
+                      VaultSettings.of(settings).mask.encode("utf-8"), new_redactor)
 
 
 __all__ = [
-    "Change", "InitReport", "agent_secret_values", "check_leak", "find_leaks", "generate_secret",
-    "output_guard",
+    "Change", "InitReport", "agent_secret_values", "arm_guard", "borrow_guard", "check_leak",
+    "find_leaks", "generate_secret", "guard_state", "lend_guard", "output_guard",
     "get_secret", "init_admin", "key_history", "list_keys", "random_value", "recover",
     "rotate_secret", "rotate_store", "set_secret", "unset_secret", "vault_status",
 ]

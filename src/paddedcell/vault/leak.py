@@ -25,22 +25,17 @@ once (``bytes.translate``) and finds the pattern with ``bytes.find``: both in C
 at hundreds of MB/s, ~50x faster than the window sums, which stay the path of
 older detectors. A random window matches the pattern with probability 2**-L.
 
-What this keeps about the password, for whoever unseals it with the host key
-(issue 20): a *filter*, never a test. Each form keeps only ``DIGEST_BYTES`` (16
-bits) of its keyed BLAKE2b, beside the class pattern (one bit per byte under a
-secret split; older detectors: the window sum, about 16 bits). A window that
-passes the filter is confirmed by the admin KDF against admin.json's verifier
-(``confirm``, from ``admin.password_confirmer``), exactly as ``admin init``
-checks a password. So a guess costs the attacker one Argon2 as soon as it
-passes the filter, and the filter's ``L + 16`` bits are all the detector gives
-for free: fine for a password with more entropy than that, no help for one
-without (the verifier in admin.json could be attacked the same way anyway). The
-other option weighed: derive the digest key itself with Argon2 — no gain, the
-key must sit beside the digest for the scan to use it. Older detectors (a full
-32-byte digest: a test at hash speed) are truncated on load and written back
-(``api._detector``). Confirmations are cached per window (per-process key), so
-a repeated leak costs one KDF; the filter passes a random window with
-probability ``2**-(L + 16)``, so ordinary output almost never pays one.
+Where a detector lives (issue 20): in memory only, built from the password when a
+human gives it (``vault/guard.py``); nothing of it is written to disk. ``to_json`` is
+a *filter*, never a test: each form keeps only ``DIGEST_BYTES`` (16 bits) of its keyed
+BLAKE2b beside the class pattern (one bit per byte under a secret split), ``L + 16``
+bits in all. That is what a daemon lends a foreground ``pcexec`` (``guard.adopt``),
+which confirms a window that passes the filter by the admin KDF against admin.json's
+verifier (``confirm``, from ``admin.password_confirmer``), as ``admin init`` checks a
+password. The detector ``create`` makes confirms by a full keyed BLAKE2b of the
+password kept in memory. Confirmations are cached per window (per-process key), so a
+repeated leak costs one KDF; the filter passes a random window with probability
+``2**-(L + 16)``, so ordinary output almost never pays one.
 
 :class:`LeakStream` runs a detector over a byte stream (command output), holding
 back only a tail that could begin the password (at most ``HOLD_BYTES``, the same
@@ -71,8 +66,7 @@ MASK = "######"
 #: Every encoded form of a password of MAX_PASSWORD_BYTES fits (JSON and %XX triple it).
 MAX_PASSWORD_BYTES = 128
 #: Bytes of the keyed BLAKE2b digest kept per form: a 16-bit filter, not a test of a guess
-#: (the admin KDF confirms a hit: ``LeakDetector.confirm``). Older detectors kept 32 bytes;
-#: ``from_json`` truncates them and ``api._detector`` writes admin.json back.
+#: (a hit is confirmed: ``LeakDetector.confirm``); longer digests are truncated on load.
 DIGEST_BYTES = 2
 HOLD_BYTES = 3 * MAX_PASSWORD_BYTES + 127
 
@@ -122,10 +116,8 @@ class LeakDetector:
         if self._table is not None and any(len(f.pattern) != f.length for f in forms):
             raise ValueError("a leak detector with classes needs a pattern per form")
         #: Whether a candidate (the password as text) is the password: the admin KDF
-        #: against admin.json's verifier (``api._detector``). None: a filter hit counts.
+        #: against admin.json's verifier (``guard.adopt``). None: a filter hit counts.
         self.confirm = confirm
-        #: Digests migrated from the full 32 bytes (``from_json``): write back truncated.
-        self.migrated = any(len(f.digest) > DIGEST_BYTES for f in forms)
         self._forms = [f._replace(digest=f.digest[:DIGEST_BYTES]) for f in forms]
         self._confirmed: dict[bytes, bool] = {}
         self._cache_key = secrets.token_bytes(16)
@@ -213,6 +205,16 @@ class LeakDetector:
                          for f in self._forms]}
         if self._mask_start is not None:
             obj["maskStart"] = self._mask_start
+        return obj
+
+    def filter_json(self) -> dict[str, Any]:
+        """``to_json`` without the window sums and weights (the class path does not use
+        them; they would add ~16 bits per form): what a daemon lends (``guard.adopt``)."""
+        if self._split is None:
+            raise ValueError("a detector without classes has no filter to lend")
+        obj = self.to_json()
+        obj["weights"] = [0] * 256
+        obj["forms"] = [[n, 0, digest, pattern] for n, _sum, digest, pattern in obj["forms"]]
         return obj
 
     @classmethod
@@ -516,9 +518,11 @@ class LeakStream:
     ``new_inner(values)`` builds one then.
     """
 
-    def __init__(self, detector: LeakDetector, inner: Any, on_hit: Any, mask: bytes = b"######",
-                 new_inner: Any = None):
-        self._detector = detector
+    def __init__(self, detector: "LeakDetector | Callable[[], LeakDetector | None]", inner: Any,
+                 on_hit: Any, mask: bytes = b"######", new_inner: Any = None):
+        # A detector, or where to find the current one (``guard.detector``: None while the
+        # guard waits for a human; the stream then holds nothing back and masks nothing).
+        self._detector = (lambda: detector) if isinstance(detector, LeakDetector) else detector
         self._inner = inner
         self._on_hit = on_hit
         self._mask = mask
@@ -548,8 +552,12 @@ class LeakStream:
         return self._scan(self._held + tail, final=True)
 
     def _scan(self, data: bytes, *, final: bool) -> bytes:
-        spans = self._detector.spans(data)
-        cut = len(data) if final else len(data) - self._detector.pending(data)
+        detector = self._detector()
+        if detector is None:
+            self._held = b""
+            return data
+        spans = detector.spans(data)
+        cut = len(data) if final else len(data) - detector.pending(data)
         for start, end in spans:  # never cut through a hit: show it masked now
             if start < cut < end:
                 cut = end
