@@ -57,3 +57,49 @@ async def test_check_leak_route(tmp_path):
     log = (tmp_path / "home" / "security.log").read_text()
     assert "message:out" in log and PASSWORD not in log and "yyy" not in log and "ö" not in log
     assert sum("CRITICAL" in line for line in log.splitlines()) == 2  # one per call with hits
+
+
+async def test_a_big_text_is_scanned_by_its_child_with_the_guards_filter(tmp_path, monkeypatch):
+    """issue 20: a text over PARSE_IN_THREAD_BYTES is scanned by its body's child with the
+    guard's filter (L + 16 bits per form, no test of a guess); a clean one never reaches
+    the daemon's own scan, a hit is confirmed by the daemon's detector and answered as a
+    small text is; while the guard waits the answer says so."""
+    import base64
+
+    from paddedcell.daemon.http import PARSE_IN_THREAD_BYTES
+    from paddedcell.vault import guard
+
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path / "home")}, FAST_KDF)
+    init_admin(PASSWORD, settings)
+    router = Router()
+    routes_vault.register(router, SimpleNamespace(settings=settings, services={}))
+    lent = router.big_body_extras["/vault/check-leak"]()
+    assert set(lent["weights"]) == {0} and all(form[1] == 0 and len(form[2]) == 4
+                                               for form in lent["forms"])
+    scanned = []
+    real = routes_vault.find_leaks
+    monkeypatch.setattr(routes_vault, "find_leaks",
+                        lambda text, *a, **k: scanned.append(len(text)) or real(text, *a, **k))
+    pad = "lorem ipsum " * (PARSE_IN_THREAD_BYTES // 6)
+    hidden = base64.b64encode(f"pw={PASSWORD}".encode()).decode()
+    path = str(tmp_path / "s.sock")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_unix, router, path)
+
+        def calls():
+            client = DaemonClient(settings)
+            client.path = path
+            out = [client.call("POST", "/vault/check-leak", {"text": pad, "source": "s"}),
+                   client.call("POST", "/vault/check-leak",
+                               {"text": pad + PASSWORD + " " + hidden + " ok", "source": "s"})]
+            guard.forget()  # a restarted daemon: no human gave it the password yet
+            out.append(client.call("POST", "/vault/check-leak",
+                                   {"text": pad + PASSWORD, "source": "s"}))
+            return out
+
+        clean, hit, waiting = await trio.to_thread.run_sync(calls)
+        nursery.cancel_scope.cancel()
+    assert clean == {"leak": False}
+    assert hit["leak"] and hit["redacted"] == pad + "###### ###### ok"
+    assert waiting == {"leak": False, "guard": "waiting"}
+    assert scanned == [len(pad) + len(PASSWORD) + len(hidden) + 4]  # only the hit came back

@@ -32,6 +32,7 @@ directory someone else controls is not enough on its own.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -119,6 +120,9 @@ Handler = Callable[[Request], Awaitable["dict[str, Any] | Streaming"]]
 @dataclass
 class Router:
     routes: dict[tuple[str, str], Handler] = field(default_factory=dict)
+    #: path -> what a big body's child gets beside the body (JSON; bigbody.py), asked for
+    #: when such a body starts to arrive.
+    big_body_extras: dict[str, Callable[[], Any]] = field(default_factory=dict)
 
     def add(self, method: str, path: str, handler: Handler) -> None:
         self.routes[(method.upper(), path)] = handler
@@ -287,7 +291,7 @@ class _Timeout(Exception):
 
 
 async def _read_request(stream: trio.SocketStream, conn: h11.Connection,
-                        timeout: float
+                        timeout: float, extras: dict[str, Callable[[], Any]] | None = None
                         ) -> tuple[h11.Request, "bytes | Digested"] | tuple[int, str] | None:
     """The next whole request and its body; ``(status, message)`` to refuse it;
     None when the peer closed between requests.
@@ -319,7 +323,7 @@ async def _read_request(stream: trio.SocketStream, conn: h11.Connection,
         if declared is not None and declared > MAX_BODY_BYTES:
             return 413, f"request body of {declared} bytes is over {MAX_BODY_BYTES} bytes"
         if declared is not None and declared > PARSE_IN_THREAD_BYTES:
-            return await _read_big_body(event, next_event)
+            return await _read_big_body(event, next_event, extras or {})
         body = bytearray()
         while True:
             part = await next_event()
@@ -353,7 +357,7 @@ class _BigBodyChild:
         self.process = process
 
     @classmethod
-    async def start(cls, route: str) -> "_BigBodyChild":
+    async def start(cls, route: str, extra: Any = None) -> "_BigBodyChild":
         import subprocess
         import sys
 
@@ -363,7 +367,9 @@ class _BigBodyChild:
             [sys.executable, "-m", "paddedcell.daemon.bigbody", route],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         orphans.claim(process.pid)
-        return cls(process)
+        child = cls(process)
+        await child.feed(json.dumps(extra).encode() + b"\n")  # its first line (bigbody.main)
+        return child
 
     async def feed(self, data: bytes) -> None:
         await self.process.stdin.send_all(data)
@@ -391,7 +397,18 @@ class _BigBodyChild:
         orphans.release(self.process.pid)
 
 
-async def _read_big_body(event: h11.Request, next_event: Callable[[], Awaitable[Any]]
+def _extra(extras: dict[str, Callable[[], Any]], path: str) -> Any:
+    """What the route gives a big body's child (None: nothing, or it could not say)."""
+    make = extras.get(path)
+    try:
+        return make() if make is not None else None
+    except Exception as exc:  # the route answers for it when the body is handled
+        log.warning("no extra for a big body of %s: %s", path, exc)
+        return None
+
+
+async def _read_big_body(event: h11.Request, next_event: Callable[[], Awaitable[Any]],
+                         extras: dict[str, Callable[[], Any]]
                          ) -> tuple[h11.Request, Digested] | tuple[int, str] | None:
     """Stream a body over PARSE_IN_THREAD_BYTES to a child that parses it (bigbody.py):
     no chunk of it is copied whole on the daemon's thread."""
@@ -399,7 +416,7 @@ async def _read_big_body(event: h11.Request, next_event: Callable[[], Awaitable[
 
     async with parse_limiter:
         try:
-            child = await _BigBodyChild.start(_path(event))
+            child = await _BigBodyChild.start(_path(event), _extra(extras, _path(event)))
         except OSError as exc:
             return 503, f"cannot parse a big request body now ({exc}); try again"
         try:
@@ -453,7 +470,7 @@ async def serve_connection(stream: trio.SocketStream, router: Router, *,
 async def _serve(stream: trio.SocketStream, conn: h11.Connection, router: Router,
                  uid: int | None, pid: int | None, request_timeout: float) -> None:
     while True:
-        got = await _read_request(stream, conn, request_timeout)
+        got = await _read_request(stream, conn, request_timeout, router.big_body_extras)
         if got is None:
             return
         if isinstance(got[0], int):

@@ -35,6 +35,7 @@ import trio
 from ..vault import arm_guard, find_leaks, guard_state, lend_guard
 from ..vault.errors import Forbidden
 from ..vault.leak import redact, utf16_spans
+from .bigbody import CleanText
 from .http import HTTPError, Request, Router, cpu_limiter
 
 #: Texts longer than this are scanned one at a time (N CPU-bound threads at once
@@ -72,6 +73,13 @@ def register(router: Router, ctx: Any) -> None:
     async def vault_check_leak(request: Request) -> dict[str, Any]:
         refuse_sessions(request, "the leak check")
         text = request.body.get("text")
+        if isinstance(text, CleanText):  # a big body its child scanned (bigbody.py)
+            request.require("source")
+            if text.scanned:
+                return {"leak": False}
+            state = await trio.to_thread.run_sync(guard_state, settings)
+            return {"leak": False, "guard": "waiting"} if state != "uninitialized" else \
+                {"leak": False}
         if not isinstance(text, str):
             raise HTTPError(400, "field 'text' is required and must be a str")
         source = request.require("source")
@@ -87,6 +95,9 @@ def register(router: Router, ctx: Any) -> None:
             return await trio.to_thread.run_sync(
                 scan, limiter=cpu_limiter if len(text) > BIG_SCAN_CHARS else None)
         return scan()
+
+    # A big text is scanned by its body's child with the guard's filter (bigbody.py).
+    router.big_body_extras["/vault/check-leak"] = lambda: lend_guard(settings)
 
     @router.route("POST", "/vault/guard")
     async def vault_guard_arm(request: Request) -> dict[str, Any]:
