@@ -14,37 +14,52 @@ FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_la
 PASSWORD = "route test admin pw"
 
 
-async def test_check_leak_route(tmp_path):
-    settings = config.load({"PADDEDCELL_HOME": str(tmp_path / "home")},
-                           {**FAST_KDF, "vault.leak_thread_threshold_bytes": 1000})
+def vault_router(tmp_path, **overrides):
+    """(settings, a router with the vault's routes) over a vault with PASSWORD."""
+    settings = config.load({"PADDEDCELL_HOME": str(tmp_path / "home")}, {**FAST_KDF, **overrides})
     init_admin(PASSWORD, settings)
     router = Router()
     routes_vault.register(router, SimpleNamespace(settings=settings, services={}))
+    return settings, router
+
+
+async def call_served(tmp_path, settings, router, calls):
+    """``calls(client)`` in a thread, against ``router`` served on a real Unix socket."""
     path = str(tmp_path / "s.sock")
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_unix, router, path)
 
-        def calls():
+        def run():
             client = DaemonClient(settings)
             client.path = path
-            out = [client.call("POST", "/vault/check-leak", {"text": "", "source": "s"}),
-                   client.call("POST", "/vault/check-leak",
-                               {"text": "x" * 5000 + "nothing here", "source": "tool-result"})]
-            for body in ({"source": "s"}, {"text": "t"}, {"text": 3, "source": "s"}):
-                try:
-                    client.call("POST", "/vault/check-leak", body)
-                except DaemonError as exc:
-                    out.append(exc.status)
-            out.append(client.call("POST", "/vault/check-leak",
-                                   {"text": "y" * 5000 + PASSWORD, "source": "message:out"}))
-            # Non-ASCII and astral text around repeated hits; a lone surrogate comes back as U+FFFD.
-            out.append(client.call("POST", "/vault/check-leak",
-                                   {"text": f"ö😀 {PASSWORD}{PASSWORD} «{PASSWORD}» \ud800!",
-                                    "source": "tool-result"}))
-            return out
+            return calls(client)
 
-        results = await trio.to_thread.run_sync(calls)
+        results = await trio.to_thread.run_sync(run)
         nursery.cancel_scope.cancel()
+    return results
+
+
+async def test_check_leak_route(tmp_path):
+    settings, router = vault_router(tmp_path, **{"vault.leak_thread_threshold_bytes": 1000})
+
+    def calls(client):
+        out = [client.call("POST", "/vault/check-leak", {"text": "", "source": "s"}),
+               client.call("POST", "/vault/check-leak",
+                           {"text": "x" * 5000 + "nothing here", "source": "tool-result"})]
+        for body in ({"source": "s"}, {"text": "t"}, {"text": 3, "source": "s"}):
+            try:
+                client.call("POST", "/vault/check-leak", body)
+            except DaemonError as exc:
+                out.append(exc.status)
+        out.append(client.call("POST", "/vault/check-leak",
+                               {"text": "y" * 5000 + PASSWORD, "source": "message:out"}))
+        # Non-ASCII and astral text around repeated hits; a lone surrogate comes back as U+FFFD.
+        out.append(client.call("POST", "/vault/check-leak",
+                               {"text": f"ö😀 {PASSWORD}{PASSWORD} «{PASSWORD}» \ud800!",
+                                "source": "tool-result"}))
+        return out
+
+    results = await call_served(tmp_path, settings, router, calls)
     n = len(PASSWORD)
     assert results == [
         {"leak": False}, {"leak": False}, 400, 400, 400,
@@ -69,10 +84,7 @@ async def test_a_big_text_is_scanned_by_its_child_with_the_guards_filter(tmp_pat
     from paddedcell.daemon.http import PARSE_IN_THREAD_BYTES
     from paddedcell.vault import guard
 
-    settings = config.load({"PADDEDCELL_HOME": str(tmp_path / "home")}, FAST_KDF)
-    init_admin(PASSWORD, settings)
-    router = Router()
-    routes_vault.register(router, SimpleNamespace(settings=settings, services={}))
+    settings, router = vault_router(tmp_path)
     lent = router.big_body_extras["/vault/check-leak"]()
     assert set(lent["weights"]) == {0} and all(form[1] == 0 and len(form[2]) == 4
                                                for form in lent["forms"])
@@ -82,23 +94,17 @@ async def test_a_big_text_is_scanned_by_its_child_with_the_guards_filter(tmp_pat
                         lambda text, *a, **k: scanned.append(len(text)) or real(text, *a, **k))
     pad = "lorem ipsum " * (PARSE_IN_THREAD_BYTES // 6)
     hidden = base64.b64encode(f"pw={PASSWORD}".encode()).decode()
-    path = str(tmp_path / "s.sock")
-    async with trio.open_nursery() as nursery:
-        await nursery.start(serve_unix, router, path)
 
-        def calls():
-            client = DaemonClient(settings)
-            client.path = path
-            out = [client.call("POST", "/vault/check-leak", {"text": pad, "source": "s"}),
-                   client.call("POST", "/vault/check-leak",
-                               {"text": pad + PASSWORD + " " + hidden + " ok", "source": "s"})]
-            guard.forget()  # a restarted daemon: no human gave it the password yet
-            out.append(client.call("POST", "/vault/check-leak",
-                                   {"text": pad + PASSWORD, "source": "s"}))
-            return out
+    def calls(client):
+        out = [client.call("POST", "/vault/check-leak", {"text": pad, "source": "s"}),
+               client.call("POST", "/vault/check-leak",
+                           {"text": pad + PASSWORD + " " + hidden + " ok", "source": "s"})]
+        guard.forget()  # a restarted daemon: no human gave it the password yet
+        out.append(client.call("POST", "/vault/check-leak",
+                               {"text": pad + PASSWORD, "source": "s"}))
+        return out
 
-        clean, hit, waiting = await trio.to_thread.run_sync(calls)
-        nursery.cancel_scope.cancel()
+    clean, hit, waiting = await call_served(tmp_path, settings, router, calls)
     assert clean == {"leak": False}
     assert hit["leak"] and hit["redacted"] == pad + "###### ###### ok"
     assert waiting == {"leak": False, "guard": "waiting"}
