@@ -26,6 +26,7 @@
     python benchmarks/supervisor.py            # all four, ~1-2 min on 2 cores
     python benchmarks/supervisor.py --quick    # smaller inputs, fewer rounds
     python benchmarks/supervisor.py --json     # machine-readable results
+    python benchmarks/supervisor.py --only-throughput   # rows 1 and 2 only
 
 Each run uses a fresh temporary PADDEDCELL_HOME and stops the daemon it starts.
 """
@@ -515,6 +516,8 @@ def main() -> None:
                         help="run only the sandbox start-up and channel benchmarks (5, 6)")
     parser.add_argument("--only-latency", action="store_true",
                         help="run only the daemon-latency-under-load benchmark (7)")
+    parser.add_argument("--only-throughput", action="store_true",
+                        help="run only the PTY and pipe throughput benchmarks (1, 2)")
     args = parser.parse_args()
     pty_mib, pipe_mib, rounds, exec_rounds, flood_s = (
         (16, 128, 1, 30, 2.0) if args.quick else (64, 512, 5, 100, 4.0))
@@ -606,6 +609,9 @@ def main() -> None:
                      "baseline": None, "unit": "ms", "ratio": None, "goal": "(context)",
                      "met": True})
 
+        if args.only_throughput:
+            _report(rows, args)
+            return
         daemon = Daemon(env)
         try:
             exec_ms, spawn_ms = exec_round_trip(daemon, exec_rounds)
