@@ -96,7 +96,8 @@ def _start_count(text: str) -> str | None:
 #: The redactor's forms (the fields of ``redactor.Variants``; a test keeps them equal).
 REDACTOR_FORMS = ("crlf base64 url json hex shell escapes entities doubling fragments wrapped "
                   "csi base32 unicode_escapes octal python_ascii caret normalized utf16 "
-                  "mojibake folded runner_quote hexdump")
+                  "mojibake folded runner_quote hexdump "
+                  "hex_separated hex_escaped hex_prefixed decimal octal_bytes char_refs quoted_printable base85 uuencode")
 #: ``supervisor.sandbox`` profiles and ``supervisor.sandbox_network`` modes (see below;
 #: supervisor/spawn.py reads them from here).
 SANDBOX_PROFILES = ("auto", "namespaces", "user", "none", "rlimits", "bwrap")

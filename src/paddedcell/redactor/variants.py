@@ -63,6 +63,7 @@ import base64
 import codecs
 import html
 import json
+import math
 import re
 import unicodedata
 import warnings
@@ -103,7 +104,8 @@ class Variants:
     fragments: bool = True  # distinctive runs of >= fragment_min bytes (see module docstring)
     wrapped: bool = True  # base64/hex with \r/\n anywhere inside (any column, any offset; see views.py)
     csi: bool = True  # SGR/CSI escape sequences anywhere inside the secret (grep --color; see views.py)
-    base32: bool = True  # RFC 4648 base32 (`base32`), all five byte alignments, wrapped too with `wrapped`
+    base32: bool = True  # RFC 4648 base32 (`base32`), all five byte alignments, wrapped too with `wrapped`;
+    # also lower case, and base32hex (§7, `basenc --base32hex`), not wrapped
     unicode_escapes: bool = True  # every character as \uXXXX (either hex case); HTML-safe JSON (Go \u0026 \u003c \u003e, gson also = ')
     octal: bool = True  # C octal escapes as bash prints them in the C locale: printf %q, set -x ($'Gehe\303\257m')
     python_ascii: bool = True  # Python ascii()/repr under ASCII output: \xef, \u20ac, \U0001f600
@@ -114,6 +116,22 @@ class Variants:
     folded: bool = True  # the secret with line breaks anywhere inside (fold -w N; see views.py)
     runner_quote: bool = True  # '"' as '\"' with backslashes left alone (GitHub's runner masks that form)
     hexdump: bool = True  # hex dump layouts: xxd, hexdump (-C, words), od -tx1/-x/-c, xxd -i (see dumps.py)
+    # Every byte (or character) as a number, one after another (number_forms):
+    hex_separated: bool = True  # hex pairs joined by ':', '-', ' ' (bytes.hex(':'), fingerprints, C#
+    # BitConverter, '%02X ' loops, Node's <Buffer 47 65 …> also past 50 bytes), upper and lower
+    hex_escaped: bool = True  # every byte as \x47 (printf/echo -e scripts), upper and lower
+    hex_prefixed: bool = True  # 0x47 lists: ', ' and ',' (C arrays, Rust {:#x?}; 0x4A and 0X4A too),
+    # Python's list of hex() ['0x47', '0x65']
+    decimal: bool = True  # [71, 101, …] joined by ', ' ',' ' ' (Python list(b), Rust {:?}, JSON, Go %v),
+    # Node's console.log of an Array/Uint8Array (grouped in padded columns), Java's signed bytes
+    # (Arrays.toString, gson), code points of a non-ASCII secret
+    octal_bytes: bool = True  # every byte as \107 (printf '\107' scripts), and as '107 145' (od -b style)
+    char_refs: bool = True  # HTML/XML numeric references: every character as &#71; / &#x47; / &#x4A;,
+    # and only the non-ASCII ones (xmlcharrefreplace, HTML encoders)
+    quoted_printable: bool = True  # MIME quoted-printable (quopri, mail bodies) and RFC 2047 Q (headers)
+    base85: bool = True  # base85 (b85encode, RFC 1924 alphabet) and Ascii85 (a85encode, PDF, PostScript),
+    # all four byte alignments, whole 4-byte groups only
+    uuencode: bool = True  # uuencode body (GNU's ` and Python's space for zero), all three alignments
 
     @classmethod
     def none(cls) -> "Variants":
@@ -252,12 +270,131 @@ def _cp1252_read(secret: bytes) -> str:
                    else chr(c) for c in secret)
 
 
+def base85_inner_forms(secret: bytes, encode) -> list[bytes]:
+    """``encode`` (base85 or Ascii85) of ``secret`` at byte offsets 0 to 3, cut
+    to the 4-byte groups wholly inside it (each group is one number: any
+    character of a group depends on all four bytes). Forms of fewer than two
+    groups are left out: they show less of a secret than a fragment does."""
+    forms = []
+    for a in range(4):
+        start = (4 - a) % 4
+        groups = [secret[i:i + 4] for i in range(start, len(secret) - 3, 4)]
+        if len(groups) >= 2:
+            forms.append(b"".join(encode(g) for g in groups))
+    return forms
+
+
+#: uuencode's alphabet: six bits v as chr(32 + v), read from base64's alphabet.
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_UU = bytes.maketrans(_B64_ALPHABET, bytes(range(32, 96)))
+_UU_BACKTICK = bytes.maketrans(_B64_ALPHABET, b"`" + bytes(range(33, 96)))
+#: Node's util.inspect defaults (breakLength, maxArrayLength, compact).
+_NODE_BREAK, _NODE_MAX_ITEMS, _NODE_COMPACT = 80, 100, 3
+
+
+def _node_grouped(numbers: list[int]) -> bytes | None:
+    """The entries of ``console.log`` of a numeric Array/Uint8Array holding
+    ``numbers`` as Node (12+) prints it when it groups them in padded columns
+    (lib/internal/util/inspect.js, groupArrayElements), from the first number
+    to the last one shown; None when Node prints them on one line."""
+    entries = [str(v) for v in numbers[:_NODE_MAX_ITEMS]]
+    count = len(entries) + (len(numbers) > _NODE_MAX_ITEMS)  # "... N more items" counts here
+    if count <= 6:
+        return None
+    lengths = [len(e) for e in entries]
+    total = sum(lengths) + 2 * len(entries)
+    actual_max = max(lengths) + 2
+    if not (actual_max * 3 < _NODE_BREAK and (total / actual_max > 5 or max(lengths) <= 6)):
+        return None
+    biased_max = max(actual_max - 3 - math.sqrt(actual_max - total / count), 1)
+    columns = min(math.floor(math.sqrt(2.5 * biased_max * len(entries)) / biased_max + 0.5),
+                  _NODE_BREAK // actual_max, _NODE_COMPACT * 4, 15)
+    if columns <= 1:
+        return None
+    widths = [max(lengths[i::columns]) + 2 for i in range(columns)]
+    rows = []
+    for i in range(0, len(entries), columns):
+        row = entries[i:i + columns]
+        rows.append("".join(f"{e}, ".rjust(widths[j]) for j, e in enumerate(row[:-1]))
+                    + row[-1].rjust(widths[len(row) - 1] - 2))
+    return ",\n  ".join(rows).lstrip(" ").encode("ascii")
+
+
+def _qp_body(secret: bytes) -> bytes:
+    """Quoted-printable (RFC 2045) of the secret, line breaks left out."""
+    return b"".join(bytes((c,)) if (33 <= c <= 126 and c != 0x3D) or c in (9, 10, 32) else b"=%02X" % c
+                    for c in secret)
+
+
+def _qp_header(secret: bytes) -> bytes:
+    """RFC 2047 "Q" encoding (mail headers): ``_`` for space, ``=XX`` but for
+    letters, digits and ``!*+-/``."""
+    return b"".join(b"_" if c == 32 else bytes((c,)) if chr(c).isascii() and (chr(c).isalnum() or c in b"!*+-/")
+                    else b"=%02X" % c for c in secret)
+
+
+def number_forms(secret: bytes, text: str | None, variants: Variants) -> set[bytes]:
+    """The secret's bytes (or characters) written as numbers one after another:
+    hex with separators or escapes, ``0x`` lists, decimal and octal lists,
+    numeric character references."""
+    forms: set[bytes] = set()
+    lower, upper = secret.hex(), secret.hex().upper()
+    if variants.hex_separated:
+        for sep in ":- ":
+            forms.add(secret.hex(sep).encode("ascii"))
+            forms.add(secret.hex(sep).upper().encode("ascii"))
+        if len(secret) > 50:  # Node's <Buffer …> shows 50 bytes, then "... N more bytes>"
+            forms.add(b"%s ... %d more bytes" % (secret[:50].hex(" ").encode("ascii"), len(secret) - 50))
+    if variants.hex_escaped:
+        forms.add(b"".join(b"\\x%02x" % c for c in secret))
+        forms.add(b"".join(b"\\x%02X" % c for c in secret))
+    if variants.hex_prefixed:
+        for fmt in (b"0x%02x", b"0x%02X"):
+            for sep in (b", ", b","):
+                forms.add(sep.join(fmt % c for c in secret))
+        forms.add(b", ".join(b"0X%02X" % c for c in secret))  # xxd -i -u, printf %#X
+        forms.add(b"', '".join(hex(c).encode("ascii") for c in secret))  # Python [hex(b) for b in s]
+    if variants.decimal:
+        values = list(secret)
+        signed = [c - 256 if c > 127 else c for c in secret]
+        for numbers, seps in ((values, (", ", ",", " ")), (signed, (", ", ","))):
+            for sep in seps:
+                forms.add(sep.join(map(str, numbers)).encode("ascii"))
+        grouped = _node_grouped(values)
+        if grouped:
+            forms.add(grouped)
+        if text is not None and not secret.isascii():
+            forms.add(", ".join(str(ord(ch)) for ch in text).encode("ascii"))  # [ord(c) for c in s]
+    if variants.octal_bytes:
+        forms.add(b"".join(b"\\%03o" % c for c in secret))
+        forms.add(b" ".join(b"%03o" % c for c in secret))
+    if variants.char_refs and text is not None:
+        for fmt in ("&#%d;", "&#x%x;", "&#x%X;"):
+            forms.add("".join(fmt % ord(ch) for ch in text).encode("ascii"))
+            if not secret.isascii():
+                forms.add("".join(ch if ch.isascii() else fmt % ord(ch) for ch in text)
+                          .encode("utf-8", "surrogatepass"))
+    return forms
+
+
 def encoding_forms(secret: bytes, text: str | None, variants: Variants) -> set[bytes]:
-    """The forms of issue 21: base32, per-character escapes, C octal, Python
-    ascii(), cat -v, NFC/NFD, UTF-16, mojibake, the runner's ``\\"``."""
+    """The forms of issue 21: base32, base85, uuencode, quoted-printable, the
+    secret as numbers (:func:`number_forms`), per-character escapes, C octal,
+    Python ascii(), cat -v, NFC/NFD, UTF-16, mojibake, the runner's ``\\"``."""
     forms: set[bytes] = set()
     if variants.base32:
-        forms.update(f for f in base32_inner_forms(secret) if f)
+        for f in base32_inner_forms(secret):
+            forms.update((f, f.lower()))
+        forms.update(f for f in _inner_forms(secret, base64.b32hexencode, 5, 5))
+    if variants.base85:
+        forms.update(base85_inner_forms(secret, base64.b85encode))
+        forms.update(base85_inner_forms(secret, base64.a85encode))
+    if variants.uuencode:
+        for f in base64_inner_forms(secret):
+            forms.update((f.translate(_UU), f.translate(_UU_BACKTICK)))
+    if variants.quoted_printable:
+        forms.update((_qp_body(secret), _qp_header(secret)))
+    forms |= number_forms(secret, text, variants)
     if variants.octal and any(c >= 0x7F or (c < 0x20 and c not in _ANSI_C) for c in secret):
         forms.add(_ansi_c_quoted(secret))  # else it is the shell or escapes form
     if variants.caret:
