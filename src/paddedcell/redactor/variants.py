@@ -278,9 +278,9 @@ def base85_inner_forms(secret: bytes, encode) -> list[bytes]:
     forms = []
     for a in range(4):
         start = (4 - a) % 4
-        groups = [secret[i:i + 4] for i in range(start, len(secret) - 3, 4)]
-        if len(groups) >= 2:
-            forms.append(b"".join(encode(g) for g in groups))
+        groups = (len(secret) - start) // 4
+        if groups >= 2:  # whole groups: the encoding of the slice is theirs, one after another
+            forms.append(encode(secret[start:start + 4 * groups]))
     return forms
 
 
