@@ -136,8 +136,16 @@ class Gateway:
 
     def __init__(self, root: Path, path: str, model_port: int, daemon: PaddedcellDaemon,
                  exec_mode: str = "full", plugin_config: dict[str, Any] | None = None,
-                 extra_config: dict[str, Any] | None = None):
+                 extra_config: dict[str, Any] | None = None, load_plugin_by_path: bool = False):
+        """``load_plugin_by_path``: name the plugin in ``plugins.load.paths`` (what
+        ``openclaw plugins install --link`` records there) instead of running that command,
+        ~20-40 s per gateway (it rebuilds OpenClaw's whole plugin index). The plugin loads
+        the same (origin ``config``, same hooks and tools); what differs is the install
+        record, so OpenClaw warns that it cannot verify where the plugin came from. The
+        shared stack keeps the command: test_plugin_loads_clean proves the documented
+        install."""
         self.root = root
+        self.load_plugin_by_path = load_plugin_by_path
         self.home = root / "home"
         self.workspace = root / "workspace"
         self.port = free_port()
@@ -161,7 +169,10 @@ class Gateway:
         return base_env(self.home, self.path, self.daemon.home)
 
     def config(self) -> dict[str, Any]:
-        return deep_merge(self.base_config(), self.extra_config)
+        config = deep_merge(self.base_config(), self.extra_config)
+        if self.load_plugin_by_path:
+            config["plugins"]["load"] = {"paths": [str(PLUGIN_DIR)]}
+        return config
 
     def base_config(self) -> dict[str, Any]:
         return {
@@ -201,6 +212,8 @@ class Gateway:
         self.workspace.mkdir(parents=True, exist_ok=True)
         config_path = self.home / ".openclaw" / "openclaw.json"
         config_path.write_text(json.dumps(self.config(), indent=2))
+        if self.load_plugin_by_path:
+            return
         self.openclaw("plugins", "install", "--link", str(PLUGIN_DIR), "--force", "--accept-capabilities")
         # `plugins install` rewrites the config; put our entry back on top of what it recorded.
         written = json.loads(config_path.read_text())

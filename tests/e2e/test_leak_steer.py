@@ -30,7 +30,8 @@ def steer_stack(tmp_path_factory, openclaw_bin_path, fake_model):
     root = tmp_path_factory.mktemp("openclaw-steer")
     daemon = PaddedcellDaemon(root / "paddedcell-home", python=venv_python())
     with running_stack(root, openclaw_bin_path, fake_model, daemon, exec_mode="full",
-                       extra_config={"messages": {"queue": {"mode": "steer"}}}) as s:
+                       extra_config={"messages": {"queue": {"mode": "steer"}}},
+                       load_plugin_by_path=True) as s:
         yield s
 
 

@@ -26,7 +26,7 @@ import pytest
 
 from conftest import running_stack, venv_python
 from fake_model import Reply, ToolCall
-from harness import Gateway, PaddedcellDaemon
+from harness import Gateway, PaddedcellDaemon, deep_merge
 
 SHARED = "e2e-remote-shared-token-7Hq2Rk9w"
 #: OpenClaw 2026.9.6's limit on a plugin approval's description (the plugin cuts to it).
@@ -36,8 +36,13 @@ APPROVAL_DESCRIPTION_MAX = 512
 REMOTE_CONFIG = {
     "gateway": {"auth": {"mode": "token", "token": SHARED},
                 "nodes": {"pairing": {"autoApproveLocal": False}}},
-    "agents": {"list": [{"id": "main", "default": True},
-                        {"id": "asker", "tools": {"exec": {"mode": "ask"}}}]},
+    # Agents main (the default: it owns session keys without an agent prefix, such as
+    # `remote chat`'s own) and asker, in the keyed form OpenClaw 2026.9.6 migrates
+    # `agents.list` to on disk (`plugins install` used to do it here). Migrated only in
+    # the gateway's memory, the default marker is dropped and an unprefixed key is refused
+    # ("Multiple agents are configured, but session key … has no explicit owner").
+    "agents": {"defaults": {"systemAgent": {"agentId": "main"}}, "ownership": "explicit",
+               "entries": {"main": {}, "asker": {"tools": {"exec": {"mode": "ask"}}}}},
 }
 
 
@@ -52,7 +57,11 @@ class RemoteGateway(Gateway):
     def __init__(self, root: Path, path: str, model_port: int, daemon: PaddedcellDaemon, **options):
         options.setdefault("extra_config", REMOTE_CONFIG)
         options.setdefault("plugin_config", {"approvalTimeoutMs": 120_000})
+        options.setdefault("load_plugin_by_path", True)  # no `plugins install` run (~20 s)
         super().__init__(root, path, model_port, daemon, **options)
+        # The default agent works in the defaults' workspace (as the migration writes it).
+        self.extra_config = deep_merge(self.extra_config, {"agents": {"entries": {"main": {
+            "workspace": str(self.workspace)}}}})
 
 
 @pytest.fixture(scope="module")
