@@ -81,17 +81,25 @@ def start_sessions(path: str, files: list[Path], stop: threading.Event, done: li
         tick += 1
         for file in files:
             os.utime(file, ns=(tick * 1_000_000_000, tick * 1_000_000_000))
-        start = time.perf_counter()
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.connect(path)
-            sock.sendall(request)
-            answer = b""
-            while chunk := sock.recv(65536):
-                answer += chunk
-        if not answer.startswith(b"HTTP/1.1 200"):
-            errors.append(answer[:200].decode("latin-1"))
+        if not post_timed(path, request, done, errors):
             return
-        done.append((time.perf_counter() - start) * 1000)
+
+
+def post_timed(path: str, request: bytes, done: list[float], errors: list[str]) -> bool:
+    """Send one whole request on its own connection; its time (ms) joins ``done``, or its
+    answer's start joins ``errors`` (False) when it is not a 200."""
+    start = time.perf_counter()
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(path)
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    if not answer.startswith(b"HTTP/1.1 200"):
+        errors.append(answer[:200].decode("latin-1"))
+        return False
+    done.append((time.perf_counter() - start) * 1000)
+    return True
 
 
 def main() -> int:
@@ -151,18 +159,8 @@ def main() -> int:
             done: list[float] = []
 
             def load(request: bytes = request, done: list[float] = done) -> None:
-                while not stop.is_set():
-                    start = time.perf_counter()
-                    with socket.socket(socket.AF_UNIX) as sock:
-                        sock.connect(client.path)
-                        sock.sendall(request)
-                        answer = b""
-                        while chunk := sock.recv(65536):
-                            answer += chunk
-                    if not answer.startswith(b"HTTP/1.1 200"):
-                        errors.append(answer[:200].decode("latin-1"))
-                        return
-                    done.append((time.perf_counter() - start) * 1000)
+                while not stop.is_set() and post_timed(client.path, request, done, errors):
+                    pass
 
             threads = [threading.Thread(target=load) for _ in range(args.parallel)]
             for thread in threads:
