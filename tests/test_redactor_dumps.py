@@ -44,10 +44,10 @@ def dump(layout: str, data: bytes) -> bytes:
 
 def readable(out: bytes, secret: bytes, run: int = 4) -> list[bytes]:
     """Runs of ``run`` secret bytes that can be read back from ``out``: in its
-    text (gutters) or in the bytes of its dump lines, either byte order."""
-    shown = [out]
-    for order in (0, 1):
-        shown.append(b"".join((decode_line(line) or (b"", b""))[order] for line in out.split(b"\n")))
+    text (gutters) or in the bytes of its dump lines, in any reading (hex,
+    octal, decimal, binary; either byte order)."""
+    decoded = [decode_line(line) or {} for line in out.split(b"\n")]
+    shown = [out] + [b"".join(d.get(key, b"") for d in decoded) for key in {k for d in decoded for k in d}]
     return [secret[i:i + run] for i in range(len(secret) - run + 1)
             if any(secret[i:i + run] in s for s in shown)]
 

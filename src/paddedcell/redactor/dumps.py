@@ -42,6 +42,7 @@ dumps (``od -b``, ``od -d``), ``hexdump`` ``*`` lines (repeated data).
 from __future__ import annotations
 
 import re
+import struct
 import threading
 from bisect import bisect_right
 from itertools import accumulate
@@ -54,6 +55,7 @@ _XXD = re.compile(
     rb"[ \t]*[0-9A-Fa-f]{1,16}: *((?:[0-9A-Fa-f]{2}){1,16}(?: (?:[0-9A-Fa-f]{2}){1,16})*)"
     rb"(?:( {2,32})((?:[0-9A-Fa-f]{2}){1,16}))?(?: {2}.*| *)", re.S)
 _FIELDS = re.compile(rb"[ \t]*((?:[0-9A-Fa-f]{1,32} {1,4})*[0-9A-Fa-f]{1,32}) *(?:\|.*\||>.*<)?", re.S)
+_NUMBERS = re.compile(rb"[ \t]*(-?[0-9A-Fa-f]{1,32}(?: +-?[0-9A-Fa-f]{1,32})*) *(?:\|.*\||>.*<)?", re.S)
 _XXD_I = re.compile(rb"[ \t]*(0[xX][0-9A-Fa-f]{2}(?:, ?0[xX][0-9A-Fa-f]{2})*),?")
 _CHARS = re.compile(rb"[0-9A-Fa-f]{4,16}((?:   [!-~]|    |  \\[0abfnrtv]| [0-7]{3})+) *")
 _CHAR_FIELD = re.compile(rb"   ([!-~])|(    )|  \\([0abfnrtv])| ([0-7]{3})")
@@ -65,6 +67,9 @@ _OD_ESCAPES = {0: b"0", 7: b"a", 8: b"b", 12: b"f", 10: b"n", 13: b"r", 9: b"t",
 #: take too long to build. Text secrets stay under it (62 x 62 alphanumeric
 #: pairs: ~65 000 triggers, ~4 s to build once per set); binary keys may not.
 PAIR_LIMIT = 6_000
+#: What :func:`decode_line` returns for a ``*`` line (od, hexdump: the line
+#: before it repeats); see :func:`run_readings`.
+SQUEEZED: dict[str, bytes] = {}
 
 
 def _od_char(c: int) -> bytes:
@@ -74,19 +79,40 @@ def _od_char(c: int) -> bytes:
     return b"   %c" % c if 32 <= c < 127 else b" %03o" % c
 
 
-def triggers(patterns) -> set[bytes]:
-    """What a dump line shows of two adjacent bytes ``c d`` of a pattern, next
-    to the layout's spaces: a whole two-byte group or the first or last two
-    bytes of a larger one (``" cd"``, ``"cd "``, ``"cd\\n"``; byte-swapped
-    ``dc``), two groups one, two or four spaces apart (``"c d"``), ``xxd -i``
-    items, ``od -c`` fields; lower and upper case. Hex text (hashes, ids)
-    rarely holds them.
+def _values(window: bytes) -> set[int]:
+    """A word's values as od and hexdump print them: both byte orders,
+    unsigned and signed (two's complement)."""
+    bits = 8 * len(window)
+    out = set()
+    for order in ("big", "little"):
+        v = int.from_bytes(window, order)
+        out.update((v, v - (1 << bits)) if v >> (bits - 1) else (v,))
+    return out
 
-    An occurrence counts only if a line it touches holds one. One over two
-    lines or more has two bytes or more at the end of its first line or at the
-    start of its last one (a group edge); one inside a line, eight bytes or
-    more, crosses a group edge. Not covered: one byte per line (``xxd -c 1``),
-    a secret inside one group of 16 bytes (``xxd -g 16``)."""
+
+def triggers(patterns) -> set[bytes]:
+    """What a dump line shows of a few adjacent bytes of a pattern, next to the
+    layout's spaces. An occurrence counts only if a line it touches holds one;
+    dump text rarely holds them, other text (hashes, ids, numbers) more rarely.
+
+    * hex: two bytes ``c d`` as a whole two-byte group or the first or last two
+      bytes of a larger one (``" cd"``, ``"cd "``, ``"cd\\n"``; byte-swapped
+      ``dc``), two groups one, two or four spaces apart (``"c d"``), ``xxd -i``
+      items; four bytes inside a group (``xxd -g 16``); one byte alone on its
+      line (``xxd -c 1``: ``": cd  "``; ``od -w1``: ``" cd\\n"``); lower and upper case;
+    * ``od -c`` fields; binary (``xxd -b``) pairs, in a group or two;
+    * octal and decimal bytes (``od -b``, ``od -t d1``/``u1``): two of them one
+      to four spaces apart; a word of 2, 4 or 8 bytes (``od -o``/``-d``/``-t
+      d4``..., ``hexdump -o``/``-d``) as its value in either byte order,
+      after a space (octal zero-padded, decimal also signed, and zero-padded
+      to five digits as ``hexdump -d`` prints it).
+
+    An occurrence (8 bytes or more) over two lines or more shows two bytes or
+    more at the end of its first line or at the start of its last one, or one
+    byte per line; inside a line it crosses a group edge or lies in a group.
+    Words: it holds a whole aligned word of 2 or 4 bytes. Not covered: 8-byte
+    decimal or octal words of a secret shorter than 15 bytes that no word
+    holds whole, one decimal or ``od -c`` byte per line."""
     out: set[bytes] = set()
     for p in patterns:
         for c, d in {(p[i], p[i + 1]) for i in range(len(p) - 1)}:
@@ -96,16 +122,40 @@ def triggers(patterns) -> set[bytes]:
                 out.update((x + b" " + y, x + b"  " + y, x + b"    " + y, x + b", " + o + y))
             first = _od_char(c)
             out.add((first.lstrip(b" ") or first) + _od_char(d))
+            bits = b"%s%s" % (format(c, "08b").encode(), format(d, "08b").encode())
+            out.update((bits, bits[:8] + b" " + bits[8:], b"%03o %03o" % (c, d)))
+            for u in {c, c - 256 if c > 127 else c}:
+                for v in {d, d - 256 if d > 127 else d}:
+                    out.update(b"%d%s%d" % (u, b" " * k, v) for k in range(1, 5))
+        for size in (2, 4, 8):
+            for i in range(len(p) - size + 1):
+                window = p[i:i + size]
+                for v in _values(window):
+                    out.add(b" %d" % v)
+                    if v >= 0:
+                        out.add(b" %0*o" % ({2: 6, 4: 11, 8: 22}[size], v))
+                        if size == 2:
+                            out.add(b" %05d" % v)
+                if size == 4:
+                    for w in (window, window[::-1]):
+                        out.update((w.hex().encode(), w.hex().upper().encode()))
+        for c in set(p):
+            for x in (b"%02x" % c, b"%02X" % c):
+                out.update((b": " + x + b"  ", b" " + x + b"\n", b" " + x + b"\r"))
+            out.update((b" %03o\n" % c, b" %03o\r" % c, b": " + format(c, "08b").encode() + b"  "))
     return out
 
 
-#: What a partial line must look like to be held: blanks, then a hex digit and
-#: hex digits, spaces, ``:``, ``,``, ``x`` (an offset, groups, ``0x`` items), and
-#: after two spaces, ``|`` or ``>`` anything (a gutter, ``od -c`` fields).
-_MAY_BECOME = re.compile(rb"[ \t]*(?:[0-9A-Fa-f][0-9A-Fa-fxX:, ]*(?:(?: {2}|\||>).*)?)?", re.S)
+#: What a partial line must look like to be held: blanks, then a hex digit
+#: (after a ``-``: a negative decimal) and hex digits, spaces, ``:``, ``,``,
+#: ``x``, ``-`` before a digit (an offset, groups, ``0x`` items, decimal
+#: fields), and after two spaces, ``|`` or ``>`` anything (a gutter, ``od -c``
+#: fields); or a ``*`` (squeezed lines).
+_MAY_BECOME = re.compile(rb"[ \t]*(?:-?[0-9A-Fa-f](?:[0-9A-Fa-fxX:, ]|-(?=[0-9]|$))*(?:(?: {2}|\||>).*)?)?|\*",
+                         re.S)
 
 
-def _groups(fields: list[bytes]) -> tuple[bytes, bytes] | None:
+def _groups(fields: list[bytes]) -> dict[str, bytes] | None:
     be, le = [], []
     for f in fields:
         if len(f) % 2:
@@ -114,54 +164,134 @@ def _groups(fields: list[bytes]) -> tuple[bytes, bytes] | None:
         be.append(b)
         le.append(b[::-1])
     big = b"".join(be)
-    return big, (big if all(len(f) == 2 for f in fields) else b"".join(le))
+    return {"xb": big, "xl": big if all(len(f) == 2 for f in fields) else b"".join(le)}
 
 
-def decode_line(line: bytes) -> tuple[bytes, bytes] | None:
-    """The bytes a dump line shows, read big-endian and little-endian (per
-    group); None if ``line`` (without its ``\\n``) is no dump line."""
+#: An octal field's width (zero-padded, as od and hexdump print it) -> its size in bytes.
+_OCTAL_SIZE = {3: 1, 6: 2, 11: 4, 22: 8}
+_OCTAL = re.compile(rb"[0-7]+")
+_DECIMAL = re.compile(rb"-?[0-9]+")
+_BINARY = re.compile(rb"(?:[01]{8})+")
+_PACK = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
+
+def _words(values: list[int], size: int, key: str, out: dict[str, bytes]) -> None:
+    """``values`` as words of ``size`` bytes, both byte orders (one reading for bytes)."""
+    if size == 1:
+        out[key] = bytes(values)
+        return
+    code = _PACK[size] * len(values)
+    out[key + "b"] = struct.pack(">" + code, *values)
+    out[key + "l"] = struct.pack("<" + code, *values)
+
+
+def _numbers(fields: list[bytes], out: dict[str, bytes]) -> None:
+    """Octal and decimal readings of a line's fields (od -b/-o/-d/-t o|d|uN,
+    hexdump -b/-o/-d). Octal fields are zero-padded, so their width gives the
+    size and an offset is told by its width, as for hex. Decimal fields are
+    padded with spaces and signed or not, so every size their values fit is
+    read, with the first field as an offset and as data (od -An)."""
+    data = fields[1:] if len(fields) > 1 and len(fields[0]) != len(fields[1]) else fields
+    size = _OCTAL_SIZE.get(len(data[0]))
+    if size and all(len(f) == len(data[0]) for f in data) and _OCTAL.fullmatch(b"".join(data)):
+        values = [int(f, 8) for f in data]
+        if max(values) >> (8 * size) == 0:
+            _words(values, size, "o", out)
+    for key, data in (("d", fields), ("e", fields[1:])):
+        if not data or not all(_DECIMAL.fullmatch(f) for f in data):
+            continue
+        values = [int(f) for f in data]
+        low, high = min(values), max(values)
+        for size in (1, 2, 4, 8):
+            bits = 8 * size
+            if low >= -(1 << (bits - 1)) and high >> bits == 0:
+                mask = (1 << bits) - 1
+                _words([v & mask for v in values], size, f"{key}{size}", out)
+
+
+def decode_line(line: bytes) -> dict[str, bytes] | None:
+    """The bytes a dump line shows, by reading (hex big- and little-endian per
+    group, octal and decimal words of each size and byte order, binary);
+    :data:`SQUEEZED` for a ``*`` line; None if ``line`` (without its ``\\n``)
+    is no dump line. A run is read per reading: consecutive lines that have it."""
     if len(line) > LINE_MAX:
         return None
     line = line.rstrip(b"\r")
     if not line or b"\r" in line or b"\n" in line:
         return None
+    if line == b"*":
+        return SQUEEZED
+    out: dict[str, bytes] = {}
     m = _XXD_I.fullmatch(line)
     if m is not None:
         items = m.group(1).replace(b" ", b"").split(b",")
-        data = bytes(int(x[2:], 16) for x in items)
-        return data, data
+        return {"xb": bytes(int(x[2:], 16) for x in items)}
     m = _XXD.fullmatch(line)
     if m is not None:
         groups = m.group(1).split(b" ")
         pad, last = m.group(2), m.group(3)
         if last is not None and len(pad) - 1 + len(last) == len(groups[-1]):
             groups.append(last)  # xxd -e: a partial last group, right-aligned in its column
-        return _groups(groups)
+        if _BINARY.fullmatch(b"".join(groups)):  # xxd -b
+            bits = b"".join(groups)
+            out["b"] = bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits), 8))
+        out.update(_groups(groups) or {})
+        return out or None
     m = _FIELDS.fullmatch(line)
     if m is not None:
         fields = m.group(1).split()
         if len(fields) > 1 and (len(fields[0]) % 2 or len(fields[0]) != len(fields[1])):
-            fields = fields[1:]
-        return _groups(fields)
+            out.update(_groups(fields[1:]) or {})
+        else:
+            out.update(_groups(fields) or {})
+    m = _NUMBERS.fullmatch(line)
+    if m is not None:
+        _numbers(m.group(1).split(), out)
     m = _CHARS.fullmatch(line)
     if m is not None:
-        out = bytearray()
+        chars = bytearray()
         for f in _CHAR_FIELD.finditer(m.group(1)):
             char, space, esc, octal = f.groups()
             if char is not None:
-                out += char
+                chars += char
             elif space is not None:
-                out += b" "
+                chars += b" "
             elif esc is not None:
-                out.append(_ESCAPE[esc])
+                chars.append(_ESCAPE[esc])
             else:
                 value = int(octal, 8)
                 if value > 255:
-                    return None
-                out.append(value)
-        data = bytes(out)
-        return data, data
-    return None
+                    break
+                chars.append(value)
+        else:
+            out["c"] = bytes(chars)
+    return out or None
+
+
+def run_readings(decoded: list[dict[str, bytes]], longest: int) -> dict[str, list[tuple[int, list[bytes]]]]:
+    """The readings of a run of dump lines (``decoded``: :func:`decode_line` of
+    each): per reading, its pieces as ``(first line, the bytes of each line)``,
+    a piece being consecutive lines that have that reading. A ``*`` line
+    (repeated lines squeezed) reads as the line before it repeated to
+    ``longest`` bytes or more: a pattern across the squeezed lines is found
+    whatever their number."""
+    out: dict[str, list[tuple[int, list[bytes]]]] = {}
+    open_: dict[str, tuple[int, list[bytes]]] = {}
+    for i, d in enumerate(decoded):
+        if d is SQUEEZED:
+            for _, parts in open_.values():
+                parts.append(parts[-1] * -(-longest // len(parts[-1])))
+            continue
+        for k in [k for k in open_ if k not in d]:
+            out.setdefault(k, []).append(open_.pop(k))
+        for k, b in d.items():
+            if k in open_:
+                open_[k][1].append(b)
+            else:
+                open_[k] = (i, [b])
+    for k, piece in open_.items():
+        out.setdefault(k, []).append(piece)
+    return out
 
 
 def may_become(partial: bytes) -> bool:
@@ -175,7 +305,7 @@ def may_become(partial: bytes) -> bool:
 #: layouts, read loosely): blanks, then a run of at most 32 hex digits (an
 #: offset, a group, ``0`` of ``0x``) ended by a space, ``:``, ``|``, ``>``,
 #: ``\r``, ``x`` or the line's end.
-_CANDIDATE = rb"[ \t]*[0-9A-Fa-f]{1,32}(?:[ :|>\rxX]|$)"
+_CANDIDATE = rb"[ \t]*-?[0-9A-Fa-f]{1,32}(?:[ :|>\rxX]|$)"
 _CANDIDATE_AFTER_BREAK = re.compile(rb"\n" + _CANDIDATE, re.M)
 _CANDIDATE_AT_START = re.compile(_CANDIDATE, re.M)
 
@@ -249,6 +379,7 @@ class DumpFinder:
         self._m = _matcher.build(self._full, engine)
         self._proper = _matcher.PrefixIndex({p[:-1] for p in patterns if len(p) > 1}, engine)
         self._proper.maxlen += 1
+        self._longest = max(map(len, patterns))
         self._triggers = _matcher.build(triggers(patterns), engine)
         self._lines = CandidateLines(engine is _matcher.HyperscanMatcher)
 
@@ -327,17 +458,21 @@ class DumpFinder:
         return out
 
     def _run_hits(self, lines, found: list[tuple[int, int]]) -> None:
-        ends = list(accumulate(len(d[0]) for _, _, d, _ in lines))
-        big = b"".join(d[0] for _, _, d, _ in lines)
-        little = b"".join(d[1] for _, _, d, _ in lines)
-        for data in (big,) if little == big else (big, little):
+        seen = set()
+        for first, parts in (piece for pieces in run_readings([d for _, _, d, _ in lines], self._longest).values()
+                             for piece in pieces):
+            data = b"".join(parts)
+            if (first, data) in seen:
+                continue  # the same bytes by another reading (one-byte groups)
+            seen.add((first, data))
+            ends = list(accumulate(len(x) for x in parts))
             for s, e in self._m.spans(data):
                 for p in self._full.get(data[s:e], ()):
                     if not data.startswith(p, s):
                         continue
-                    first, last = bisect_right(ends, s), bisect_right(ends, s + len(p) - 1)
-                    if any(lines[k][3] for k in range(first, last + 1)):
-                        found.append((lines[first][0], lines[last][1]))
+                    a, b = first + bisect_right(ends, s), first + bisect_right(ends, s + len(p) - 1)
+                    if any(lines[k][3] for k in range(a, b + 1)):
+                        found.append((lines[a][0], lines[b][1]))
 
     def _hold(self, buf: bytes, last: int) -> int:
         n = len(buf)
@@ -345,30 +480,48 @@ class DumpFinder:
         held = len(pending) if may_become(pending) else 0
         if last < 0 or (pending and not held):
             return held
-        # The last run may continue: its lines from the end, enough bytes back.
-        starts, be, le, need, total = [], [], [], self._proper.maxlen, 0
-        e = last
-        while total < need:
+        # The last run may continue: its lines from the end, enough bytes back
+        # in every reading the last line has (a squeezed line: its line before).
+        starts, decoded, need = [], [], self._proper.maxlen
+        totals: dict[str, int] | None = None  # bytes so far of each reading the last line has
+        squeezed, e = 0, last
+        while True:
             s = buf.rfind(b"\n", 0, e) + 1
             d = decode_line(buf[s:e])
             if d is None:
                 break
             starts.append(s)
-            be.append(d[0])
-            le.append(d[1])
-            total += len(d[0])
+            decoded.append(d)
+            if d is SQUEEZED:
+                squeezed += 1
+            else:
+                if totals is None:
+                    totals = dict.fromkeys(d, 0)
+                for k in list(totals):
+                    if k in d:
+                        totals[k] += len(d[k]) * (1 + squeezed * -(-self._longest // len(d[k])))
+                    else:
+                        del totals[k]  # this reading starts after this line
+                squeezed = 0
+                if all(t >= need for t in totals.values()):
+                    break
             if s == 0:
                 break
             e = s - 1
         if not starts:
             return held
-        h = max(self._proper.hold(b"".join(reversed(be))), self._proper.hold(b"".join(reversed(le))))
-        if h:
-            k, i = h, 0  # the line holding the h-th byte from the end
-            while k > len(be[i]):
-                k -= len(be[i])
-                i += 1
-            held = max(held, n - starts[i])
+        starts.reverse()
+        decoded.reverse()
+        for first, parts in (pieces[-1] for pieces in run_readings(decoded, self._longest).values()):
+            if first + len(parts) != len(decoded):
+                continue  # a reading the last line has not
+            h = self._proper.hold(b"".join(parts))
+            if h:
+                i = len(parts) - 1  # the line holding the h-th byte from the end
+                while h > len(parts[i]):
+                    h -= len(parts[i])
+                    i -= 1
+                held = max(held, n - starts[first + i])
         return held
 
     @staticmethod

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .dumps import decode_line, may_become, triggers
+from .dumps import SQUEEZED, decode_line, may_become, triggers
 from .variants import Variants, pattern_set
 from .views import view_patterns
 
@@ -127,14 +127,36 @@ def _dump_runs(lines) -> list[list]:
     return runs
 
 
+def _dump_pieces(run, longest: int) -> list[tuple[list[int], bytes]]:
+    """Each reading's pieces in a run: consecutive lines that have it, as
+    ``(the line of each byte, the bytes)``; a ``*`` line repeats the bytes of
+    the line before it until they are ``longest`` bytes or more."""
+    pieces = []
+    for key in {k for line in run if line[2] is not SQUEEZED for k in line[2]}:
+        owner, data, prev = [], b"", None
+        for k, line in enumerate(run + [(0, 0, {}, False)]):
+            shown = line[2].get(key) if line[2] is not SQUEEZED else prev
+            if shown is not None and line[2] is SQUEEZED:
+                while len(shown) < longest:
+                    shown += prev
+            if shown is None:
+                if data:
+                    pieces.append((owner, data))
+                owner, data = [], b""
+            else:
+                owner += [k] * len(shown)
+                data += shown
+            prev = line[2].get(key) if line[2] is not SQUEEZED else prev
+        # (the sentinel line ends the last piece)
+    return pieces
+
+
 def _dump_spans(data: bytes, pats: set[bytes], final: bool) -> list[tuple[int, int]]:
-    """Hex dump layouts (see :mod:`.dumps`): each pattern in a run's bytes,
-    in either byte order, touching a line with a trigger, masks the lines it touches (one span)."""
+    """Hex dump layouts (see :mod:`.dumps`): each pattern in a reading of a run,
+    touching a line with a trigger, masks the lines it touches (one span)."""
     spans = []
     for run in _dump_runs(_dump_lines(data, final, triggers(pats))[0]):
-        owner = [k for k, line in enumerate(run) for _ in line[2][0]]
-        for order in (0, 1):
-            decoded = b"".join(line[2][order] for line in run)
+        for owner, decoded in _dump_pieces(run, max(map(len, pats))):
             for p in pats:
                 i = decoded.find(p)
                 while i >= 0:
@@ -147,16 +169,17 @@ def _dump_spans(data: bytes, pats: set[bytes], final: bool) -> list[tuple[int, i
 
 def _dump_held(stream: bytes, pats: set[bytes]) -> int:
     """The dump view's hold: a partial line that may become a dump line, and
-    the last run from the line holding the longest suffix of its bytes that is
-    a proper prefix of a pattern, when the run may continue."""
+    for each reading of the last run that its last line has, the lines from
+    the one holding the longest suffix of its bytes that is a proper prefix of
+    a pattern, when the run may continue."""
     lines, pending = _dump_lines(stream, False)
     tail = len(pending) if may_become(pending) else 0
     if (pending and not tail) or not lines or lines[-1][2] is None:
         return tail
     run = _dump_runs(lines)[-1]
-    owner = [k for k, line in enumerate(run) for _ in line[2][0]]
-    for order in (0, 1):
-        decoded = b"".join(line[2][order] for line in run)
+    for owner, decoded in _dump_pieces(run, max(map(len, pats))):
+        if owner[-1] != len(run) - 1:
+            continue  # this reading ended before the last line
         for length in range(len(decoded), 0, -1):
             t = decoded[len(decoded) - length :]
             if any(len(p) > length and p.startswith(t) for p in pats):
