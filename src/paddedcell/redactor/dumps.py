@@ -528,8 +528,16 @@ class DumpFinder:
     def sync(buf: bytes, i: int) -> int:
         """Keep the ``\\n`` before the line holding ``i`` (a line start is known
         then), or, inside a line already longer than LINE_MAX, LINE_MAX + 1
-        bytes of it (it stays too long to be a dump line)."""
+        bytes of it (it stays too long to be a dump line). A ``*`` line reads
+        as the line before it: that one is kept too."""
         j = buf.rfind(b"\n", max(0, i - LINE_MAX - 1), i)
-        if j >= 0:
-            return j
-        return 0 if i <= LINE_MAX + 1 else i - LINE_MAX - 1
+        if j < 0:
+            return 0 if i <= LINE_MAX + 1 else i - LINE_MAX - 1
+        while True:
+            e = buf.find(b"\n", j + 1)
+            if buf[j + 1 : len(buf) if e < 0 else e].rstrip(b"\r") != b"*":
+                return j
+            k = buf.rfind(b"\n", max(0, j - LINE_MAX - 1), j)
+            if k < 0:
+                return 0 if j <= LINE_MAX + 1 else j
+            j = k
