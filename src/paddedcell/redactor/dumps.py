@@ -1,11 +1,12 @@
-"""Hex dump layouts: a secret shown by ``xxd``, ``hexdump``, ``od``.
+"""Dump layouts: a secret shown by ``xxd``, ``hexdump``, ``od``.
 
-A dump spreads a secret's bytes over lines: an offset column, hex digits in
-groups (byte-swapped words in ``hexdump``/``od -x``/``xxd -e``), an ASCII
-gutter, and line breaks. No literal and no token view sees it whole, so this
-form is a *line view*: each dump line is read as the bytes it shows, the
-lines of a run of consecutive dump lines are joined, and the secret is
-searched in those bytes (read big-endian and, for words, little-endian).
+A dump spreads a secret's bytes over lines: an offset column, hex, octal,
+decimal or binary fields in groups or words (byte-swapped words in
+``hexdump``/``od -x``/``xxd -e``/``od -d``), an ASCII gutter, line breaks,
+and ``*`` for repeated lines. No literal and no token view sees it whole, so
+this form is a *line view*: each dump line is read as the bytes it shows (in
+every reading it allows), the lines of a run of consecutive dump lines are
+joined per reading, and the secret is searched in those bytes.
 
 The definition (the oracle implements it over the whole stream, this module
 over a scan buffer):
@@ -13,30 +14,39 @@ over a scan buffer):
 * a *line* is the bytes between two ``\\n`` (or the stream's start); its
   trailing ``\\r`` are not part of it. A line is a *dump line* when
   :func:`decode_line` reads it: at most :data:`LINE_MAX` bytes in one of the
-  layouts below;
-* a *run* is a maximal sequence of consecutive dump lines; its bytes are the
-  concatenation of its lines' bytes, in each byte order;
-* an *occurrence* is a pattern (a secret of 8 bytes or more) in a run's bytes
-  that spans at least one line holding a trigger (:func:`triggers`: what two
+  layouts below, giving one or more *readings* (named byte strings: hex
+  big-endian and little-endian per group, octal and decimal words of each
+  size and byte order, binary, ``od -c`` characters), or a ``*`` line;
+* a *run* is a maximal sequence of consecutive dump lines; a reading's
+  *pieces* in it are maximal sequences of its lines that have that reading,
+  their bytes joined; a ``*`` line has the readings of the line before it,
+  repeated until as long as the longest pattern (the number of lines it
+  stands for is not shown; see :func:`run_readings`);
+* an *occurrence* is a pattern (a secret of 8 bytes or more) in a piece that
+  spans at least one line holding a trigger (:func:`triggers`: what a few
   adjacent bytes of a pattern look like in a dump line); it masks the lines it
   touches as one span, from the first one's start (offset column) to the end
   of the last one (gutter included, its line break left); one span, not one
   per line: a held occurrence must start where the next scan finds it again;
-* the hold: a partial last line that :func:`may_become` a dump line, and the
-  lines of the last run from the one holding the first byte of the longest
-  suffix of its bytes that is a proper prefix of a pattern (when the run may
-  still continue).
+* the hold: a partial last line that :func:`may_become` a dump line, and for
+  each reading of the last line, the lines of its last piece from the one
+  holding the first byte of the longest suffix of its bytes that is a proper
+  prefix of a pattern (when the run may still continue).
 
-Layouts read (``H`` a hex digit): ``xxd`` (``OFFSET: HHHH HHHH  gutter``, any
-``-g``/``-c``/``-u``/``-e``), ``hexdump -C`` and ``od -tx1z``
-(``OFFSET  HH HH  |gutter|`` or ``>gutter<``), ``hexdump``/``od -x``/``od
--tx1``/``od -tx4``/``hexdump -e`` (fields separated by one to four spaces; the
-first field is an offset when its width is odd or differs from the next
-one's), ``od -An`` (no offset), ``xxd -i`` (``0xHH, 0xHH,``) and ``od -c``/
-``hexdump -c`` (four-column characters, C escapes, three-digit octal).
-Not read: dumps with one byte per line and no offset column, an offset as
-wide as the groups without ``:`` (a custom ``hexdump -e``), octal/decimal
-dumps (``od -b``, ``od -d``), ``hexdump`` ``*`` lines (repeated data).
+Layouts read (``H`` a hex digit, ``N`` a digit): ``xxd`` (``OFFSET: HHHH HHHH
+gutter``, any ``-g``/``-c``/``-u``/``-e``; ``-b`` binary groups),
+``hexdump -C`` and ``od -tx1z`` (``OFFSET  HH HH  |gutter|`` or
+``>gutter<``), ``hexdump``/``od -x``/``od -tx1``/``od -tx4``/``hexdump -e``
+(fields separated by one to four spaces; the first field is an offset when
+its width is odd or differs from the next one's), ``od -An`` (no offset),
+``xxd -i`` (``0xHH, 0xHH,``), ``od -c``/``hexdump -c`` (four-column
+characters, C escapes, three-digit octal), octal fields (``od -b``/``-o``/
+``-t o1|o2|o4|o8``, ``hexdump -b``/``-o``: zero-padded, the width gives the
+word size), decimal fields (``od -d``/``-s``/``-i``/``-l``/``-t d|uN``,
+``hexdump -d``: any spaces between, signed or not, every word size the values
+fit, the first field read both as an offset and as data), ``*`` lines. Not
+read: an offset as wide as the groups without ``:`` (a custom ``hexdump
+-e``), several formats interleaved (``od -c -t x1``).
 """
 
 from __future__ import annotations
@@ -98,21 +108,22 @@ def triggers(patterns) -> set[bytes]:
     * hex: two bytes ``c d`` as a whole two-byte group or the first or last two
       bytes of a larger one (``" cd"``, ``"cd "``, ``"cd\\n"``; byte-swapped
       ``dc``), two groups one, two or four spaces apart (``"c d"``), ``xxd -i``
-      items; four bytes inside a group (``xxd -g 16``); one byte alone on its
+      items; four bytes inside a group (``xxd -g 16``, big-endian); one byte alone on its
       line (``xxd -c 1``: ``": cd  "``; ``od -w1``: ``" cd\\n"``); lower and upper case;
     * ``od -c`` fields; binary (``xxd -b``) pairs, in a group or two;
     * octal and decimal bytes (``od -b``, ``od -t d1``/``u1``): two of them one
       to four spaces apart; a word of 2, 4 or 8 bytes (``od -o``/``-d``/``-t
-      d4``..., ``hexdump -o``/``-d``) as its value in either byte order,
-      after a space (octal zero-padded, decimal also signed, and zero-padded
-      to five digits as ``hexdump -d`` prints it).
+      d4``/``-t d8``..., ``hexdump -o``/``-d``) as its value in either byte
+      order, after a space (octal zero-padded, decimal also signed, and
+      zero-padded to five digits as ``hexdump -d`` prints it).
 
     An occurrence (8 bytes or more) over two lines or more shows two bytes or
     more at the end of its first line or at the start of its last one, or one
     byte per line; inside a line it crosses a group edge or lies in a group.
     Words: it holds a whole aligned word of 2 or 4 bytes. Not covered: 8-byte
-    decimal or octal words of a secret shorter than 15 bytes that no word
-    holds whole, one decimal or ``od -c`` byte per line."""
+    decimal words of a secret shorter than 15 bytes that no word holds whole,
+    8-byte octal words (``od -t o8``), little-endian groups of 16 bytes
+    (``xxd -e -g 16``), one decimal or ``od -c`` byte per line."""
     out: set[bytes] = set()
     for p in patterns:
         for c, d in {(p[i], p[i + 1]) for i in range(len(p) - 1)}:
@@ -132,13 +143,12 @@ def triggers(patterns) -> set[bytes]:
                 window = p[i:i + size]
                 for v in _values(window):
                     out.add(b" %d" % v)
-                    if v >= 0:
-                        out.add(b" %0*o" % ({2: 6, 4: 11, 8: 22}[size], v))
+                    if v >= 0 and size < 8:
+                        out.add(b" %0*o" % ({2: 6, 4: 11}[size], v))
                         if size == 2:
                             out.add(b" %05d" % v)
                 if size == 4:
-                    for w in (window, window[::-1]):
-                        out.update((w.hex().encode(), w.hex().upper().encode()))
+                    out.update((window.hex().encode(), window.hex().upper().encode()))
         for c in set(p):
             for x in (b"%02x" % c, b"%02X" % c):
                 out.update((b": " + x + b"  ", b" " + x + b"\n", b" " + x + b"\r"))

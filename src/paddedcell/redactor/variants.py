@@ -115,7 +115,7 @@ class Variants:
     mojibake: bool = True  # UTF-8 read as Latin-1 or CP1252 and written out as UTF-8 again
     folded: bool = True  # the secret with line breaks anywhere inside (fold -w N; see views.py)
     runner_quote: bool = True  # '"' as '\"' with backslashes left alone (GitHub's runner masks that form)
-    hexdump: bool = True  # hex dump layouts: xxd, hexdump (-C, words), od -tx1/-x/-c, xxd -i (see dumps.py)
+    hexdump: bool = True  # dump layouts: xxd, hexdump, od in hex, octal, decimal, binary, od -c, xxd -i (dumps.py)
     # Every byte (or character) as a number, one after another (number_forms):
     hex_separated: bool = True  # hex pairs joined by ':', '-', ' ' (bytes.hex(':'), fingerprints, C#
     # BitConverter, '%02X ' loops, Node's <Buffer 47 65 …> also past 50 bytes), upper and lower
