@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paddedcell.redactor import StreamRedactor, Variants, redact
-from paddedcell.redactor.dumps import decode_line
+from paddedcell.redactor.dumps import _od_name, decode_line
 from paddedcell.redactor.oracle import naive_redact, patterns_for
 from redactor_engines import assert_chunked_equals_oracle, assert_exact_under_every_split, engine  # noqa: F401 (autouse: both engines)
 
@@ -29,7 +29,7 @@ LAYOUTS = [
     "xxd", "xxd -g1", "xxd -g4", "xxd -g8", "xxd -e", "xxd -u", "xxd -c 7", "xxd -c 2", "xxd -i",
     "xxd -c 1", "xxd -g 16", "xxd -b", "xxd -b -c 1", "xxd -ps -c 0",
     "hexdump -C", "hexdump", "hexdump -x", "hexdump -c", "hexdump -b", "hexdump -o", "hexdump -d",
-    "od -t x1", "od -x", "od -t x4", "od -t x8", "od -c", "od -A x -t x1z", "od -w6 -t x2",
+    "od -t x1", "od -x", "od -t x4", "od -t x8", "od -c", "od -a", "od -A x -t x1z", "od -w6 -t x2",
     "od -An -tx1", "od -An -tx2", "od -An -tx1 -v -w8", "od -w1 -t x1",
     "od -b", "od -o", "od -t o4", "od -d", "od -t d1", "od -A n -t d1", "od -A d -t u1z", "od -t d2",
     "od --endian=big -t u2", "od -t d4", "od -t u8",
@@ -157,7 +157,7 @@ def layout_lines(data: bytes, rng: random.Random) -> bytes:
     per = rng.choice([1, 2, 3, 4, 8, 16])
     group = rng.choice([1, 2, 4, 16])
     little = rng.random() < 0.5
-    kind = rng.choice(["xxd", "C", "plain", "none", "i", "c", "numbers", "bits"])
+    kind = rng.choice(["xxd", "C", "plain", "none", "i", "c", "a", "numbers", "bits"])
     eol = rng.choice([b"\n", b"\r\n"])
     offset = rng.choice([b"%07o", b"%07d", b"%07x", b""])
     if kind == "numbers":
@@ -177,6 +177,9 @@ def layout_lines(data: bytes, rng: random.Random) -> bytes:
             continue
         if kind == "c":
             lines.append(b"%07o" % off + b"".join(b"   %c" % c if 32 < c < 127 else b" %03o" % c for c in row))
+            continue
+        if kind == "a":  # od -a: names, 7 bits
+            lines.append(b"%07o" % off + b"".join(_od_name(c) for c in row))
             continue
         if kind == "numbers":
             lines.append((offset % off if offset else b"") + _number_fields(row, rng))
@@ -268,6 +271,18 @@ def test_every_dump_line_is_a_candidate_line(buf):
         return sorted((s, e) for s, e in spans if buf.rfind(b"\n", 0, s) + 1 in read)
 
     assert in_dump_lines(finder._trigger_spans(buf)) == in_dump_lines(finder._triggers.spans(buf))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_lines())
+def test_every_prefix_of_a_dump_line_is_held(buf):
+    """A partial line that is the start of a dump line is held (else it could be emitted,
+    then masked)."""
+    from paddedcell.redactor.dumps import may_become
+
+    for line in buf.split(b"\n"):
+        if decode_line(line) is not None:
+            assert all(may_become(line[:i]) for i in range(1, len(line) + 1)), line
 
 
 _finders: dict = {}

@@ -67,8 +67,13 @@ _XXD = re.compile(
 _FIELDS = re.compile(rb"[ \t]*((?:[0-9A-Fa-f]{1,32} {1,4})*[0-9A-Fa-f]{1,32}) *(?:\|.*\||>.*<)?", re.S)
 _NUMBERS = re.compile(rb"[ \t]*(-?[0-9A-Fa-f]{1,32}(?: +-?[0-9A-Fa-f]{1,32})*) *(?:\|.*\||>.*<)?", re.S)
 _XXD_I = re.compile(rb"[ \t]*(0[xX][0-9A-Fa-f]{2}(?:, ?0[xX][0-9A-Fa-f]{2})*),?")
-_CHARS = re.compile(rb"[0-9A-Fa-f]{4,16}((?:   [!-~]|    |  \\[0abfnrtv]| [0-7]{3})+) *")
-_CHAR_FIELD = re.compile(rb"   ([!-~])|(    )|  \\([0abfnrtv])| ([0-7]{3})")
+#: ``od -a``'s names of the control characters, space and DEL (it shows a byte's low 7 bits).
+_OD_NAMES = (b"nul soh stx etx eot enq ack bel bs ht nl vt ff cr so si dle dc1 dc2 dc3 dc4 nak syn etb "
+             b"can em sub esc fs gs rs us sp").split() + [b"del"]
+_NAME = {name: (127 if name == b"del" else i) for i, name in enumerate(_OD_NAMES)}
+_NAMES = b"|".join(sorted(_OD_NAMES, key=len, reverse=True))
+_CHARS = re.compile(rb"[0-9A-Fa-f]{4,16}((?:   [!-~]|    |  \\[0abfnrtv]| [0-7]{3}| {1,2}(?:%s))+) *" % _NAMES)
+_CHAR_FIELD = re.compile(rb"   ([!-~])|(    )|  \\([0abfnrtv])| ([0-7]{3})| {1,2}(%s)" % _NAMES)
 _ESCAPE = {b"0": 0, b"a": 7, b"b": 8, b"f": 12, b"n": 10, b"r": 13, b"t": 9, b"v": 11}
 
 _OD_ESCAPES = {0: b"0", 7: b"a", 8: b"b", 12: b"f", 10: b"n", 13: b"r", 9: b"t", 11: b"v"}
@@ -87,6 +92,12 @@ def _od_char(c: int) -> bytes:
     if c in _OD_ESCAPES:
         return b"  \\" + _OD_ESCAPES[c]
     return b"   %c" % c if 32 <= c < 127 else b" %03o" % c
+
+
+def _od_name(c: int) -> bytes:
+    """``od -a``'s four columns for byte ``c`` (its low 7 bits)."""
+    c &= 127
+    return b"   %c" % c if 32 < c < 127 else b"%4s" % (b"del" if c == 127 else _OD_NAMES[c])
 
 
 def _values(window: bytes) -> set[int]:
@@ -131,8 +142,9 @@ def triggers(patterns) -> set[bytes]:
                 for pair in (x + y, y + x):
                     out.update((b" " + pair, pair + b" ", pair + b"\n", pair + b"\r"))
                 out.update((x + b" " + y, x + b"  " + y, x + b"    " + y, x + b", " + o + y))
-            first = _od_char(c)
-            out.add((first.lstrip(b" ") or first) + _od_char(d))
+            for show in (_od_char, _od_name):
+                first = show(c)
+                out.add((first.lstrip(b" ") or first) + show(d))
             bits = b"%s%s" % (format(c, "08b").encode(), format(d, "08b").encode())
             out.update((bits, bits[:8] + b" " + bits[8:], b"%03o %03o" % (c, d)))
             for u in {c, c - 256 if c > 127 else c}:
@@ -160,9 +172,9 @@ def triggers(patterns) -> set[bytes]:
 #: (after a ``-``: a negative decimal) and hex digits, spaces, ``:``, ``,``,
 #: ``x``, ``-`` before a digit (an offset, groups, ``0x`` items, decimal
 #: fields), and after two spaces, ``|`` or ``>`` anything (a gutter, ``od -c``
-#: fields); or a ``*`` (squeezed lines).
-_MAY_BECOME = re.compile(rb"[ \t]*(?:-?[0-9A-Fa-f](?:[0-9A-Fa-fxX:, ]|-(?=[0-9]|$))*(?:(?: {2}|\||>).*)?)?|\*",
-                         re.S)
+#: fields); or a ``*`` (squeezed lines); or ``od -a`` fields (names after one space).
+_MAY_BECOME = re.compile(rb"[ \t]*-|[ \t]*(?:-?[0-9A-Fa-f](?:[0-9A-Fa-fxX:, ]|-(?=[0-9]|$))*(?:(?: {2}|\||>).*)?)?|\*"
+                         rb"|[0-9A-Fa-f]{4,16}(?: {1,2}(?:%s)|   [!-~])*(?: {1,3}[a-z0-9]{0,3})?" % _NAMES, re.S)
 
 
 def _groups(fields: list[bytes]) -> dict[str, bytes] | None:
@@ -259,23 +271,39 @@ def decode_line(line: bytes) -> dict[str, bytes] | None:
         _numbers(m.group(1).split(), out)
     m = _CHARS.fullmatch(line)
     if m is not None:
-        chars = bytearray()
-        for f in _CHAR_FIELD.finditer(m.group(1)):
-            char, space, esc, octal = f.groups()
-            if char is not None:
-                chars += char
-            elif space is not None:
-                chars += b" "
-            elif esc is not None:
-                chars.append(_ESCAPE[esc])
-            else:
-                value = int(octal, 8)
-                if value > 255:
-                    break
-                chars.append(value)
-        else:
-            out["c"] = bytes(chars)
+        out.update(_characters(m.group(1)))
     return out or None
+
+
+def _characters(fields: bytes) -> dict[str, bytes]:
+    """``od -c``/``hexdump -c`` (reading ``c``) and ``od -a`` (reading ``a``,
+    7 bits a byte) fields; printable characters alone read both ways."""
+    chars, c_only, a_only = bytearray(), False, False
+    for f in _CHAR_FIELD.finditer(fields):
+        char, space, esc, octal, name = f.groups()
+        if char is not None:
+            chars += char
+        elif name is not None:
+            if len(f.group(0)) != 4:
+                return {}  # a name is right-aligned in four columns
+            chars.append(_NAME[name])
+            a_only = True
+        elif space is not None:
+            chars += b" "
+            c_only = True
+        elif esc is not None:
+            chars.append(_ESCAPE[esc])
+            c_only = True
+        else:
+            value = int(octal, 8)
+            if value > 255:
+                return {}
+            chars.append(value)
+            c_only = True
+    if c_only and a_only:
+        return {}
+    data = bytes(chars)
+    return {"c": data} if c_only else {"a": data} if a_only else {"c": data, "a": data}
 
 
 def run_readings(decoded: list[dict[str, bytes]], longest: int) -> dict[str, list[tuple[int, list[bytes]]]]:
