@@ -40,13 +40,14 @@ gutter``, any ``-g``/``-c``/``-u``/``-e``; ``-b`` binary groups),
 (fields separated by one to four spaces; the first field is an offset when
 its width is odd or differs from the next one's), ``od -An`` (no offset),
 ``xxd -i`` (``0xHH, 0xHH,``), ``od -c``/``hexdump -c`` (four-column
-characters, C escapes, three-digit octal), octal fields (``od -b``/``-o``/
+characters, C escapes, three-digit octal), ``od -a`` (names, 7 bits a byte), octal fields (``od -b``/``-o``/
 ``-t o1|o2|o4|o8``, ``hexdump -b``/``-o``: zero-padded, the width gives the
 word size), decimal fields (``od -d``/``-s``/``-i``/``-l``/``-t d|uN``,
 ``hexdump -d``: any spaces between, signed or not, every word size the values
 fit, the first field read both as an offset and as data), ``*`` lines. Not
 read: an offset as wide as the groups without ``:`` (a custom ``hexdump
--e``), several formats interleaved (``od -c -t x1``).
+-e``), several formats interleaved (``od -c -t x1``), ``od -An -c`` (no
+candidate line: its fields need not start with a hex digit).
 """
 
 from __future__ import annotations
