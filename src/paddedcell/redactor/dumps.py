@@ -79,7 +79,7 @@ _ESCAPE = {b"0": 0, b"a": 7, b"b": 8, b"f": 12, b"n": 10, b"r": 13, b"t": 9, b"v
 
 _OD_ESCAPES = {0: b"0", 7: b"a", 8: b"b", 12: b"f", 10: b"n", 13: b"r", 9: b"t", 11: b"v"}
 #: A secret set whose patterns hold more distinct pairs of adjacent bytes than
-#: this gets no dump form: its trigger matcher (about 17 literals a pair) would
+#: this gets no dump form: its trigger matcher (about 30 literals a pair) would
 #: take too long to build. Text secrets stay under it (62 x 62 alphanumeric
 #: pairs: ~65 000 triggers, ~4 s to build once per set); binary keys may not.
 PAIR_LIMIT = 6_000
@@ -120,22 +120,25 @@ def triggers(patterns) -> set[bytes]:
     * hex: two bytes ``c d`` as a whole two-byte group or the first or last two
       bytes of a larger one (``" cd"``, ``"cd "``, ``"cd\\n"``; byte-swapped
       ``dc``), two groups one, two or four spaces apart (``"c d"``), ``xxd -i``
-      items; four bytes inside a group (``xxd -g 16``, big-endian); one byte alone on its
-      line (``xxd -c 1``: ``": cd  "``; ``od -w1``: ``" cd\\n"``); lower and upper case;
-    * ``od -c`` fields; binary (``xxd -b``) pairs, in a group or two;
+      items; one byte alone on its line (``xxd -c 1``: ``": cd  "``; ``od -w1``:
+      ``" cd\\n"``); lower and upper case; four bytes inside a group (``xxd -g
+      16``, lower case, big-endian);
+    * ``od -c`` and ``od -a`` fields; one byte in binary (``xxd -b``: eight
+      digits 0 or 1 after a space are a dump's);
     * octal and decimal bytes (``od -b``, ``od -t d1``/``u1``): two of them one
-      to four spaces apart; a word of 2, 4 or 8 bytes (``od -o``/``-d``/``-t
-      d4``/``-t d8``..., ``hexdump -o``/``-d``) as its value in either byte
-      order, after a space (octal zero-padded, decimal also signed, and
-      zero-padded to five digits as ``hexdump -d`` prints it).
+      space apart or right-aligned as od prints them; a word of 2 or 4 bytes
+      (``od -o``/``-d``/``-t d4``/``-i``, ``hexdump -o``/``-d``) as its value in
+      either byte order, after a space (decimal, also signed; 2-byte words
+      also zero-padded: octal, and decimal in five digits as ``hexdump -d``).
 
     An occurrence (8 bytes or more) over two lines or more shows two bytes or
     more at the end of its first line or at the start of its last one, or one
     byte per line; inside a line it crosses a group edge or lies in a group.
-    Words: it holds a whole aligned word of 2 or 4 bytes. Not covered: 8-byte
-    decimal words of a secret shorter than 15 bytes that no word holds whole,
-    8-byte octal words (``od -t o8``), little-endian groups of 16 bytes
-    (``xxd -e -g 16``), one decimal or ``od -c`` byte per line."""
+    Words: it holds a whole aligned word of 2 or 4 bytes. Not covered (each
+    trigger costs build time, ~0.1 ms): 8-byte words (``od -t d8``/``-l``),
+    4-byte octal words (``od -t o4``), upper-case or little-endian groups of
+    16 bytes (``xxd -u -g 16``, ``xxd -e -g 16``), one decimal or ``od -c``
+    byte per line."""
     out: set[bytes] = set()
     for p in patterns:
         for c, d in {(p[i], p[i + 1]) for i in range(len(p) - 1)}:
@@ -146,26 +149,24 @@ def triggers(patterns) -> set[bytes]:
             for show in (_od_char, _od_name):
                 first = show(c)
                 out.add((first.lstrip(b" ") or first) + show(d))
-            bits = b"%s%s" % (format(c, "08b").encode(), format(d, "08b").encode())
-            out.update((bits, bits[:8] + b" " + bits[8:], b"%03o %03o" % (c, d)))
+            out.add(b"%03o %03o" % (c, d))
             for u in {c, c - 256 if c > 127 else c}:
                 for v in {d, d - 256 if d > 127 else d}:
-                    out.update(b"%d%s%d" % (u, b" " * k, v) for k in range(1, 5))
-        for size in (2, 4, 8):
+                    # od -t u1 right-aligns in 3 columns, -t d1 in 4; a custom format, one space
+                    out.update(b"%d%s%d" % (u, b" " * k, v) for k in {1, 4 - len(b"%d" % v), 5 - len(b"%d" % v)})
+        for size in (2, 4):
             for i in range(len(p) - size + 1):
                 window = p[i:i + size]
                 for v in _values(window):
                     out.add(b" %d" % v)
-                    if v >= 0 and size < 8:
-                        out.add(b" %0*o" % ({2: 6, 4: 11}[size], v))
-                        if size == 2:
-                            out.add(b" %05d" % v)
+                    if size == 2 and v >= 0:
+                        out.update((b" %06o" % v, b" %05d" % v))
                 if size == 4:
-                    out.update((window.hex().encode(), window.hex().upper().encode()))
+                    out.add(window.hex().encode())
         for c in set(p):
             for x in (b"%02x" % c, b"%02X" % c):
                 out.update((b": " + x + b"  ", b" " + x + b"\n", b" " + x + b"\r"))
-            out.update((b" %03o\n" % c, b" %03o\r" % c, b": " + format(c, "08b").encode() + b"  "))
+            out.update((b" %03o\n" % c, b" %03o\r" % c, b" " + format(c, "08b").encode()))
     return out
 
 
