@@ -30,7 +30,7 @@ LAYOUTS = [
     "xxd -c 1", "xxd -g 16", "xxd -b", "xxd -b -c 1", "xxd -ps -c 0",
     "hexdump -C", "hexdump", "hexdump -x", "hexdump -c", "hexdump -b", "hexdump -o", "hexdump -d",
     "od -t x1", "od -x", "od -t x4", "od -t x8", "od -c", "od -a", "od -A x -t x1z", "od -w6 -t x2",
-    "od -An -tx1", "od -An -tx2", "od -An -tx1 -v -w8", "od -w1 -t x1",
+    "od -An -tx1", "od -An -tx2", "od -An -tx1 -v -w8",
     "od -b", "od -o", "od -d", "od -t d1", "od -A n -t d1", "od -A d -t u1z", "od -t d2",
     "od --endian=big -t u2", "od -t d4", "od -i",
     "hexdump -v -e '16/1 \"%02x \" \"\\n\"'", "hexdump -v -e '\"%07.7_ax  \" 8/2 \"%04x \" \"\\n\"'",

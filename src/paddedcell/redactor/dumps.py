@@ -120,13 +120,13 @@ def triggers(patterns) -> set[bytes]:
     * hex: two bytes ``c d`` as a whole two-byte group or the first or last two
       bytes of a larger one (``" cd"``, ``"cd "``, ``"cd\\n"``; byte-swapped
       ``dc``), two groups one, two or four spaces apart (``"c d"``), ``xxd -i``
-      items; one byte alone on its line (``xxd -c 1``: ``": cd  "``; ``od -w1``:
-      ``" cd\\n"``); lower and upper case; four bytes inside a group (``xxd -g
+      items; one byte alone on its line after ``xxd``'s offset (``xxd -c 1``:
+      ``": cd  "``); lower and upper case; four bytes inside a group (``xxd -g
       16``, lower case, big-endian);
     * ``od -c`` and ``od -a`` fields; one byte in binary (``xxd -b``: eight
       digits 0 or 1 after a space are a dump's);
-    * octal and decimal bytes (``od -b``, ``od -t d1``/``u1``): two of them one
-      space apart or right-aligned as od prints them; a word of 2 or 4 bytes
+    * octal and decimal bytes (``od -b``, ``od -t d1``/``u1``): two of them
+      after a space, one space apart or right-aligned as od prints them; a word of 2 or 4 bytes
       (``od -o``/``-d``/``-t d4``/``-i``, ``hexdump -o``/``-d``) as its value in
       either byte order, after a space (decimal, also signed; 2-byte words
       also zero-padded: octal, and decimal in five digits as ``hexdump -d``).
@@ -137,8 +137,9 @@ def triggers(patterns) -> set[bytes]:
     Words: it holds a whole aligned word of 2 or 4 bytes. Not covered (each
     trigger costs build time, ~0.1 ms): 8-byte words (``od -t d8``/``-l``),
     4-byte octal words (``od -t o4``), upper-case or little-endian groups of
-    16 bytes (``xxd -u -g 16``, ``xxd -e -g 16``), one decimal or ``od -c``
-    byte per line."""
+    16 bytes (``xxd -u -g 16``, ``xxd -e -g 16``), one byte per line without
+    xxd's offset (``od -w1``: a line ending in one secret byte would be every
+    tenth line of any dump)."""
     out: set[bytes] = set()
     for p in patterns:
         for c, d in {(p[i], p[i + 1]) for i in range(len(p) - 1)}:
@@ -149,11 +150,11 @@ def triggers(patterns) -> set[bytes]:
             for show in (_od_char, _od_name):
                 first = show(c)
                 out.add((first.lstrip(b" ") or first) + show(d))
-            out.add(b"%03o %03o" % (c, d))
+            out.add(b" %03o %03o" % (c, d))  # od prints a space before every field
             for u in {c, c - 256 if c > 127 else c}:
                 for v in {d, d - 256 if d > 127 else d}:
                     # od -t u1 right-aligns in 3 columns, -t d1 in 4; a custom format, one space
-                    out.update(b"%d%s%d" % (u, b" " * k, v) for k in {1, 4 - len(b"%d" % v), 5 - len(b"%d" % v)})
+                    out.update(b" %d%s%d" % (u, b" " * k, v) for k in {1, 4 - len(b"%d" % v), 5 - len(b"%d" % v)})
         for size in (2, 4):
             for i in range(len(p) - size + 1):
                 window = p[i:i + size]
@@ -163,10 +164,8 @@ def triggers(patterns) -> set[bytes]:
                         out.update((b" %06o" % v, b" %05d" % v))
                 if size == 4:
                     out.add(window.hex().encode())
-        for c in set(p):
-            for x in (b"%02x" % c, b"%02X" % c):
-                out.update((b": " + x + b"  ", b" " + x + b"\n", b" " + x + b"\r"))
-            out.update((b" %03o\n" % c, b" %03o\r" % c, b" " + format(c, "08b").encode()))
+        for c in set(p):  # one byte a line: xxd -c 1 (an offset ends with ": "), xxd -b
+            out.update((b": %02x  " % c, b": %02X  " % c, b" " + format(c, "08b").encode()))
     return out
 
 
@@ -192,11 +191,10 @@ def _groups(fields: list[bytes]) -> dict[str, bytes] | None:
 
 
 #: An octal field's width (zero-padded, as od and hexdump print it) -> its size in bytes.
-_OCTAL_SIZE = {3: 1, 6: 2, 11: 4, 22: 8}
+_OCTAL_SIZE = {3: 1, 6: 2}
 _OCTAL = re.compile(rb"[0-7]+")
-_DECIMAL = re.compile(rb"-?[0-9]+")
 _BINARY = re.compile(rb"(?:[01]{8})+")
-_PACK = {1: "B", 2: "H", 4: "I", 8: "Q"}
+_PACK = {1: "B", 2: "H", 4: "I"}
 
 
 def _words(values: list[int], size: int, key: str, out: dict[str, bytes]) -> None:
@@ -214,23 +212,29 @@ def _numbers(fields: list[bytes], out: dict[str, bytes]) -> None:
     hexdump -b/-o/-d). Octal fields are zero-padded, so their width gives the
     size and an offset is told by its width, as for hex. Decimal fields are
     padded with spaces and signed or not, so every size their values fit is
-    read, with the first field as an offset and as data (od -An)."""
+    read, with the first field as an offset and as data (od -An). Words of 8
+    bytes and octal words of 4 are not read (no trigger shows them)."""
     data = fields[1:] if len(fields) > 1 and len(fields[0]) != len(fields[1]) else fields
     size = _OCTAL_SIZE.get(len(data[0]))
     if size and all(len(f) == len(data[0]) for f in data) and _OCTAL.fullmatch(b"".join(data)):
         values = [int(f, 8) for f in data]
         if max(values) >> (8 * size) == 0:
             _words(values, size, "o", out)
-    for key, data in (("d", fields), ("e", fields[1:])):
-        if not data or not all(_DECIMAL.fullmatch(f) for f in data):
-            continue
-        values = [int(f) for f in data]
+    try:
+        rest = [int(f) for f in fields[1:]]  # int() reads a decimal field and nothing else here
+    except ValueError:
+        return
+    readings = [("e", rest)] if rest else []
+    try:
+        readings.append(("d", [int(fields[0]), *rest]))
+    except ValueError:
+        pass
+    for key, values in readings:
         low, high = min(values), max(values)
-        for size in (1, 2, 4, 8):
+        for size in (1, 2, 4):
             bits = 8 * size
             if low >= -(1 << (bits - 1)) and high >> bits == 0:
-                mask = (1 << bits) - 1
-                _words([v & mask for v in values], size, f"{key}{size}", out)
+                _words([v & ((1 << bits) - 1) for v in values] if low < 0 else values, size, f"{key}{size}", out)
 
 
 def decode_line(line: bytes) -> dict[str, bytes] | None:
