@@ -269,11 +269,11 @@ def test_a_core_dump_of_the_client_holds_the_placeholder_never_the_value(world):
             f"req = urllib.request.Request('https://{HOST}:{a}/echo', headers={{"
             "'Authorization': 'Bearer ' + os.environ['T']})\n"
             "body = urllib.request.urlopen(req).read()\n"
-            "print('status', b'#' * 6 in body)\n"
+            "print('status', b'#' * 6 in body, flush=True)\n"
             "ctypes.CDLL(None).prctl(0x59616d61, ctypes.c_ulong(-1), 0, 0, 0)  # PR_SET_PTRACER_ANY\n"
             "r = subprocess.run(['gcore', '-o', 'dump.gcore', str(os.getpid())],\n"
             "                   capture_output=True, text=True)\n"
-            "print('gcore', r.returncode)\n"
+            "print('gcore', r.returncode, flush=True)  # abort() flushes nothing\n"
             "os.abort()\n")
     out = run(world, f"""
         rm -rf dumps; mkdir dumps; cd dumps
