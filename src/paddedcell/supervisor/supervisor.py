@@ -419,8 +419,10 @@ class Supervisor:
             return self.stores.changed()
 
         for store in await trio.to_thread.run_sync(changed, limiter=STORE_READS):
-            values = await trio.to_thread.run_sync(self.stores.read, store, limiter=STORE_READS)
-            self.share_values(store.agent_id, store.workspace, values)
+            values = await trio.to_thread.run_sync(self.stores.read_if_changed, store,
+                                                   limiter=STORE_READS)
+            if values is not None:  # else read since it was listed (a session's start)
+                self.share_values(store.agent_id, store.workspace, values)
 
     async def maintain(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Rescan live trees (so orphans are known), reap them, prune old sessions."""
