@@ -101,6 +101,13 @@ def run_get(key: str, version: int | None) -> int:
     """Print KEY's value and a newline; every failure is one stderr line and its exit code."""
     os.umask(0o077)
     settings = load_settings()
+    from .pass_mgr_daemon import get_via_daemon
+
+    value = get_via_daemon(settings, key, version)  # None: read locally, as without a daemon
+    if value is not None:
+        sys.stdout.write(value + "\n")
+        sys.stdout.flush()
+        return exits.OK
     require_ready(settings)
     agent_id, workspace = agent_env()
     from ..vault.api import get_secret

@@ -27,6 +27,7 @@ does not stall the other routes.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -121,6 +122,38 @@ def register(router: Router, ctx: Any) -> None:
         if lent is None:
             return {"guard": await trio.to_thread.run_sync(guard_state, settings)}
         return {"guard": "armed", "filter": lent}
+
+    @router.route("POST", "/vault/get")
+    async def vault_get(request: Request) -> dict[str, Any]:
+        """A human's direct ``pass_mgr get`` (cli/pass_mgr_daemon.py): the value the local
+        read would print, so the caller skips importing the vault. Only for our own uid
+        (nothing it could not read from the store files with the host key) and never for a
+        process of a session (it asks its channel, which knows its agent): 403 otherwise,
+        and the client then reads locally. Any error answer makes the client read locally
+        too, so exit codes and messages stay the local read's."""
+        if request.peer_uid != os.getuid() or request.peer_pid is None:
+            raise HTTPError(403, "the direct get answers this daemon's own user only")
+        supervisor = ctx.services.get("supervisor")
+        if supervisor is None:  # no session table to check the caller against: fail closed
+            raise HTTPError(403, "the direct get needs the daemon's session table")
+        from .routes_session import identify
+
+        if identify(supervisor, request.peer_pid).in_session:
+            raise HTTPError(403, "inside an agent session pass_mgr get goes through the "
+                                 "session's channel")
+        agent_id, workspace = request.require("agentId"), request.require("agentWorkspace")
+        key, version = request.require("key"), request.body.get("version")
+        if version is not None and type(version) is not int:
+            raise HTTPError(400, "field 'version' must be an int")
+
+        def read() -> str:
+            from ..vault import admin
+            from ..vault.api import get_secret
+
+            admin.require_ready(admin.AdminPaths(settings.home_text))
+            return get_secret(agent_id, workspace, key, version=version, settings=settings)
+
+        return {"value": await trio.to_thread.run_sync(read)}
 
     @router.route("POST", "/vault/changed")
     async def vault_changed(request: Request) -> dict[str, Any]:
