@@ -4,8 +4,9 @@ Every row is measured in the same run on the same machine:
   - `python -c pass` (the interpreter floor), the same importing cryptography's Rust
     bindings (the floor of a get that opens an AES-GCM box), `pass show` (Debian pass +
     gpg with a passphrase-less ed25519/cv25519 key made here in a temp GNUPGHOME),
-  - `pass_mgr get` through the console script (also with PYTHONDONTWRITEBYTECODE=1), the
-    onedir binary and the onefile binary
+  - `pass_mgr get` through the console script (also with PYTHONDONTWRITEBYTECODE=1, and
+    with a daemon running, which answers it over its socket), the onedir binary and the
+    onefile binary
     (rows are skipped with a note when a binary is not built: `make binary binary-onefile`),
   - the admin-password leak scan (`check_leak`) in ms per MB of text without a hit,
   - the scan of command output (`vault.output_guard`, what pcexec output passes through)
@@ -92,6 +93,32 @@ def _setup_vault(tmp: Path, env: dict[str, str]) -> dict[str, str]:
     subprocess.run([str(CONSOLE), "set", "bench", str(workspace), "db", SECRET, ADMIN_PW],
                    env=venv, check=True, capture_output=True)
     return dict(venv, AGENT_ID="bench", AGENT_WORKSPACE=str(workspace), PADDEDCELL_AGENT="1")
+
+
+def _start_daemon(tmp: Path, venv: dict[str, str]):
+    """(daemon process, the get's environment) for the "daemon running" row, or (None, why).
+
+    The daemon serves a copy of the home (host key and store generations included), so
+    the other rows, on the original home, find no daemon and read locally."""
+    home = tmp / "pc-home-daemon"
+    shutil.copytree(venv["PADDEDCELL_HOME"], home, symlinks=True)
+    denv = dict(venv, PADDEDCELL_HOME=str(home))
+    serve_env = {k: v for k, v in denv.items() if not k.startswith("AGENT")
+                 and k != "PADDEDCELL_AGENT"}
+    proc = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"], env=serve_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        # Through the daemon: the get imports no cryptography.
+        probe = subprocess.run([str(CONSOLE), "get", "db"], env=dict(denv, PYTHONPROFILEIMPORTTIME="1"),
+                               capture_output=True, text=True)
+        if probe.returncode == 0 and "cryptography" not in probe.stderr:
+            return proc, denv
+        time.sleep(0.2)
+    proc.terminate()
+    proc.wait(30)
+    return None, "the daemon did not answer the get within 20 s"
 
 
 def _leak_scan(home: Path, repeats: int = 3) -> dict[str, float]:
@@ -197,6 +224,12 @@ def main() -> None:
                                  expect))
             else:
                 notes.append(f"{label}: not measured ({exe.relative_to(ROOT)} is not built)")
+        daemon, denv = _start_daemon(tmp, venv)
+        if daemon is None:
+            notes.append(f"pass_mgr get (console script, daemon running): not measured ({denv})")
+        else:
+            rows.append(("pass_mgr get (console script, daemon running)",
+                         [str(CONSOLE), "get", "db"], denv, expect))
         samples: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, *_ in rows}
         for label, argv, env, want in rows:
             _time_runs(argv, env, 0, want, warmup=2)
@@ -212,6 +245,9 @@ def main() -> None:
                             "min_ms": round(min(walls), 1),
                             "cpu_median_ms": round(statistics.median(cpus), 1),
                             "runs": len(walls)})
+        if daemon is not None:
+            daemon.terminate()
+            daemon.wait(30)
         scan = _leak_scan(tmp / "pc-home")
         guard = _output_guard(tmp / "pc-home")
         if penv is not None:

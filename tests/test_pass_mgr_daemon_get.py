@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,28 @@ except OSError as exc:
     answer = json.loads(done.stdout)
     assert "root-only-value" not in done.stdout
     assert not answer["connected"] or " 200 " not in answer["raw"].split("\r\n")[0], answer
+
+
+async def test_the_route_itself_refuses_an_unverified_or_foreign_peer(tmp_path):
+    """Past the socket's own uid check and the session guard: the route checks again."""
+    import trio
+
+    from paddedcell.daemon.app import DaemonContext, build_router
+    from paddedcell.daemon.http import Request
+    from supervisor_helpers import make_settings
+
+    settings = make_settings(tmp_path / "home", daemon__hygiene_check_seconds=3600,
+                             supervisor__sandbox="none")
+    body = {"agentId": "a1", "agentWorkspace": str(tmp_path), "key": "db"}
+    async with trio.open_nursery() as nursery:
+        router = build_router(DaemonContext(settings, nursery), time.time())
+        for uid, pid in ((os.getuid() + 1, os.getpid()), (os.getuid(), None), (None, None)):
+            status, answer = await router.dispatch(Request("POST", "/vault/get", {}, body,
+                                                           uid, pid))
+            assert status == 403 and "value" not in answer, (uid, pid, answer)
+        # The same request from a verified peer outside every session reaches the vault
+        # (not initialized here: 409, the local read's error, which the client falls back to).
+        status, answer = await router.dispatch(Request("POST", "/vault/get", {}, body,
+                                                       os.getuid(), os.getpid()))
+        assert status == 409, answer
+        nursery.cancel_scope.cancel()
