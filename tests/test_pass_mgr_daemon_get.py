@@ -42,11 +42,17 @@ def answers(home: Path, ws: Path) -> tuple[list, list]:
     return [r for r, _ in results], [i for _, i in results]
 
 
-def test_the_daemon_answers_a_direct_get_as_the_local_read_does(tmp_path):
+def vault_home(tmp_path: Path) -> tuple[Path, Path]:
+    """(home with an initialized vault, a workspace)."""
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir()
     init_vault(home)
+    return home, ws
+
+
+def test_the_daemon_answers_a_direct_get_as_the_local_read_does(tmp_path):
+    home, ws = vault_home(tmp_path)
     set_secret(home, "a1", ws, "db", "first value")
     set_secret(home, "a1", ws, "db", "s3cr3t value ü")
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none"):
@@ -102,10 +108,7 @@ print("DONE")
 
 
 def test_a_session_process_is_refused_and_its_get_goes_through_the_channel(tmp_path):
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    home.mkdir(mode=0o700)
-    ws.mkdir()
-    init_vault(home)
+    home, ws = vault_home(tmp_path)
     set_secret(home, "a1", ws, "db", "a1-value")
     set_secret(home, "a2", ws, "db", "a2-victim-value")
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
@@ -120,10 +123,7 @@ def test_a_session_process_is_refused_and_its_get_goes_through_the_channel(tmp_p
                     reason="another uid needs root (and setpriv)")
 def test_another_uid_gets_nothing_from_a_root_daemon(tmp_path):
     """uid 1002 with CAP_DAC_OVERRIDE, so it can even open the 0600 socket: still refused."""
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    home.mkdir(mode=0o700)
-    ws.mkdir()
-    init_vault(home)
+    home, ws = vault_home(tmp_path)
     set_secret(home, "a1", ws, "db", "root-only-value")
     probe = tmp_path / "probe.py"
     probe.write_text("""
