@@ -329,6 +329,26 @@ VIEW = ("awk '{print $5, $6, $9, $10}' /proc/self/mountinfo | sed -E 's/,(uid|gi
         "echo init-age=$(( $(cut -d' ' -f22 /proc/$$/stat) - $(cut -d' ' -f22 /proc/1/stat) ))")
 
 
+def test_a_failed_prebuild_falls_back_to_the_whole_build(tmp_path):
+    """A host where building ahead fails (here forced by the test-only
+    PADDEDCELL_TEST_FAIL_PREBUILD, read only in the zygote's spare) still runs every
+    sandboxed command: the session whose spare failed is built whole, and so are the
+    spares after it."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir()
+    daemon = Daemon(home, PADDEDCELL_TEST_FAIL_PREBUILD="1")
+    try:
+        for _ in range(3):
+            time.sleep(0.3)  # the spare's prebuild has failed by now
+            result = daemon.call("/exec", {"command": "echo ran", "agentId": "a1",
+                                           "agentWorkspace": str(ws), "awaitResults": True})
+            assert result["details"]["exitCode"] == 0, result
+            assert "ran" in text(result), result
+    finally:
+        daemon.stop()
+
+
 def test_a_spare_built_ahead_gives_the_same_sandbox(tmp_path):
     """After the first session the zygote's spare builds the shared part of the root (the
     system, /dev, the installation, /proc, loopback, the proxy listener) before its session

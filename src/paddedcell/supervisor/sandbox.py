@@ -605,9 +605,24 @@ def prebuild(profile: dict) -> Prebuilt:
             _loopback_up()
             if profile["network"] == "proxy":
                 listener = _listen()
+        if os.environ.get("PADDEDCELL_TEST_FAIL_PREBUILD"):  # test-only: see prebuilt_ready
+            raise OSError("PADDEDCELL_TEST_FAIL_PREBUILD is set")
     except Exception as exc:  # noqa: BLE001
         _fail(str(exc))
+    theirs.send(b"R")  # built: see prebuilt_ready
     _serve_session(profile, theirs, report_w, listener)
+
+
+def prebuilt_ready(pre: Prebuilt) -> bool:
+    """The leader: wait until init has built the shared part; False (init reaped) where
+    it failed, so that the session is built whole instead of failing."""
+    try:
+        ready = pre.channel.recv(1) == b"R"
+    except OSError:
+        ready = False
+    if not ready:
+        os.waitpid(pre.init_pid, 0)
+    return ready
 
 
 def hand_to_init(pre: Prebuilt, body: bytes, fds: list[int]) -> None:

@@ -78,6 +78,8 @@ class _Zygote:
         #: What the spare on its way was asked to build ahead (``sandbox.profile_of``:
         #: the last session's shared part), None: nothing (it builds all at its session).
         self.asked: dict | None = None
+        #: A spare's prebuild failed: build every later spare whole (at its session).
+        self.ahead_failed = False
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -134,7 +136,7 @@ class _Zygote:
                     made_for = self.asked
                     pid, sock = self._receive()
                     orphans.claim(pid)
-                    ahead = plan.shared and os.path.isdir(PREBUILT_ROOT)
+                    ahead = plan.shared and os.path.isdir(PREBUILT_ROOT) and not self.ahead_failed
                     self._ask(profile_of(plan) if ahead else None)
                     if made_for is None or rest_of(made_for, plan) is not None:
                         return pid, sock
@@ -207,7 +209,10 @@ def start(plan, argv: list[str], *, fds: list[int], use_pty: bool, rlimits,
     sent = list(fds) + ([plan.proxy_fd] if plan.proxy_fd is not None else [])
     try:
         socket.send_fds(sock, [body], sent)
+        if sock.recv(1) != b"k":  # its prebuild failed: build whole, and no more ahead
+            raise OSError("the spare's prebuilt sandbox failed")
     except OSError:
+        _ZYGOTE.ahead_failed = True
         _discard(pid)
         return None
     finally:
@@ -239,6 +244,13 @@ def _become_leader(sandbox, sock: socket.socket, profile: dict | None) -> None:
         os._exit(0)
     if not body:
         os._exit(0)  # the supervisor is gone (init sees EOF and goes too)
+    ready = prebuilt is None or sandbox.prebuilt_ready(prebuilt)
+    try:
+        sock.send(b"k" if ready else b"x")  # x: the supervisor builds this session whole
+    except OSError:
+        os._exit(0)
+    if not ready:
+        os._exit(0)
     req = json.loads(body)
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target, inheritable=True)
