@@ -100,11 +100,6 @@ class StoreWatch:
         store.values = values
         return values
 
-    def read_if_changed(self, store: KnownStore) -> list[str] | None:
-        """``read`` when the store's file is not the one its values came from (a session's
-        start may have read it since the watch listed it as changed); else None."""
-        return self.read(store) if self.stamp(store) != store.stamp else None
-
     def readable_values(self, agent_id: str | None, can_read) -> list[str]:
         """Current values of every store of ``agent_id`` or whose workspace ``can_read``
         (a predicate on the workspace path); stores changed since their last read are

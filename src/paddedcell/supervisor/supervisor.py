@@ -48,9 +48,6 @@ log = logging.getLogger("paddedcell.supervisor")
 #: tail, heap fragmentation from its read chunks (64 flooding sessions measured
 #: ~10-15 MiB above their rings). Ring growth leaves this much of the budget free.
 IN_FLIGHT_BYTES = 256 * 1024
-#: Worker threads reading stores (registry listing, file locks, decryption) for session
-#: starts and the store watch: one, so that a burst of starts reads each changed store once.
-STORE_READS = trio.CapacityLimiter(1)
 #: Give freed heap pages back once this much output went by since the last tick.
 TRIM_AFTER_BYTES = 4 * 1024 * 1024
 #: A finished foreground run nobody collected is dropped after this long.
@@ -241,7 +238,12 @@ class Supervisor:
             session.egress = egress  # the channel answers placeholders, the proxy swaps
             egress.audit_sink = lambda event, **fields: self._record(event, session, **fields)
         channel.share = self.share_values
-        self.stores.learn(spec.agent_id, spec.agent_workspace)  # its values: _run, first
+        # Before its first byte is read: the values of every store it could print (other
+        # agents' whose workspace it can read, set before it started too).
+        self.stores.learn(spec.agent_id, spec.agent_workspace)
+        self.stores.discover()
+        session.add_secrets(self.stores.readable_values(spec.agent_id,
+                                                        partial(_can_read, session)))
         self.nursery.start_soon(self._serve_channel, session, channel)
         if prepared.proxy is not None:
             self.nursery.start_soon(self._serve_proxy, session, prepared)
@@ -286,28 +288,8 @@ class Supervisor:
         finally:
             prepared.close()
 
-    async def _mask_readable_stores(self, session: Session) -> None:
-        """Before the pump reads a byte: the values of every store the session could print
-        (its agent's, and other agents' whose workspace it can read, set before it started
-        too). In a worker thread: listing the registry, file locks and decryption take ms
-        per changed store, and building the matcher more; the loop serves meanwhile. Until
-        this returns the command's output waits in its pipe or terminal, unread."""
-        def mask() -> None:
-            self.stores.discover()
-            session.add_secrets(self.stores.readable_values(session.agent_id,
-                                                            partial(_can_read, session)))
-
-        await trio.to_thread.run_sync(mask, limiter=STORE_READS)
-
     async def _run(self, session: Session) -> None:
         try:
-            try:
-                await self._mask_readable_stores(session)
-            except Exception:
-                # Fail closed: what it must mask is unknown, so the command ends.
-                log.exception("session %s: could not load the stores it could print",
-                              session.id)
-                await session.kill("runtime-error")
             await session.run()
         except Exception:
             # One broken session (its tree is already ended, fail closed) must
@@ -414,15 +396,10 @@ class Supervisor:
         changed): a store another process changed or created (a human's ``pass_mgr set``
         when no daemon was told) is re-read and shared with every session that could
         print its values."""
-        def changed() -> list:
-            self.stores.discover()
-            return self.stores.changed()
-
-        for store in await trio.to_thread.run_sync(changed, limiter=STORE_READS):
-            values = await trio.to_thread.run_sync(self.stores.read_if_changed, store,
-                                                   limiter=STORE_READS)
-            if values is not None:  # else read since it was listed (a session's start)
-                self.share_values(store.agent_id, store.workspace, values)
+        self.stores.discover()
+        for store in self.stores.changed():
+            values = await trio.to_thread.run_sync(self.stores.read, store)
+            self.share_values(store.agent_id, store.workspace, values)
 
     async def maintain(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Rescan live trees (so orphans are known), reap them, prune old sessions."""
