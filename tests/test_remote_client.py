@@ -193,6 +193,88 @@ async def test_chat_streams_deltas_tools_and_remembers_the_session(nursery, home
     assert next(f for k, f in events2 if k == "session") == {"key": session["key"], "how": "resumed"}
 
 
+def multi_agent_gateway(*, default="ops", selection_required=False):
+    """OpenClaw's keyed ``agents.list`` form: a session key must name an agent when the
+    gateway has no default one (2026.9.6 refuses unqualified keys then)."""
+    sessions = set()
+
+    def roster(params):
+        return {"defaultId": default, "mainKey": "main", "scope": "per-sender",
+                "ownership": "explicit" if selection_required else "legacy",
+                "selectionRequired": selection_required,
+                "agents": [{"id": "main"}, {"id": "ops"}, {"id": "system-cron", "kind": "system"}]}
+
+    def qualified(key):
+        if not key.startswith(("agent:main:", "agent:ops:")):
+            raise GatewayFault("INVALID_REQUEST", f"session key {key} names no agent")
+        return key
+
+    def resolve(params):
+        if qualified(params["key"]) not in sessions:
+            raise GatewayFault("INVALID_REQUEST", f"No session found: {params['key']}")
+        return {"ok": True, "key": params["key"]}
+
+    def create(params):
+        sessions.add(qualified(params["key"]))
+        return {"ok": True, "key": params["key"]}
+
+    async def script(ws, gw):  # one turn per connection: answer this connection's send
+        def sends():
+            return sum(r["method"] == "chat.send" for r in gw.requests)
+        before = sends()
+        while sends() == before:
+            await trio.sleep(0.01)
+        if not ws.closed:  # a refused chat's connection is gone by then
+            await gw.event(ws, "chat", {"runId": "run-1", "state": "final",
+                                        "message": {"content": [{"type": "text", "text": "ok"}]}})
+
+    return FakeGateway(methods={"agents.list": roster, "sessions.resolve": resolve, "sessions.create": create,
+                                "chat.send": lambda p: {"runId": "run-1", "status": "started"}},
+                       script=script)
+
+
+def sent_key(gateway):
+    sends = [r for r in gateway.requests if r["method"] == "chat.send"]
+    return sends[-1]["params"]["sessionKey"]
+
+
+async def test_chat_goes_to_the_gateways_default_agent_or_the_one_asked_for(nursery, home):
+    gateway = multi_agent_gateway()
+    await nursery.start(gateway.serve)
+    client, events = make(home, gateway)
+    await client.chat("hi")
+    first = sent_key(gateway)
+    assert first.startswith("agent:ops:paddedcell-")
+    await make(home, gateway)[0].chat("again")  # the last session, resumed
+    assert sent_key(gateway) == first
+    await make(home, gateway)[0].chat("hi", session="work")
+    assert sent_key(gateway) == "agent:ops:work"
+    await make(home, gateway)[0].chat("hi", session="main", agent="MAIN")
+    assert sent_key(gateway) == "agent:main:main"
+    # the stored session is ops': an ops chat resumes it, a main chat starts its own
+    client.store.set_session_key(client.store.get("gw"), first)
+    await make(home, gateway)[0].chat("hi", agent="main")
+    assert sent_key(gateway).startswith("agent:main:paddedcell-") and sent_key(gateway) != first
+
+
+async def test_without_a_default_agent_the_error_lists_the_agents(nursery, home):
+    gateway = multi_agent_gateway(selection_required=True)
+    await nursery.start(gateway.serve)
+    for kwargs, message in (({}, "gw has several agents and no default one; pass --agent with one of: main, ops$"),
+                            ({"agent": "nope"}, "gw has no agent 'nope'; pass --agent with one of: main, ops$"),
+                            ({"agent": "main", "session": "agent:ops:x"},
+                             "--agent main does not match the session key's agent ops")):
+        client, _ = make(home, gateway)
+        with pytest.raises(RemoteError, match=message):
+            await client.chat("hi", **kwargs)
+    assert not any(r["method"] == "chat.send" for r in gateway.requests)
+    client, _ = make(home, gateway)
+    await client.chat("hi", agent="main")
+    assert sent_key(gateway).startswith("agent:main:paddedcell-")
+    await make(home, gateway)[0].chat("hi", session="agent:ops:x")
+    assert sent_key(gateway) == "agent:ops:x"
+
+
 async def test_a_final_without_text_falls_back_to_history(nursery, home):
     gateway, _ = chat_gateway([("chat", {"runId": "run-1", "state": "final"})])
     await nursery.start(gateway.serve)

@@ -520,11 +520,12 @@ def _printer(out: Output):
 @remote.command("chat")
 @click.argument("name")
 @click.option("--session", "session_key", help="Session key to resume or create (default: the last one used).")
+@click.option("--agent", "agent", help="The gateway agent to talk to (default: the gateway's default agent).")
 @click.option("-m", "--message", help="The message (default: read from stdin).")
 @click.option("-a", "--attach", "attachments", multiple=True, help="A file to reference as @path (repeatable).")
 @click.option("--json", "json_mode", is_flag=True, help="NDJSON events.")
-def chat_command(name: str, session_key: str | None, message: str | None, attachments: tuple[str, ...],
-                 json_mode: bool) -> None:
+def chat_command(name: str, session_key: str | None, agent: str | None, message: str | None,
+                 attachments: tuple[str, ...], json_mode: bool) -> None:
     """Send one message and stream the reply, tool calls and approval requests.
 
     Approvals are answered on the terminal, or without one by lines 'ID DECISION' on
@@ -549,7 +550,7 @@ def chat_command(name: str, session_key: str | None, message: str | None, attach
         async with trio.open_nursery() as nursery:
             decider.start_reader(nursery)
             try:
-                return await client.chat(message, session=session_key, attachments=list(attachments),
+                return await client.chat(message, session=session_key, agent=agent, attachments=list(attachments),
                                          decide=decider.decide)
             finally:
                 nursery.cancel_scope.cancel()

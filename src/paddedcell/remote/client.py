@@ -246,10 +246,27 @@ class RemoteClient:
 
     # -- 08: sessions ----------------------------------------------------------------
 
-    async def resolve_session(self, gateway: Gateway, requested: str | None) -> str:
+    async def resolve_session(self, gateway: Gateway, requested: str | None,
+                              agent: str | None = None) -> str:
         """The seed's chain: resolve the key to resume; else create it; else reset it;
-        else resolve once more; else use the key as it is (chat.send creates it)."""
-        resume = requested or self.remote.session_key
+        else resolve once more; else use the key as it is (chat.send creates it). The key
+        is put in one agent's store first, as OpenClaw's own CLI does: the agent ``agent``,
+        or the one a key names, or the gateway's default (``agents.list``); a gateway with
+        several agents and no default refuses unqualified keys, so we say to choose."""
+        named = protocol.key_agent(requested)
+        if named is not None:
+            if agent and agent.strip().lower() != named:
+                raise RemoteError(f"--agent {agent} does not match the session key's agent {named}")
+            target, main_key = named, "main"
+        else:
+            roster = await self._roster(gateway)
+            target = protocol.choose_agent(roster, agent, remote=self.remote.name)
+            main_key = roster.main_key if roster else "main"
+        stored = self.remote.session_key
+        if stored and target and protocol.key_agent(stored) not in (None, target):
+            stored = None  # the last session belongs to another agent: start one for this one
+        resume = requested or stored
+        resume = protocol.agent_session_key(resume, target, main_key) if resume else None
         if resume:
             try:
                 found = await gateway.call("sessions.resolve", {"key": resume})
@@ -258,7 +275,7 @@ class RemoteClient:
                 return key
             except RequestFailed:
                 pass
-        key = resume or f"paddedcell-{uuid.uuid4().hex[:12]}"
+        key = resume or protocol.agent_session_key(f"paddedcell-{uuid.uuid4().hex[:12]}", target)
         for method, params, how in (("sessions.create", {"key": key}, "created"),
                                     ("sessions.reset", {"key": key, "reason": "new"}, "reset"),
                                     ("sessions.resolve", {"key": key}, "resumed")):
@@ -272,15 +289,22 @@ class RemoteClient:
         self.emit("session", {"key": key, "how": "as-is"})
         return key
 
+    async def _roster(self, gateway: Gateway) -> protocol.AgentRoster | None:
+        """The gateway's agents; None from a gateway without ``agents.list``."""
+        try:
+            return protocol.agent_roster(await gateway.call("agents.list", {}))
+        except RequestFailed:
+            return None
+
     # -- 09 / 10 / 11: chat ----------------------------------------------------------
 
-    async def chat(self, message: str, *, session: str | None = None, attachments: list[str] = (),
-                   decide: Decide | None = None) -> dict[str, Any]:
+    async def chat(self, message: str, *, session: str | None = None, agent: str | None = None,
+                   attachments: list[str] = (), decide: Decide | None = None) -> dict[str, Any]:
         turn = _Turn(protocol.with_attachments(message, list(attachments)))
 
         async def body(gateway: Gateway) -> dict[str, Any]:
             if turn.session_key is None:
-                turn.session_key = await self.resolve_session(gateway, session)
+                turn.session_key = await self.resolve_session(gateway, session, agent)
                 self.store.set_session_key(self.remote, turn.session_key)
             async with trio.open_nursery() as nursery:
                 if not turn.sent:

@@ -473,3 +473,72 @@ def countdown(remaining_seconds: float) -> str:
     """M:SS, never negative (the pairing wait's clock)."""
     whole = max(0, int(remaining_seconds + 0.999))
     return f"{whole // 60}:{whole % 60:02d}"
+
+
+# -- which agent a chat talks to (OpenClaw 2026.9.6 dist/agent-via-gateway: the CLI's own
+# remote rule, loadRemoteGatewayRoster + resolveImplicitCliAgentId; dist/session-key:
+# toAgentStoreSessionKey) --------------------------------------------------------------
+
+_AGENT_KEY = re.compile(r"agent:([^:]+):(.+)", re.IGNORECASE)
+
+
+class AgentRoster(NamedTuple):
+    """A gateway's ``agents.list`` answer, reduced to what picking an agent needs."""
+
+    ids: tuple[str, ...]
+    #: The agent an unqualified chat goes to; None when the gateway requires a choice.
+    default: str | None
+    main_key: str
+
+
+def agent_roster(answer: Any) -> AgentRoster | None:
+    """``{agents:[{id, kind?}], defaultId, mainKey, ownership?, selectionRequired?}``;
+    system agents are not choices; ``ownership: explicit`` means no implicit default."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("agents"), list):
+        return None
+    ids = tuple(dict.fromkeys(
+        a["id"].strip().lower() for a in answer["agents"]
+        if isinstance(a, dict) and isinstance(a.get("id"), str) and a["id"].strip()
+        and a.get("kind") != "system"))
+    required = answer.get("selectionRequired")
+    if not isinstance(required, bool):
+        required = answer.get("ownership") == "explicit"
+    default = answer.get("defaultId")
+    default = default.strip().lower() if isinstance(default, str) and default.strip() and not required else None
+    main_key = answer.get("mainKey")
+    return AgentRoster(ids, default, main_key.strip() if isinstance(main_key, str) and main_key.strip() else "main")
+
+
+def key_agent(session_key: str | None) -> str | None:
+    """The agent of an ``agent:<id>:<rest>`` key; None for an unqualified key."""
+    found = _AGENT_KEY.fullmatch((session_key or "").strip())
+    return found.group(1).lower() if found else None
+
+
+def choose_agent(roster: AgentRoster | None, requested: str | None, *, remote: str) -> str | None:
+    """The agent to talk to: ``requested`` if the gateway has it, else its default. A
+    gateway that did not list its agents (None) gets ``requested`` as it is, or None
+    (the gateway then scopes an unqualified key itself)."""
+    wanted = requested.strip().lower() if requested and requested.strip() else None
+    if roster is None:
+        return wanted
+    choices = ", ".join(roster.ids) or "none listed"
+    if wanted is not None:
+        if roster.ids and wanted not in roster.ids:
+            raise RemoteError(f"{remote} has no agent {requested!r}; pass --agent with one of: {choices}")
+        return wanted
+    if roster.default is None:
+        raise RemoteError(f"{remote} has several agents and no default one; "
+                          f"pass --agent with one of: {choices}")
+    return roster.default
+
+
+def agent_session_key(key: str, agent: str | None, main_key: str = "main") -> str:
+    """``key`` in ``agent``'s store: ``agent:<agent>:<key>`` (``main`` is the agent's main
+    session); a key already naming an agent, or ``global``/``unknown``, is kept."""
+    raw = key.strip()
+    if agent is None or key_agent(raw) is not None or raw.lower() in ("global", "unknown"):
+        return raw
+    if raw.lower() == "main":
+        return f"agent:{agent}:{main_key}"
+    return f"agent:{agent}:{raw}"
