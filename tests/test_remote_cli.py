@@ -122,6 +122,37 @@ def test_chat_output_never_shows_the_operators_secrets(home, mode):
             assert out.stdout.rstrip().endswith("final final")
 
 
+def test_chat_on_a_gateway_without_a_default_agent_says_which_to_pass_and_exits_2_at_once(home):
+    """OpenClaw's ``selectionRequired``: the one line lists the agents (no reconnect
+    backoff: it used to take ~3 min), and ``--agent`` then reaches that agent's store."""
+    async def script(ws, gw):
+        import trio
+        while not any(r["method"] == "chat.send" for r in gw.requests):
+            await trio.sleep(0.01)
+        await gw.event(ws, "chat", {"runId": "r1", "state": "final",
+                                    "message": {"content": [{"type": "text", "text": "hello"}]}})
+    gateway = FakeGateway(script=script, methods={
+        "agents.list": lambda p: {"defaultId": "main", "mainKey": "main", "selectionRequired": True,
+                                  "agents": [{"id": "main"}, {"id": "ops"}, {"id": "cron", "kind": "system"}]},
+        "sessions.resolve": lambda p: {"key": p["key"]}, "chat.send": lambda p: {"runId": "r1"}})
+    with ThreadedGateway(gateway):
+        run(home, "add", "gw", gateway.url, "--auth", "token", input=SHARED + "\n")
+        refused = run(home, "chat", "gw", "-m", "hi", timeout=20)
+        assert refused.returncode == 2
+        assert refused.stderr.splitlines() == [
+            "paddedcell remote: gw has several agents and no default one; pass --agent with one of: main, ops"]
+        assert not any(r["method"] == "chat.send" for r in gateway.requests)
+        wrong = run(home, "chat", "gw", "-m", "hi", "--agent", "cron", "--json", timeout=20)
+        assert wrong.returncode == 2
+        assert json.loads(wrong.stdout.splitlines()[-1]) == {
+            "event": "error", "message": "gw has no agent 'cron'; pass --agent with one of: main, ops"}
+        chosen = run(home, "chat", "gw", "-m", "hi", "--agent", "ops", "--session", "work")
+        assert chosen.returncode == 0, chosen.stderr
+        assert "final final" in chosen.stdout
+        sent = [r for r in gateway.requests if r["method"] == "chat.send"]
+        assert [r["params"]["sessionKey"] for r in sent] == ["agent:ops:work"]
+
+
 def test_pair_waits_with_the_command_to_run_and_ctrl_c_leaves_it_pending(home):
     import signal
     import time

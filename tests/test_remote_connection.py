@@ -263,6 +263,52 @@ async def test_refusals_are_not_retried():
         nursery.cancel_scope.cancel()
 
 
+async def test_a_body_error_a_new_connection_cannot_fix_ends_the_loop_at_once(nursery):
+    """Only a lost socket, an unanswered request and an answer the gateway marks
+    ``retryable`` are worth the backoff; anything else the body raises (a refused request,
+    the operator's wrong choice) is said at once: `remote chat` sat in 3 min of backoff."""
+    from remote_fake_gateway import GatewayFault
+
+    answers = {"refused": GatewayFault("INVALID_REQUEST", "session key names no agent"),
+               "busy": GatewayFault("UNAVAILABLE", "gateway draining")}
+    answers["busy"].error["retryable"] = True
+
+    def fail(params):
+        raise answers[params["what"]]
+    gateway = await start(nursery, FakeGateway(methods={"fail": fail, "slow": lambda p: trio.sleep_forever()}))
+    slept, quick = [], settings(max_reconnect_attempts=2, request_timeout_seconds=0.2)
+
+    async def count_sleep(seconds):
+        slept.append(seconds)
+
+    async def run(body):
+        slept.clear()
+        with pytest.raises(RemoteError) as caught:
+            await run_connected(lambda: connect(gateway, s=quick), body, settings=quick,
+                                on_state=lambda s, d: None, sleep=count_sleep)
+        return str(caught.value), len(slept)
+
+    async def own_error(conn):
+        raise RemoteError("gw has no agent 'nope'; pass --agent with one of: main")
+    assert await run(own_error) == ("gw has no agent 'nope'; pass --agent with one of: main", 0)
+
+    async def refused(conn):
+        async with trio.open_nursery() as inner:  # from a nursery too: one error, not retried
+            inner.start_soon(conn.next_event)
+            await conn.call("fail", {"what": "refused"})
+    assert await run(refused) == ("fail failed: session key names no agent (INVALID_REQUEST)", 0)
+
+    async def busy(conn):
+        await conn.call("fail", {"what": "busy"})
+    message, retries = await run(busy)
+    assert retries == 2 and message.startswith("gave up after 2 reconnect attempts; last error: fail failed")
+
+    async def unanswered(conn):
+        await conn.call("slow")
+    message, retries = await run(unanswered)
+    assert retries == 2 and "slow: no answer from the gateway" in message
+
+
 def test_frames_in_and_out_are_json():
     request_id, text = protocol.request_frame("chat.send", {"message": "héllo"})
     assert json.loads(text)["params"]["message"] == "héllo"

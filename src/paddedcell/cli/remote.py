@@ -179,10 +179,8 @@ def _run(out: Output, coro_fn, *args, cancelled: str = "cancelled"):
     """trio.run with the library's errors as one line and the exit codes above."""
     import trio
 
-    from ..remote.connection import ConnectRefused
-    from ..remote.errors import RemoteError
-
-    from ..remote.connection import single_error
+    from ..remote.connection import ConnectRefused, single_error
+    from ..remote.errors import ChoiceError, RemoteError
 
     try:
         try:
@@ -200,6 +198,10 @@ def _run(out: Output, coro_fn, *args, cancelled: str = "cancelled"):
         if out.status is not None:
             out.status.stop()
         out.fail(str(exc), exits.NOT_READY if exc.failure.kind == "pending" else exits.ERROR)
+    except ChoiceError as exc:
+        if out.status is not None:
+            out.status.stop()
+        out.fail(str(exc), exits.USAGE)
     except RemoteError as exc:
         if out.status is not None:
             out.status.stop()

@@ -29,6 +29,7 @@ import trio
 from . import protocol
 from .connection import (ConnectionLost, ConnectRefused, Credentials, Gateway, RequestFailed,
                          open_gateway, run_connected)
+from .errors import ChoiceError
 from .protocol import RemoteError
 from .store import Remote, RemoteStore
 
@@ -256,7 +257,7 @@ class RemoteClient:
         named = protocol.key_agent(requested)
         if named is not None:
             if agent and agent.strip().lower() != named:
-                raise RemoteError(f"--agent {agent} does not match the session key's agent {named}")
+                raise ChoiceError(f"--agent {agent} does not match the session key's agent {named}")
             target, main_key = named, "main"
         else:
             roster = await self._roster(gateway)

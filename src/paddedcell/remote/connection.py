@@ -64,6 +64,10 @@ class RequestFailed(RemoteError):
         self.error = error
 
 
+class NoAnswer(RemoteError):
+    """An RPC got no answer in time: the socket may be half-dead, so a new one may help."""
+
+
 @dataclass(frozen=True)
 class Credentials:
     """What one connect presents. ``shared_token``/``password`` are the gateway's own
@@ -213,7 +217,7 @@ class Gateway:
             if not slot:
                 if self._lost is not None:
                     raise self._lost
-                raise RemoteError(f"{method}: no answer from the gateway in "
+                raise NoAnswer(f"{method}: no answer from the gateway in "
                                   f"{timeout or self.request_timeout:.0f} s")
         finally:
             self._pending.pop(request_id, None)
@@ -427,27 +431,38 @@ async def run_connected(connect: Callable[[], Any], body: Callable[[Gateway], Aw
     at most ``remote.max_reconnect_attempts`` in a row). ``connect()`` returns an
     :func:`open_gateway` context. ``body`` must be safe to run again after a loss
     (the chat keeps its own progress). Refusals that retrying cannot fix (auth,
-    pairing) end the loop at once."""
+    pairing) end the loop at once, and so does every error of ``body``'s own that a new
+    connection cannot fix (see :func:`_body_error_is_retried`). Only a loss starts a new
+    series of attempts: a body that fails the same way on every connection (it used to
+    reset the count at each connect and retry forever) gives up after the limit."""
     attempts = 0
     first = float(settings["remote.backoff_initial_seconds"])
     ceiling = float(settings["remote.backoff_max_seconds"])
     limit = int(settings["remote.max_reconnect_attempts"])
     while True:
+        from_body: BaseException | None = None
         try:
             async with connect() as gateway:
-                attempts = 0
                 on_state("connected", f"gateway {gateway.hello.server_version}")
                 try:
                     return await body(gateway)
                 except BaseExceptionGroup as group:  # the body's nursery: one loss, seen by several tasks
-                    raise single_error(group) from None
+                    from_body = single_error(group)
+                    raise from_body from None
+                except BaseException as exc:
+                    from_body = exc
+                    raise
         except ConnectionLost as exc:
+            if exc is from_body:
+                attempts = 0  # it worked until it dropped: a fresh series of attempts
             problem = str(exc)
         except ConnectRefused as exc:
             if not exc.failure.retryable:
                 raise
             problem = str(exc)
         except RemoteError as exc:
+            if exc is from_body and not _body_error_is_retried(exc):
+                raise
             problem = str(exc)
         attempts += 1
         if attempts > limit:
@@ -455,6 +470,15 @@ async def run_connected(connect: Callable[[], Any], body: Callable[[Gateway], Aw
         delay = min(ceiling, first * 2 ** (attempts - 1))
         on_state("reconnecting", f"{problem}; retry {attempts}/{limit} in {delay:g} s")
         await sleep(delay)
+
+
+def _body_error_is_retried(exc: RemoteError) -> bool:
+    """A body's error worth a new connection: no answer in time, or a request the gateway
+    itself marked ``retryable``. The rest (the operator's own choice, a refused request)
+    would fail the same way after minutes of backoff, so it is said at once."""
+    if isinstance(exc, NoAnswer):
+        return True
+    return isinstance(exc, RequestFailed) and exc.error.retryable
 
 
 async def probe_url(url: str, *, settings: Any, allow_insecure: bool = False) -> dict[str, Any]:

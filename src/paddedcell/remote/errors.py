@@ -4,3 +4,8 @@ which needs this and nothing else of :mod:`.protocol`."""
 
 class RemoteError(Exception):
     """A one-line error for the operator; ``str()`` says what to do."""
+
+
+class ChoiceError(RemoteError):
+    """The command line asks for something the gateway cannot do as asked (no such
+    agent, or no default one): a usage error (exit 2), never worth a reconnect."""

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .errors import RemoteError
+from .errors import ChoiceError, RemoteError
 
 # urllib.parse and uuid are imported where they are used: `remote list` needs neither,
 # and they are a tenth of its start-up.
@@ -486,9 +486,11 @@ class AgentRoster(NamedTuple):
     """A gateway's ``agents.list`` answer, reduced to what picking an agent needs."""
 
     ids: tuple[str, ...]
-    #: The agent an unqualified chat goes to; None when the gateway requires a choice.
+    #: The agent an unqualified chat goes to; None when the gateway names none.
     default: str | None
     main_key: str
+    #: ``selectionRequired``: the gateway refuses a chat that names no agent.
+    required: bool = False
 
 
 def agent_roster(answer: Any) -> AgentRoster | None:
@@ -506,7 +508,8 @@ def agent_roster(answer: Any) -> AgentRoster | None:
     default = answer.get("defaultId")
     default = default.strip().lower() if isinstance(default, str) and default.strip() and not required else None
     main_key = answer.get("mainKey")
-    return AgentRoster(ids, default, main_key.strip() if isinstance(main_key, str) and main_key.strip() else "main")
+    return AgentRoster(ids, default, main_key.strip() if isinstance(main_key, str) and main_key.strip() else "main",
+                       required)
 
 
 def key_agent(session_key: str | None) -> str | None:
@@ -517,18 +520,21 @@ def key_agent(session_key: str | None) -> str | None:
 
 def choose_agent(roster: AgentRoster | None, requested: str | None, *, remote: str) -> str | None:
     """The agent to talk to: ``requested`` if the gateway has it, else its default. A
-    gateway that did not list its agents (None) gets ``requested`` as it is, or None
-    (the gateway then scopes an unqualified key itself)."""
+    gateway that did not list its agents (None), or names no default and does not
+    require a choice, gets ``requested`` as it is, or None (the gateway then scopes an
+    unqualified key itself). Only a gateway that requires a choice is refused."""
     wanted = requested.strip().lower() if requested and requested.strip() else None
     if roster is None:
         return wanted
     choices = ", ".join(roster.ids) or "none listed"
     if wanted is not None:
         if roster.ids and wanted not in roster.ids:
-            raise RemoteError(f"{remote} has no agent {requested!r}; pass --agent with one of: {choices}")
+            raise ChoiceError(f"{remote} has no agent {requested!r}; pass --agent with one of: {choices}")
         return wanted
     if roster.default is None:
-        raise RemoteError(f"{remote} has several agents and no default one; "
+        if not roster.required:
+            return None
+        raise ChoiceError(f"{remote} has several agents and no default one; "
                           f"pass --agent with one of: {choices}")
     return roster.default
 
