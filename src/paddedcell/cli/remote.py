@@ -394,7 +394,28 @@ def pair_command(name: str, json_mode: bool) -> None:
     client = RemoteClient(store, item, settings, emit)
 
     async def pair():
-        return await client.pair()
+        """The pairing wait, ended by Ctrl-C through a signal receiver: a cancel is
+        level-triggered, so no handler on the way (a dial's error group, a poll's
+        ``except``) can turn the interrupt into one more poll."""
+        import signal
+
+        import trio
+
+        result = None
+        with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+            async with trio.open_nursery() as nursery:
+                async def wait_for_approval() -> None:
+                    nonlocal result
+                    result = await client.pair()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(wait_for_approval)
+                async for _ in interrupts:
+                    nursery.cancel_scope.cancel()
+                    break
+        if result is None:
+            raise KeyboardInterrupt
+        return result
     try:
         result = _run(out, pair, cancelled=f"cancelled; {name} stays pending (run paddedcell remote pair "
                                            f"{name} again once the request is approved)")
