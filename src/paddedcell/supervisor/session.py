@@ -61,6 +61,10 @@ PTY_READ_SIZE = 64 * 1024
 #: redactor costs less per byte in bigger feeds). Only ``filter_threads`` batches
 #: are in flight at once, whatever the number of sessions.
 REDACTED_BATCH = 1024 * 1024
+#: Batches a worker reads and filters in one turn at the limiter's threads ...
+BATCHES_PER_TURN = 8
+#: ... of which at most this many are filtered but not yet shown by the loop.
+BATCHES_IN_FLIGHT = 2
 #: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
@@ -354,6 +358,37 @@ class Session:
         # The sanitizer copies the view before anything else sees it.
         return (self._filter(stream, buf[:got]) if got else b""), eof, drained
 
+    def _read_and_filter_batches(self, stream: str, fd: int, token: trio.lowlevel.TrioToken
+                                 ) -> tuple[bool, bool]:
+        """In a worker thread: :meth:`_read_and_filter` while the stream keeps
+        delivering, each batch handed to the loop's ``_emit`` in order, without a
+        round trip (at most ``BATCHES_IN_FLIGHT`` unshown: back-pressure when the
+        loop lags). Returns ``(eof, drained)`` after ``BATCHES_PER_TURN`` batches
+        at most, so that sessions take turns at the limiter's threads."""
+        in_flight = threading.BoundedSemaphore(BATCHES_IN_FLIGHT)
+
+        def show(shown: bytes) -> None:  # on the loop, in the order queued
+            try:
+                self._emit(stream, shown)
+            finally:
+                in_flight.release()
+
+        eof = drained = False
+        for _ in range(BATCHES_PER_TURN):
+            shown, eof, drained = self._read_and_filter(stream, fd)
+            if shown:
+                in_flight.acquire()
+                try:
+                    token.run_sync_soon(show, shown)
+                except trio.RunFinishedError:
+                    in_flight.release()
+                    return True, False
+            if eof or drained:
+                break
+        # The loop runs every queued ``show`` before it resumes the pump (its
+        # entry queue is first in, first out), so nothing is shown out of order.
+        return eof, drained
+
     def _trivial(self, stream: str, data: bytes) -> bool:
         """No work worth a thread: nothing to mask, and ASCII the sanitizer passes as is."""
         redactor = self._redactors.get(stream)
@@ -364,6 +399,7 @@ class Session:
         redactor = self._redactors[stream]
         size = PTY_READ_SIZE if self.pty else PIPE_READ_SIZE
         limiter = _filter_limiter(self.settings)
+        token = trio.lowlevel.current_trio_token()
         if stream == "stdout":
             try:  # a bigger pipe: fewer wakeups at gigabyte rates
                 fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
@@ -372,12 +408,12 @@ class Session:
         try:
             while True:
                 if self._masking(stream):
-                    # Secrets to mask: a worker reads and filters a batch in a loop
-                    # and hands it over once (one thread round trip per batch, and
-                    # the loop's thread does not fight it for the GIL at every read).
-                    shown, eof, drained = await trio.to_thread.run_sync(
-                        self._read_and_filter, stream, fd, limiter=limiter)
-                    self._emit(stream, shown)
+                    # Secrets to mask: a worker reads and filters batches in a loop
+                    # and hands each to the loop without waiting for it (the loop
+                    # shows batch N while the worker filters N + 1), and the loop's
+                    # thread does not fight it for the GIL at every read.
+                    eof, drained = await trio.to_thread.run_sync(
+                        self._read_and_filter_batches, stream, fd, token, limiter=limiter)
                     if eof:
                         break
                     if drained:
