@@ -151,11 +151,20 @@ def _dump_pieces(run, longest: int) -> list[tuple[list[int], bytes]]:
     return pieces
 
 
+def _triggers_of(pats: set[bytes], _last: list = []) -> set[bytes]:
+    """``triggers(pats)``, remembered for the last pattern set (a test asks the
+    oracle about every prefix of one stream with the same patterns)."""
+    key = frozenset(pats)
+    if not _last or _last[0] != key:
+        _last[:] = [key, triggers(key)]
+    return _last[1]
+
+
 def _dump_spans(data: bytes, pats: set[bytes], final: bool) -> list[tuple[int, int]]:
     """Hex dump layouts (see :mod:`.dumps`): each pattern in a reading of a run,
     touching a line with a trigger, masks the lines it touches (one span)."""
     spans = []
-    for run in _dump_runs(_dump_lines(data, final, triggers(pats))[0]):
+    for run in _dump_runs(_dump_lines(data, final, _triggers_of(pats))[0]):
         for owner, decoded in _dump_pieces(run, max(map(len, pats))):
             for p in pats:
                 i = decoded.find(p)
@@ -249,6 +258,23 @@ def naive_redact(data: bytes, patterns: Iterable[bytes], mask: bytes = b"######"
     return bytes(out)
 
 
+def _occurrences(data: bytes, p: bytes):
+    """Every start of ``p`` in ``data``, overlapping ones included."""
+    i = data.find(p)
+    while i >= 0:
+        yield i
+        i = data.find(p, i + 1)
+
+
+def _by_first_byte(patterns) -> dict[int, list[bytes]]:
+    """Patterns by their first byte: only those can start with a given tail."""
+    out: dict[int, list[bytes]] = {}
+    for p in patterns:
+        if p:
+            out.setdefault(p[0], []).append(p)
+    return out
+
+
 def naive_held(stream: bytes, patterns: Iterable[bytes]) -> int:
     """How many trailing bytes an exact, minimal streaming redactor must withhold.
 
@@ -260,9 +286,11 @@ def naive_held(stream: bytes, patterns: Iterable[bytes]) -> int:
     patterns = [p for p in set(patterns) if p]
     n = len(stream)
     tail = 0
-    for length in range(n, 0, -1):
+    by_first = _by_first_byte(patterns)
+    longest = max(map(len, patterns), default=0)
+    for length in range(min(n, longest - 1), 0, -1):  # a proper prefix is shorter than its pattern
         t = stream[n - length :]
-        if any(len(p) > length and p.startswith(t) for p in patterns):
+        if any(len(p) > length and p.startswith(t) for p in by_first.get(t[0], ())):
             tail = length
             break
     # A pattern form: the longest view suffix that is a proper prefix of a
@@ -274,18 +302,16 @@ def naive_held(stream: bytes, patterns: Iterable[bytes]) -> int:
             continue
         view, where, incomplete = scan_view(family, stream, final=False)
         tail = max(tail, incomplete)
-        for length in range(len(view), 0, -1):
+        by_first = _by_first_byte(pats)
+        longest = max(map(len, pats), default=0)
+        for length in range(min(len(view), longest - 1), 0, -1):
             t = view[len(view) - length :]
-            if any(len(p) > length and p.startswith(t) for p in pats):
+            if any(len(p) > length and p.startswith(t) for p in by_first.get(t[0], ())):
                 tail = max(tail, n - where[len(view) - length][0])
                 break
     decided = n - tail
-    spans = [
-        (i, i + len(p))
-        for p in patterns
-        for i in range(n - len(p) + 1)
-        if stream[i : i + len(p)] == p
-    ] + _view_spans(stream, views, False)
+    spans = [(i, i + len(p)) for p in patterns for i in _occurrences(stream, p)]
+    spans += _view_spans(stream, views, False)
     grew = True
     while grew:
         grew = False
