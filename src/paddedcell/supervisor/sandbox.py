@@ -57,6 +57,7 @@ import signal
 import socket
 import stat
 import struct
+import termios
 from dataclasses import dataclass, field, replace
 
 log = logging.getLogger("paddedcell.supervisor")
@@ -416,20 +417,44 @@ def _fail(message: str) -> None:
 
 def _init(command_pid: int, report: int) -> None:
     """PID 1 inside: report the command's status at once, then reap whatever it left
-    running (a daemonised server outlives its shell, as outside) until none is left."""
+    running (a daemonised server outlives its shell, as outside) until none is left.
+
+    Init then waits for the leader to be gone (``report``'s reader closed) before it
+    exits: the last process of the namespaces tears them down (unmounts the whole
+    root) in its exit, and that must not be the leader, whose exit is what the
+    supervisor waits for."""
+    reported = False
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
+            if reported:
+                _outlive_reader(report)
             os._exit(0)
         except InterruptedError:
             continue
         if pid == command_pid:
             try:
                 os.write(report, struct.pack("i", status))
-                os.close(report)
+                reported = True
             except OSError:
                 pass
+
+
+#: How long init waits for the leader to exit before it exits anyway.
+OUTLIVE_SECONDS = 5.0
+
+
+def _outlive_reader(pipe_w: int) -> None:
+    """Return once the reader of ``pipe_w`` is gone (POLLERR) or after OUTLIVE_SECONDS."""
+    import select
+
+    poller = select.poll()
+    poller.register(pipe_w, 0)  # POLLERR and POLLHUP are always reported
+    try:
+        poller.poll(OUTLIVE_SECONDS * 1000)
+    except InterruptedError:
+        pass
 
 
 def _split(network: str, switch_user: bool, uid: int, gid: int) -> tuple[int, int, int]:
@@ -573,26 +598,33 @@ class Prebuilt:
     """A spare's side of its prepared init."""
 
     init_pid: int
+    #: To init: the leader hands it to the supervisor, which sends init the request.
     channel: socket.socket
     report_r: int
+    #: Init starts the command once the leader writes ``b"g"`` here (it has taken the
+    #: terminal and the cgroup), or fails with what the leader wrote instead.
+    go_w: int
 
 
 def prebuild(profile: dict) -> Prebuilt:
     """In a zygote spare (after ``setsid``), before its session: the namespaces, init,
     and in init the shared part of the root, ``/proc``, loopback and the proxy listener.
-    Init then waits for :func:`hand_to_init`; the host's mounts keep arriving (a slave
-    mount namespace) until then."""
+    Init then waits for its session's request (the supervisor sends it); the host's
+    mounts keep arriving (a slave mount namespace) until then."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    go_r, go_w = os.pipe()
     init_pid, report_r, report_w = _split(profile["network"], profile["switch_user"],
                                           os.getuid(), os.getgid())
     if init_pid:
         os.close(report_w)
+        os.close(go_r)
         theirs.close()
-        return Prebuilt(init_pid, ours, report_r)
+        return Prebuilt(init_pid, ours, report_r, go_w)
     listener = None
     try:
         ours.close()
         os.close(report_r)
+        os.close(go_w)
         os.umask(0o022)
         _mount(None, "/", None, MS_REC | MS_SLAVE)
         shared = [Mount(*m) for m in profile["shared"]]
@@ -610,7 +642,7 @@ def prebuild(profile: dict) -> Prebuilt:
     except Exception as exc:  # noqa: BLE001
         _fail(str(exc))
     theirs.send(b"R")  # built: see prebuilt_ready
-    _serve_session(profile, theirs, report_w, listener)
+    _serve_session(profile, theirs, report_w, listener, go_r)
 
 
 def prebuilt_ready(pre: Prebuilt) -> bool:
@@ -625,13 +657,28 @@ def prebuilt_ready(pre: Prebuilt) -> bool:
     return ready
 
 
-def hand_to_init(pre: Prebuilt, body: bytes, fds: list[int]) -> None:
-    """The leader: pass the session's request and fds on to init, then lead (never
-    returns)."""
+def lead_prebuilt(pre: Prebuilt, terminal: int | None, cgroup_procs: str | None) -> None:
+    """The leader of a prebuilt sandbox at its session (init has the request from the
+    supervisor): take ``terminal`` as the session's controlling terminal and the cgroup
+    (this process and init), let init start the command, then lead (never returns)."""
     try:
-        socket.send_fds(pre.channel, [body], fds)
+        if terminal is not None:
+            fcntl.ioctl(terminal, termios.TIOCSCTTY, 0)
+            os.close(terminal)
+        if cgroup_procs:
+            with open(cgroup_procs, "w") as f:
+                f.write("0")
+                f.flush()
+                f.write(str(pre.init_pid))
+        said = b"g"
+    except Exception as exc:  # noqa: BLE001 - init says it on the session's stderr
+        said = str(exc).encode()[:512] or b"the session's leader failed"
+    try:
+        os.write(pre.go_w, said)
     except OSError:
-        _fail("the sandbox prepared for this session is gone; run the command again")
+        pass
+    if said != b"g":
+        os._exit(126)
     _lead(pre.report_r)
 
 
@@ -643,7 +690,8 @@ def plan_from_request(req: dict, proxy_fd: int | None) -> Plan:
                 argv=tuple(req["argv"]), env=req["env"])
 
 
-def _serve_session(profile: dict, sock: socket.socket, report_w: int, listener) -> None:
+def _serve_session(profile: dict, sock: socket.socket, report_w: int, listener,
+                   go_r: int) -> None:
     """Init of a prebuilt sandbox: wait for the session, add its own entries, start it."""
     import json
 
@@ -672,6 +720,10 @@ def _serve_session(profile: dict, sock: socket.socket, report_w: int, listener) 
         _pivot(PREBUILT_ROOT)
         if listener is not None and proxy_fd is not None:
             _hand_over_listener(proxy_fd, listener)
+        go = os.read(go_r, 1024)  # the leader has the terminal and the cgroup
+        if go != b"g":
+            raise SandboxSetupError(go.decode(errors="replace") or "the session's leader is gone")
+        os.close(go_r)
         command_pid = _launch(plan, report_w, req["umask"])
     except Exception as exc:  # noqa: BLE001
         _fail(str(exc))

@@ -31,7 +31,7 @@ from typing import Any, Mapping, Protocol
 
 import trio
 
-from . import procs
+from . import procs, zygote
 from .buffers import BudgetExhausted, BufferBudget, OutputBuffer
 from .channel import CHANNEL_VARIABLE, Forward, SessionChannel, channel_dir
 from ..redactor.filters import OutputFilter, new_filter
@@ -52,6 +52,8 @@ IN_FLIGHT_BYTES = 256 * 1024
 TRIM_AFTER_BYTES = 4 * 1024 * 1024
 #: A finished foreground run nobody collected is dropped after this long.
 UNCOLLECTED_SECONDS = 60.0
+#: A long session lets the next sandbox spares be built after this long.
+REFILL_AFTER_SECONDS = 0.5
 
 
 class LimitReached(Exception):
@@ -251,6 +253,8 @@ class Supervisor:
         self._protect_floors()
         self._record("exec.started", session, pid=session.pid, cwd=cwd, pty=use_pty)
         self.nursery.start_soon(self._run, session)
+        if prepared.plan is not None:
+            self.nursery.start_soon(self._refill_spares, session)
         self._wake.set()
         return session
 
@@ -310,6 +314,13 @@ class Supervisor:
                 self._drop(session)
             self._protect_floors()
             self._prune()
+
+    async def _refill_spares(self, session: Session) -> None:
+        """Sandbox spares are built once the session no longer starts: when it ends or
+        has run REFILL_AFTER_SECONDS, so that building them never competes with it."""
+        with trio.move_on_after(REFILL_AFTER_SECONDS):
+            await session.done.wait()
+        zygote.refill()
 
     def _protect_floors(self) -> None:
         """Keep room for the floors of every session that may still be admitted,

@@ -14,13 +14,17 @@ supervisor (a child subreaper, as the daemon and ``pcexec`` are) and is the
 supervisor's own child, waited for exactly like a ``Popen`` child. A spare waits on a
 socket; a session hands it the plan (JSON) and its terminal or pipe fds and the proxy
 socket (``SCM_RIGHTS``), and the spare becomes the session's leader (``setsid``, the
-controlling terminal, cgroup, rlimits, ``sandbox.enter``). The next spare is asked for
-at once and is made while this session runs, **built ahead** like it
-(``sandbox.prebuild``): its namespaces, its init and, in init, the part of the root every
-session shares (``Plan.shared``: the system, ``/dev``, the installation, ``/proc``,
-loopback, the proxy listener), so its session only adds its own entries (workspace,
-home, channel, identity, terminal) and ``pivot_root``s. A spare built for other
-settings is ended and another asked for (``sandbox.rest_of``). Where anything of this is unavailable
+controlling terminal, cgroup, rlimits, ``sandbox.enter``). From the second session on,
+spares are **built ahead** (``sandbox.prebuild``): the namespaces, init and, in init, the
+part of the root every session shares (``Plan.shared``: the system, ``/dev``, the
+installation, ``/proc``, loopback, the proxy listener). Such a spare says it is ready
+before its session comes and hands over init's channel: the session sends init its
+request directly (init adds only the session's own entries: workspace, home, channel,
+identity, terminal, and ``pivot_root``s) and the leader only the terminal and cgroup
+(``sandbox.lead_prebuilt``); nothing waits for a reply. SPARES are kept; the next ones
+are asked for once a session has ended (or has run ``supervisor.REFILL_AFTER_SECONDS``), so that
+building them never competes with a session's start on a small host. A spare built for
+other settings is ended and another asked for. Where anything of this is unavailable
 (not a subreaper, the zygote gone, a plan too large) the session starts through
 ``Popen`` as before: slower, the same sandbox. A one-session ``pcexec`` does that too
 (starting a zygote would cost it more than the fork it saves).
@@ -29,6 +33,7 @@ settings is ended and another asked for (``sandbox.rest_of``). Where anything of
 from __future__ import annotations
 
 import fcntl
+import gc
 import json
 import os
 import socket
@@ -42,6 +47,9 @@ import threading
 MAX_REQUEST = 1 << 20
 #: How long the supervisor waits for a spare before starting the session through Popen.
 SPARE_WAIT_SECONDS = 5.0
+#: Spares kept ready: two, so that back-to-back sessions find one built while the one
+#: asked for after the last session is still building.
+SPARES = 2
 PR_GET_CHILD_SUBREAPER = 37
 
 
@@ -66,7 +74,7 @@ class SpareProcess:
 
 
 class _Zygote:
-    """The supervisor's side: one zygote per process, one spare kept ready."""
+    """The supervisor's side: one zygote per process, up to SPARES spares kept ready."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -75,9 +83,12 @@ class _Zygote:
         self.broken = False
         #: Set by :func:`prestart` (the daemon): a one-session process has no use for one.
         self.wanted = False
-        #: What the spare on its way was asked to build ahead (``sandbox.profile_of``:
-        #: the last session's shared part), None: nothing (it builds all at its session).
-        self.asked: dict | None = None
+        #: The spares on their way, oldest first: what each was asked to build ahead
+        #: (``sandbox.profile_of``: the last session's shared part; None: nothing, it
+        #: builds all at its session).
+        self.asked: list[dict | None] = []
+        #: What the next spares build ahead (set by each session).
+        self.next_profile: dict | None = None
         #: A spare's prebuild failed: build every later spare whole (at its session).
         self.ahead_failed = False
 
@@ -99,7 +110,19 @@ class _Zygote:
 
     def _ask(self, profile: dict | None) -> None:
         self.control.send(b"s" + (json.dumps(profile).encode() if profile else b""))
-        self.asked = profile
+        self.asked.append(profile)
+
+    def refill(self) -> None:
+        """Ask for spares up to SPARES, built ahead like the last session (called once a
+        session no longer competes with their building: it ended, or ran a while)."""
+        with self.lock:
+            if self.broken or self.control is None or not self.wanted:
+                return
+            try:
+                while len(self.asked) < SPARES:
+                    self._ask(self.next_profile)
+            except OSError:
+                self.broken = True
 
     def _receive(self) -> tuple[int, socket.socket]:
         _, fds, _, _ = socket.recv_fds(self.control, 16, 1)
@@ -117,9 +140,11 @@ class _Zygote:
             raise
         return pid, sock
 
-    def take(self, plan) -> tuple[int, socket.socket] | None:
-        """A spare that can serve ``plan`` (its pid, now claimed, and its socket), or
-        None: use Popen. The next one is asked for at once, built ahead like ``plan``."""
+    def take(self, plan) -> tuple[int, socket.socket, socket.socket | None] | None:
+        """A ready spare that can serve ``plan`` (its pid, now claimed, its socket and,
+        built ahead, its init's channel), or None: use Popen. Spares built for other
+        sessions (the settings changed) are ended. The next ones are asked for at
+        :meth:`refill`, built ahead like ``plan``."""
         with self.lock:
             if self.broken or not self.wanted:
                 return None
@@ -132,22 +157,45 @@ class _Zygote:
                 from .. import orphans
                 from .sandbox import PREBUILT_ROOT, profile_of, rest_of
 
-                for _ in range(2):
-                    made_for = self.asked
+                ahead = plan.shared and os.path.isdir(PREBUILT_ROOT) and not self.ahead_failed
+                self.next_profile = profile_of(plan) if ahead else None
+                for _ in range(SPARES + 1):
+                    if not self.asked:
+                        self._ask(self.next_profile)
+                    made_for = self.asked.pop(0)
                     pid, sock = self._receive()
                     orphans.claim(pid)
-                    ahead = plan.shared and os.path.isdir(PREBUILT_ROOT) and not self.ahead_failed
-                    self._ask(profile_of(plan) if ahead else None)
-                    if made_for is None or rest_of(made_for, plan) is not None:
-                        return pid, sock
-                    sock.close()  # built for other sessions (the settings changed)
-                    _discard(pid)
+                    if made_for is not None and rest_of(made_for, plan) is None:
+                        sock.close()
+                        _discard(pid)
+                        continue
+                    try:
+                        said, fds, _, _ = socket.recv_fds(sock, 16, 1)
+                    except OSError:
+                        said, fds = b"", []
+                    init = socket.socket(fileno=fds[0]) if fds else None
+                    if said != b"R" or (made_for is not None) != (init is not None):
+                        # its prebuild failed: this session is built whole (Popen), and
+                        # no more ahead
+                        self.ahead_failed = True
+                        self.next_profile = None
+                        sock.close()
+                        if init is not None:
+                            init.close()
+                        _discard(pid)
+                        return None
+                    return pid, sock, init
                 return None
             except (OSError, ValueError, struct.error):
                 self.broken = True
                 if self.control is not None:
                     self.control.close()
                 return None
+
+
+def refill() -> None:
+    """Top the spares up (see ``_Zygote.refill``); nothing where no zygote is used."""
+    _ZYGOTE.refill()
 
 
 def prestart() -> None:
@@ -205,18 +253,22 @@ def start(plan, argv: list[str], *, fds: list[int], use_pty: bool, rlimits,
     spare = _ZYGOTE.take(plan)
     if spare is None:
         return None
-    pid, sock = spare
+    pid, sock, init = spare
     sent = list(fds) + ([plan.proxy_fd] if plan.proxy_fd is not None else [])
     try:
-        socket.send_fds(sock, [body], sent)
-        if sock.recv(1) != b"k":  # its prebuild failed: build whole, and no more ahead
-            raise OSError("the spare's prebuilt sandbox failed")
+        if init is None:  # the spare builds it all
+            socket.send_fds(sock, [body], sent)
+        else:  # the leader: its part (sandbox.lead_prebuilt); init: the request
+            lead = (b"p" if use_pty else b"n") + (cgroup_procs or "").encode()
+            socket.send_fds(sock, [lead], sent[:1] if use_pty else [])
+            socket.send_fds(init, [body], sent)
     except OSError:
-        _ZYGOTE.ahead_failed = True
         _discard(pid)
         return None
     finally:
         sock.close()
+        if init is not None:
+            init.close()
     return SpareProcess(pid, argv)
 
 
@@ -238,19 +290,33 @@ def _become_leader(sandbox, sock: socket.socket, profile: dict | None) -> None:
         os._exit(0)
     os.setsid()  # before init exists: leader, init and command share the session
     prebuilt = sandbox.prebuild(profile) if profile else None
+    # Ready or not (x: the supervisor builds that session whole), said before any session
+    # arrives, so that a session waits for no reply. Built ahead, the supervisor gets
+    # init's pid and channel too: it sends init the request itself, and the leader only
+    # what it does (the terminal, the cgroup).
+    ready = prebuilt is None or sandbox.prebuilt_ready(prebuilt)
+    try:
+        if prebuilt is None:
+            sock.send(b"R")
+        elif ready:
+            socket.send_fds(sock, [b"R"], [prebuilt.channel.fileno()])
+            prebuilt.channel.close()
+        else:
+            sock.send(b"x")
+    except OSError:
+        os._exit(0)
+    if not ready:
+        os._exit(0)
     try:
         body, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 8)
     except OSError:
         os._exit(0)
     if not body:
         os._exit(0)  # the supervisor is gone (init sees EOF and goes too)
-    ready = prebuilt is None or sandbox.prebuilt_ready(prebuilt)
-    try:
-        sock.send(b"k" if ready else b"x")  # x: the supervisor builds this session whole
-    except OSError:
-        os._exit(0)
-    if not ready:
-        os._exit(0)
+    sock.close()
+    if prebuilt is not None:  # b"p" (a terminal: the fd sent) or b"n", and the cgroup
+        terminal = fds[0] if body[:1] == b"p" and fds else None
+        sandbox.lead_prebuilt(prebuilt, terminal, body[1:].decode() or None)
     req = json.loads(body)
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target, inheritable=True)
@@ -258,23 +324,16 @@ def _become_leader(sandbox, sock: socket.socket, profile: dict | None) -> None:
     for fd in fds[:3]:
         if fd > 2:
             os.close(fd)
-    sock.close()
     try:
         if req["pty"]:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         if req["cgroup_procs"]:
             with open(req["cgroup_procs"], "w") as f:
                 f.write("0")
-                if prebuilt is not None:
-                    f.flush()
-                    f.write(str(prebuilt.init_pid))
-        if prebuilt is None:
-            sandbox.apply_rlimits(req["rlimits"])
-            os.umask(req["umask"])
+        sandbox.apply_rlimits(req["rlimits"])
+        os.umask(req["umask"])
     except Exception as exc:  # noqa: BLE001
         sandbox._fail(str(exc))
-    if prebuilt is not None:  # init applies the rlimits and umask itself
-        sandbox.hand_to_init(prebuilt, body, [0, 1, 2] + ([proxy_fd] if proxy_fd else []))
     sandbox.enter(sandbox.plan_from_request(req, proxy_fd))
     os._exit(127)  # enter() never returns
 
@@ -292,6 +351,11 @@ def _serve(control_fd: int) -> None:
     # Dumpable, as the supervisor is: an ordinary user's spare must write its own id maps
     # (sandbox.enter makes leader and init non-dumpable once that is done).
     sandbox._libc()
+    # No cyclic collection here nor in the spares: a collection writes to every object,
+    # so each spare would copy (and, as the session's leader, free at its exit, which
+    # the supervisor waits for) the whole heap it shares with the zygote.
+    gc.freeze()
+    gc.disable()
     control = socket.socket(fileno=control_fd)
     while True:
         try:
