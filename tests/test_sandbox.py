@@ -379,3 +379,33 @@ def test_a_spare_built_ahead_gives_the_same_sandbox(tmp_path):
         assert "/sys" not in points and str(home) not in points, points  # where it was built
     finally:
         daemon.stop()
+
+
+def test_a_spare_built_before_a_source_was_replaced_is_not_used(tmp_path):
+    """A spare binds the shared sources (the installation, supervisor.sandbox_bind_ro) when
+    it is built; a directory replaced since (a virtualenv rebuilt in place) must show its
+    new contents to the next session, not the old directory the waiting spare still
+    holds."""
+    home, ws, tool = tmp_path / "home", tmp_path / "ws", tmp_path / "tool"
+    home.mkdir(mode=0o700)
+    ws.mkdir()
+    tool.mkdir(mode=0o755)
+    (tool / "marker").write_text("old\n")
+    (tool / "marker").chmod(0o644)
+    daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX_BIND_RO=str(tool))
+    body = {"command": f"cat {shlex.quote(str(tool))}/marker", "agentId": "a1",
+            "agentWorkspace": str(ws), "awaitResults": True}
+    try:
+        for _ in range(2):  # the second from a spare built ahead, the spares after it too
+            time.sleep(0.5)
+            assert text(daemon.call("/exec", body)).strip() == "old"
+        time.sleep(0.5)  # the next spares are built, with the old directory bound
+        tool.rename(tmp_path / "tool.old")
+        tool.mkdir(mode=0o755)
+        (tool / "marker").write_text("new\n")
+        (tool / "marker").chmod(0o644)
+        for _ in range(2):
+            assert text(daemon.call("/exec", body)).strip() == "new"
+            time.sleep(0.5)
+    finally:
+        daemon.stop()

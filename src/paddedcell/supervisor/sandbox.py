@@ -569,6 +569,21 @@ def profile_of(plan: Plan) -> dict:
             "gid": plan.gid, "shared": [[m.target, m.kind, m.source] for m in plan.shared]}
 
 
+def sources_of(shared) -> list:
+    """What each bind source of ``shared`` (``profile_of``'s entries) is now: its device
+    and inode, or None. A spare's root holds the sources as they were when it was built;
+    one replaced since (a virtualenv rebuilt in place) shows up here as a change."""
+    found = []
+    for _target, kind, source in shared:
+        if kind in ("ro", "rw", "dev"):
+            try:
+                st = os.stat(source)
+                found.append((st.st_dev, st.st_ino))
+            except OSError:
+                found.append(None)
+    return found
+
+
 def within(path: str, parent: str) -> bool:
     """``path`` is ``parent`` or below it."""
     parent = parent.rstrip("/") or "/"

@@ -24,7 +24,8 @@ identity, terminal, and ``pivot_root``s) and the leader only the terminal and cg
 (``sandbox.lead_prebuilt``); nothing waits for a reply. SPARES are kept; the next ones
 are asked for once a session has ended (or has run ``supervisor.REFILL_AFTER_SECONDS``), so that
 building them never competes with a session's start on a small host. A spare built for
-other settings is ended and another asked for. Where anything of this is unavailable
+other settings, or before a shared source was replaced (``sandbox.sources_of``), is
+ended and another asked for. Where anything of this is unavailable
 (not a subreaper, the zygote gone, a plan too large) the session starts through
 ``Popen`` as before: slower, the same sandbox. A one-session ``pcexec`` does that too
 (starting a zygote would cost it more than the fork it saves).
@@ -85,8 +86,9 @@ class _Zygote:
         self.wanted = False
         #: The spares on their way, oldest first: what each was asked to build ahead
         #: (``sandbox.profile_of``: the last session's shared part; None: nothing, it
-        #: builds all at its session).
-        self.asked: list[dict | None] = []
+        #: builds all at its session) and what its shared sources were then
+        #: (``sandbox.sources_of``).
+        self.asked: list[tuple[dict | None, list]] = []
         #: What the next spares build ahead (set by each session).
         self.next_profile: dict | None = None
         #: A spare's prebuild failed: build every later spare whole (at its session).
@@ -109,8 +111,11 @@ class _Zygote:
         self._ask(None)  # the first spare
 
     def _ask(self, profile: dict | None) -> None:
+        from .sandbox import sources_of
+
+        sources = sources_of(profile["shared"]) if profile else []
         self.control.send(b"s" + (json.dumps(profile).encode() if profile else b""))
-        self.asked.append(profile)
+        self.asked.append((profile, sources))
 
     def refill(self) -> None:
         """Ask for spares up to SPARES, built ahead like the last session (called once a
@@ -143,8 +148,9 @@ class _Zygote:
     def take(self, plan) -> tuple[int, socket.socket, socket.socket | None] | None:
         """A ready spare that can serve ``plan`` (its pid, now claimed, its socket and,
         built ahead, its init's channel), or None: use Popen. Spares built for other
-        sessions (the settings changed) are ended. The next ones are asked for at
-        :meth:`refill`, built ahead like ``plan``."""
+        sessions (the settings changed) or from sources replaced since
+        (``sandbox.sources_of``: a virtualenv rebuilt in place) are ended. The next
+        ones are asked for at :meth:`refill`, built ahead like ``plan``."""
         with self.lock:
             if self.broken or not self.wanted:
                 return None
@@ -155,17 +161,18 @@ class _Zygote:
                         return None
                     self._start()
                 from .. import orphans
-                from .sandbox import PREBUILT_ROOT, profile_of, rest_of
+                from .sandbox import PREBUILT_ROOT, profile_of, rest_of, sources_of
 
                 ahead = plan.shared and os.path.isdir(PREBUILT_ROOT) and not self.ahead_failed
                 self.next_profile = profile_of(plan) if ahead else None
                 for _ in range(SPARES + 1):
                     if not self.asked:
                         self._ask(self.next_profile)
-                    made_for = self.asked.pop(0)
+                    made_for, sources = self.asked.pop(0)
                     pid, sock = self._receive()
                     orphans.claim(pid)
-                    if made_for is not None and rest_of(made_for, plan) is None:
+                    if made_for is not None and (rest_of(made_for, plan) is None or
+                                                 sources_of(made_for["shared"]) != sources):
                         sock.close()
                         _discard(pid)
                         continue
