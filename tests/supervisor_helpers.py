@@ -148,14 +148,6 @@ def init_vault(home: Path, admin_password: str = "admin-pw-for-tests-1") -> str:
     return admin_password
 
 
-def arm_guard(home: Path, admin_password: str = "admin-pw-for-tests-1") -> None:
-    """A human gives the running daemon the admin password (``pass_mgr admin guard``): only
-    then does it mask it in session output (its detector lives in memory: vault/guard.py)."""
-    subprocess.run([str(BIN / "pass_mgr"), "admin", "guard", "--password-stdin"],
-                   input=admin_password + "\n", env=base_env(home), check=True,
-                   capture_output=True, text=True, timeout=120)
-
-
 def set_secret(home: Path, agent: str, workspace: Path, key: str, value: str,
                admin_password: str = "admin-pw-for-tests-1") -> None:
     subprocess.run([str(BIN / "pass_mgr"), "set", agent, str(workspace), key, value, admin_password],

@@ -22,7 +22,7 @@ import pytest
 from paddedcell import config
 from paddedcell.vault import (Forbidden, arm_guard, crypto, find_leaks, guard_state, init_admin,
                               output_guard, set_secret, vault_status)
-from paddedcell.vault import admin, guard
+from paddedcell.vault import admin, guard, guard_runtime
 from paddedcell.vault.files import atomic_write
 from paddedcell.vault.leak import LeakDetector, encoded_forms
 from supervisor_helpers import BIN, Daemon, base_env, init_vault
@@ -32,6 +32,12 @@ FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_la
 PW = "guarded-admin-pw-42"
 #: What a sealed detector of an older release held, as JSON keys.
 DETECTOR_MARKERS = (b'"classes"', b'"weights"', b'"maskStart"', b'"detector"')
+
+
+def reboot(home: str | Path) -> None:
+    """What a reboot does to the guard: tmpfs is empty, no process holds a detector."""
+    guard_runtime.remove(str(home))
+    guard.forget()
 
 
 @pytest.fixture
@@ -132,7 +138,7 @@ def test_an_old_sealed_detector_is_removed_and_the_guard_waits_for_a_human(s):
     home = Path(s.home_text)
     seal_old_detector(home, PW)
     assert len(offline_guess_testers([home])) == 1  # the attacker's oracle, as it was
-    guard.forget()  # a process no human gave the password to (a restarted daemon)
+    reboot(home)  # a process no human gave the password to since the reboot
     assert guard_state(s) == "waiting"
     assert offline_guess_testers([home]) == []
     assert all(m not in (home / "vault" / "admin.json").read_bytes() for m in DETECTOR_MARKERS)
@@ -148,7 +154,7 @@ def test_an_old_sealed_detector_is_removed_and_the_guard_waits_for_a_human(s):
 
 
 def test_a_stream_that_started_while_waiting_masks_once_a_human_authenticates(s):
-    guard.forget()
+    reboot(s.home_text)
     stream = output_guard(None, "test", settings=s).fresh()
     assert stream.feed(b"before\n") == b"before\n"  # waiting: nothing held, nothing found
     arm_guard(PW, s)
@@ -162,6 +168,10 @@ def test_a_detector_of_a_password_changed_elsewhere_is_dropped(s):
     old_doc = admin.load_admin(paths, admin.read_host_key(paths))
     init_admin("the next admin pw 7", s, current_password=PW)
     guard.arm(PW, old_doc)  # as a process that did not see the change would hold it
+    found = guard.current(paths)  # dropped; the new password's filter comes from tmpfs
+    assert not found.contains(f"x {PW} y") and found.contains("x the next admin pw 7 y")
+    reboot(s.home_text)
+    guard.arm(PW, old_doc)
     assert guard.current(paths) is None
     assert guard_state(s) == "waiting"
 
@@ -171,15 +181,17 @@ def pass_mgr(home: Path, *args: str, input: str | None = None) -> subprocess.Com
                           capture_output=True, text=True, timeout=120)
 
 
-def test_a_restarted_daemon_waits_for_a_human_and_says_so(tmp_path):
-    """Through the daemon: an old admin.json loses its detector at start (no crash); the
-    status says the guard waits; no session can arm it or borrow it; once a human runs
-    ``pass_mgr admin guard`` a session's output masks the password; a restart waits again."""
+def test_a_daemon_started_after_a_reboot_waits_for_a_human_and_says_so(tmp_path):
+    """Through the daemon: an old admin.json loses its detector at start (no crash); after
+    a reboot (tmpfs empty) the status says the guard waits; no session can arm it or borrow
+    it; once a human runs ``pass_mgr admin guard`` a session's output masks the password;
+    a restart keeps it (tmpfs); another reboot waits again."""
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir()
     admin_pw = init_vault(home)
     seal_old_detector(home, admin_pw)
+    guard_runtime.remove(str(home))
     (ws / "history").write_text(f"pass_mgr set a1 /ws db v {admin_pw}\n")
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
         assert offline_guess_testers([home]) == []
@@ -205,5 +217,8 @@ def test_a_restarted_daemon_waits_for_a_human_and_says_so(tmp_path):
                                       "agentWorkspace": str(ws)})["content"][0]["text"]
         assert shown.strip() == "pass_mgr set a1 /ws db v ######"
         assert pass_mgr(home, "admin", "status").stdout == "locked\n"
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none"):
+        assert "admin-password guard: on" in pass_mgr(home, "admin", "status").stderr
+    guard_runtime.remove(str(home))
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none"):
         assert "waiting for a human to authenticate" in pass_mgr(home, "admin", "status").stderr

@@ -34,8 +34,9 @@ def test_doctor_json_lists_every_check(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli, ["doctor", "--json"])
     rows = {row["check"]: row for row in json.loads(result.output)}
     assert set(rows) == {"namespaces", "sandbox", "network", "cgroups", "root", "redaction",
-                         "daemon", "openclaw"}
+                         "daemon", "guard", "openclaw"}
     assert rows["openclaw"]["status"] == "ok"
+    assert rows["guard"]["status"] == "warn" and rows["guard"]["fix"] == "pass_mgr admin init"
     assert rows["daemon"]["status"] == "warn" and rows["daemon"]["fix"]
     assert rows["namespaces"]["status"] == ("ok" if sandbox.available()[0] else rows["namespaces"]["status"])
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from supervisor_helpers import (BIN, Daemon, arm_guard, base_env, init_vault, set_secret,
+from supervisor_helpers import (BIN, Daemon, base_env, init_vault, set_secret,
                                 two_agent_home)
 
 A1_DB = "A1-db-value-0000-aaaa"
@@ -296,7 +296,6 @@ def test_locked_vault_stops_typing_into_sessions_and_new_values(tmp_path):
     set_secret(home, "a1", ws, "db", A1_DB, ADMIN)
     daemon = Daemon(home)
     try:
-        arm_guard(home, ADMIN)
         sid = daemon.call("/exec", {"command": "bash", "agentId": "a1", "pty": True,
                                     "agentWorkspace": str(ws), "background": True}
                           )["details"]["sessionId"]

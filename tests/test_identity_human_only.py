@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from supervisor_helpers import BIN, Daemon, arm_guard, base_env, init_vault
+from supervisor_helpers import BIN, Daemon, base_env, init_vault
 
 ADMIN = "admin-pw-for-tests-1"
 AGENT_PW = "agent-chosen-admin-pw-1"
@@ -56,8 +56,6 @@ def session_daemon(tmp_path, sandbox, vault=True):
     if vault:
         init_vault(home, ADMIN)
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox) as daemon:
-        if vault:  # the daemon masks the admin password once a human gives it
-            arm_guard(home, ADMIN)
         yield home, ws, daemon
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor_helpers import BIN, Daemon, arm_guard, base_env, init_vault, set_secret
+from supervisor_helpers import BIN, Daemon, base_env, init_vault, set_secret
 from test_session_reach import SHORT_PATH, run_in_session
 
 ADMIN = "admin-pw-for-tests-1"
@@ -68,7 +68,6 @@ def test_the_daemon_answers_a_direct_get_as_the_local_read_does(tmp_path):
 
     # A locked vault (an admin-password leak): exit 3 either way, same message.
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
-        arm_guard(home)
         assert daemon.call("/vault/check-leak", {"text": ADMIN, "source": "t"})["leak"]
         locked = get(home, ws, "db")[0]
     assert locked == get(home, ws, "db")[0]

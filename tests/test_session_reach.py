@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from paddedcell.restart import confine
-from supervisor_helpers import BIN, Daemon, arm_guard, base_env, init_vault
+from supervisor_helpers import BIN, Daemon, base_env, init_vault
 
 ADMIN = "admin-pw-for-tests-1"
 
@@ -208,7 +208,6 @@ def test_the_admin_password_in_a_readable_file_is_masked_in_every_encoding(world
     history.write_text(f"ls\npass_mgr set a1 {ws} KEY value-123 {ADMIN}\nexit\n")
     middle = ADMIN.encode()[4:14]
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
-        arm_guard(home, ADMIN)
         for tool in ENCODERS:
             plain = subprocess.run(f"{tool} {history}", shell=True,
                                    capture_output=True).stdout.decode()

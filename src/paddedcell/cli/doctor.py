@@ -126,6 +126,7 @@ def gather() -> list[Check]:
     rows.append(Check("daemon", OK if running else WARN,
                       "reachable" if running else "not running (the CLIs start it on demand)",
                       "" if running else "paddedcell serve (or any pcexec starts it)"))
+    rows.append(_guard_check(settings))
     rows.append(_plugin_check())
     return rows
 
@@ -173,6 +174,21 @@ def _agent_reach_check(settings) -> Check:
                      "install PaddedCell (or dist/pass_mgr) where every user can read it")
     return Check("agent uids", OK, f"uid {uid} reaches " + (", ".join(tools) or
                                                              "no pass_mgr (none installed)"))
+
+
+def _guard_check(settings) -> Check:
+    """The admin-password guard (vault/guard.py): armed, and kept on tmpfs for daemons that
+    start later — or waiting for a human, or memory only here (and why)."""
+    from ..vault.admin import AdminPaths, status
+
+    if status(AdminPaths(settings.home_text)) == "uninitialized":
+        return Check("guard", WARN, "no admin password yet", "pass_mgr admin init")
+    from .pass_mgr_click import guard_report
+
+    lasting, line = guard_report(settings)
+    return Check("guard", OK if lasting else WARN, f"admin-password guard: {line}",
+                 "" if lasting else "pass_mgr admin guard (after every reboot); where it is "
+                 "memory only, give this uid a tmpfs $XDG_RUNTIME_DIR or /dev/shm")
 
 
 def _plugin_check() -> Check:

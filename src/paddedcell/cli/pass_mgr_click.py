@@ -357,7 +357,7 @@ def _daemon_running(settings) -> bool:
 def _arm_daemon(settings, admin_password: str) -> bool:
     """A human just gave the admin password: hand it to a running daemon, which checks it
     (the admin KDF) and masks it in every session's output from now on (``POST
-    /vault/guard``; the detector lives in the daemon's memory only: vault/guard.py).
+    /vault/guard``; the detector lives in the daemon's memory: vault/guard.py).
     False when no daemon runs or it refused."""
     if not _daemon_running(settings):
         return False
@@ -373,22 +373,41 @@ def _arm_daemon(settings, admin_password: str) -> bool:
     return True
 
 
-def _guard_line(settings) -> str:
-    """What ``admin status`` tells a human about the daemon's admin-password guard."""
-    from ..vault.guard import WAITING_HINT
+def guard_report(settings) -> tuple[bool, str]:
+    """(whether the admin password is masked now and after a daemon restart, one line):
+    the running daemon's admin-password guard, or the one a daemon that starts would have,
+    and where it is kept between daemon starts (a runtime file on tmpfs) or that it is
+    memory only here. What ``admin status`` and ``paddedcell doctor`` say."""
+    from ..vault.admin import AdminPaths
+    from ..vault.api import guard_state
+    from ..vault.errors import VaultError
+    from ..vault.guard import ARMED, WAITING_HINT, kept_where
 
+    kept = kept_where(AdminPaths(settings.home_text))
+    lasting = not kept.startswith("memory only")
     if not _daemon_running(settings):
-        return ("no daemon is running; one that starts masks the admin password only after "
-                "a human runs: pass_mgr admin guard")
+        try:
+            state = guard_state(settings)
+        except (OSError, VaultError) as exc:
+            return False, f"cannot read the vault ({exc})"
+        if state == ARMED:
+            return lasting, f"no daemon is running; one that starts masks the admin password ({kept})"
+        return False, ("no daemon is running; one that starts waits for a human to authenticate "
+                       f"(run: pass_mgr admin guard) before it masks the admin password ({kept})")
     from ..daemon.client import DaemonClient, DaemonError
 
     try:
         with DaemonClient(settings, timeout=10.0) as client:
             state = client.call("GET", "/vault/guard").get("guard")
     except (DaemonError, OSError) as exc:
-        return f"the daemon did not say ({exc})"
-    return {"armed": "on (the daemon masks the admin password in session output)",
-            "waiting": WAITING_HINT}.get(state, str(state))
+        return False, f"the daemon did not say ({exc})"
+    if state == ARMED:
+        return lasting, f"on (the daemon masks the admin password in session output; {kept})"
+    return False, f"{WAITING_HINT} ({kept})" if state == "waiting" else str(state)
+
+
+def _guard_line(settings) -> str:
+    return guard_report(settings)[1]
 
 
 def _short_secret_notes(length: int, settings) -> list[str]:
@@ -486,20 +505,21 @@ def _in_agent_context() -> bool:
 @admin.command("guard")
 @click.option("--password-stdin", is_flag=True, help="Read the admin password from stdin.")
 def admin_guard(password_stdin: bool) -> None:
-    """Give the running daemon the admin password so that it masks it in session output
-    (after every daemon start: the daemon keeps it in memory only)."""
+    """Give the admin password so that daemons mask it in session output: the running one,
+    and those that start later until reboot (a sealed runtime file on tmpfs)."""
     from ..vault.api import arm_guard
 
     refuse_in_agent_context("pass_mgr admin guard")
     settings = load_settings()
-    if not _daemon_running(settings):
-        fail("no daemon is running: start it (paddedcell serve), then run this again",
-             exits.NOT_READY)
     password = (_stdin_lines(1)[0] if password_stdin
                 else _vault_call(read_tty, "Admin password: "))
-    _vault_call(arm_guard, password, settings)  # checked here first: exit 5 when wrong
-    if not _arm_daemon(settings, password):
-        sys.exit(exits.ERROR)
+    unkept = _vault_call(arm_guard, password, settings)  # checked here first: exit 5 when wrong
+    if _daemon_running(settings):
+        if not _arm_daemon(settings, password):
+            sys.exit(exits.ERROR)
+    elif unkept:
+        fail(f"no daemon is running, and nothing can keep the guard for one that starts "
+             f"({unkept}): start it (paddedcell serve), then run this again", exits.NOT_READY)
     _say(f"admin-password guard: {_guard_line(settings)}")
 
 

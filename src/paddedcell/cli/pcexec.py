@@ -134,8 +134,9 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
 def _borrow_guard(settings) -> None:
     """The admin-password guard lives in the daemon's memory (vault/guard.py): a foreground
     run borrows its filter (hits confirmed by the admin KDF here) when a daemon runs and
-    holds one; else this run's output is not scanned for the admin password, as in a
-    daemon still waiting for a human (``pass_mgr admin status`` says which)."""
+    holds one; else it loads the filter's runtime file on tmpfs when there is one
+    (vault/guard_runtime.py); else this run's output is not scanned for the admin password,
+    as in a daemon still waiting for a human (``pass_mgr admin status`` says which)."""
     if not (os.path.lexists(settings.home / "vault" / "admin.json")
             and os.path.exists(settings.home / "run" / settings["daemon.socket_name"])):
         return

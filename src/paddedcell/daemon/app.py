@@ -96,14 +96,18 @@ def read_pid(settings: config.Settings) -> int | None:
 
 
 def _say_guard(settings) -> None:
-    """One line at start: this daemon masks the admin password only once a human gives it
-    (vault/guard.py); an admin.json from an older release loses its sealed detector here."""
+    """Arm the admin-password guard at start from the filter a human's process left on
+    tmpfs (vault/guard_runtime.py), and say so in one line; without it, the guard waits for
+    a human. An admin.json from an older release loses its sealed detector here."""
     from ..vault import VaultError, guard_state
-    from ..vault.guard import WAITING, WAITING_HINT
+    from ..vault.guard import ARMED, WAITING, WAITING_HINT
 
     try:
-        if guard_state(settings) == WAITING:
+        state = guard_state(settings)
+        if state == WAITING:
             log.warning("admin-password guard: %s", WAITING_HINT)
+        elif state == ARMED:
+            log.info("admin-password guard: armed from its runtime file (tmpfs)")
     except (OSError, VaultError) as exc:
         log.warning("admin-password guard: cannot read the vault (%s)", exc)
 

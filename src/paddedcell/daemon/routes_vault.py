@@ -6,10 +6,11 @@ before the answer (the body names the store, never a value).
 ``POST /vault/guard {password}`` → ``{guard: "armed"}``: a human gives the admin password
 (``pass_mgr admin guard``, and after ``admin init``/``set``/``bind``/``recover``); once the
 admin KDF confirms it, the daemon masks it in every session's output (``vault/guard.py``:
-the detector lives in this process's memory only, never on disk). ``GET /vault/guard`` →
-``{guard: "armed" | "waiting" | "uninitialized"}``; ``GET /vault/guard/filter`` adds the
+the detector lives in memory, its filter on tmpfs for later starts). ``GET /vault/guard``
+→ ``{guard: "armed" | "waiting" | "uninitialized"}``; ``GET /vault/guard/filter`` adds the
 detector's filter for a foreground ``pcexec`` (``L + 16`` bits per form, confirmed by the
-KDF there). None of the three answers a caller inside a session. While the guard waits,
+KDF there; only a verified peer of the daemon's own uid outside every session, as
+``/vault/get``). None of the three answers a caller inside a session. While the guard waits,
 ``/vault/check-leak`` answers ``{leak: false, guard: "waiting"}``.
 
 On a hit the answer also says where, so the caller can mask just the password
@@ -70,6 +71,20 @@ def register(router: Router, ctx: Any) -> None:
             raise HTTPError(403, f"{what} answers the plugin and people, not commands "
                                  "inside an agent session")
 
+    def require_own_person(request: Request, what: str, inside: str) -> None:
+        """Only a verified peer of this daemon's own uid outside every session's tree
+        (``identify``), checked here again past the socket's uid check; with no session
+        table to check against, nobody (fail closed)."""
+        if request.peer_uid != os.getuid() or request.peer_pid is None:
+            raise HTTPError(403, f"{what} answers this daemon's own user only")
+        supervisor = ctx.services.get("supervisor")
+        if supervisor is None:
+            raise HTTPError(403, f"{what} needs the daemon's session table")
+        from .routes_session import identify
+
+        if identify(supervisor, request.peer_pid).in_session:
+            raise HTTPError(403, inside)
+
     @router.route("POST", "/vault/check-leak")
     async def vault_check_leak(request: Request) -> dict[str, Any]:
         refuse_sessions(request, "the leak check")
@@ -117,7 +132,10 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("GET", "/vault/guard/filter")
     async def vault_guard_filter(request: Request) -> dict[str, Any]:
-        refuse_sessions(request, "the admin-password guard")
+        # L + 16 bits per form: a fast filter of guesses, for a human's foreground pcexec.
+        require_own_person(request, "the admin-password guard's filter",
+                           "the admin-password guard answers the plugin and people, not "
+                           "commands inside an agent session")
         lent = await trio.to_thread.run_sync(lend_guard, settings)
         if lent is None:
             return {"guard": await trio.to_thread.run_sync(guard_state, settings)}
@@ -131,16 +149,8 @@ def register(router: Router, ctx: Any) -> None:
         process of a session (it asks its channel, which knows its agent): 403 otherwise,
         and the client then reads locally. Any error answer makes the client read locally
         too, so exit codes and messages stay the local read's."""
-        if request.peer_uid != os.getuid() or request.peer_pid is None:
-            raise HTTPError(403, "the direct get answers this daemon's own user only")
-        supervisor = ctx.services.get("supervisor")
-        if supervisor is None:  # no session table to check the caller against: fail closed
-            raise HTTPError(403, "the direct get needs the daemon's session table")
-        from .routes_session import identify
-
-        if identify(supervisor, request.peer_pid).in_session:
-            raise HTTPError(403, "inside an agent session pass_mgr get goes through the "
-                                 "session's channel")
+        require_own_person(request, "the direct get", "inside an agent session pass_mgr get "
+                                                      "goes through the session's channel")
         agent_id, workspace = request.require("agentId"), request.require("agentWorkspace")
         key, version = request.require("key"), request.body.get("version")
         if version is not None and type(version) is not int:

@@ -7,7 +7,7 @@ Layout (directories 0700, files 0600)::
     vault/admin.json     KDF parameters and verifier, the admin X25519 public key,
                          its private key sealed under the password-derived key;
                          GMAC'd. Nothing else derived from the password: the leak
-                         detector lives in memory only (vault/guard.py)
+                         detector lives in memory, its filter on tmpfs (vault/guard.py)
     vault/admin.next.json
                          the journal of an admin init in progress (see api.init_admin)
     vault/locked.json    present while the vault is locked after a leak; MACed under

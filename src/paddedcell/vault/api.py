@@ -405,24 +405,28 @@ def bind_secret(agent_id: str, workspace: str, key: str, binding: Any, admin_pas
 # -- admin -----------------------------------------------------------------------------
 
 
-def _authenticate(paths: AdminPaths, password: str) -> None:
+def _authenticate(paths: AdminPaths, password: str) -> str | None:
     """Check a human's admin password (the admin KDF; Forbidden when wrong) and arm this
-    process's admin-password guard with it (``guard.arm``)."""
+    process's admin-password guard with it, leaving its filter for daemons that start
+    later (``guard.arm``)."""
     from . import guard
 
-    doc = admin.load_admin(paths, admin.read_host_key(paths))
+    host = admin.read_host_key(paths)
+    doc = admin.load_admin(paths, host)
     admin.unlock_admin_private(doc, password)
-    guard.arm(password, doc)
+    return guard.arm(password, doc, paths, host)
 
 
-def arm_guard(password: str, settings: Any = None) -> None:
+def arm_guard(password: str, settings: Any = None) -> str | None:
     """``pass_mgr admin guard`` and the daemon's ``POST /vault/guard``: a human gives the
-    admin password; once the admin KDF confirms it, this process masks it in output."""
+    admin password; once the admin KDF confirms it, this process masks it in output and
+    daemons that start later load its filter. Returns why no runtime file could keep it
+    for them (None when one does: ``vault/guard_runtime.py``)."""
     settings = _load_settings(settings)
     paths = _paths(settings)
     if admin.status(paths) == "uninitialized":
         raise admin.NotInitialized()
-    _authenticate(paths, password)
+    return _authenticate(paths, password)
 
 
 def guard_state(settings: Any = None) -> str:
@@ -681,10 +685,11 @@ def recover(password: str, settings: Any = None) -> InitReport:
 # -- leak check -------------------------------------------------------------------------
 
 def _arm_new(paths: AdminPaths, host: bytes, password: str) -> None:
-    """After admin.json was written for ``password``: this process's guard masks it."""
+    """After admin.json was written for ``password``: this process's guard masks it, and
+    daemons that start later load its filter (``guard.arm``)."""
     from . import guard
 
-    guard.arm(password, admin.load_admin(paths, host))
+    guard.arm(password, admin.load_admin(paths, host), paths, host)
 
 
 def _detector(paths: AdminPaths) -> Any:

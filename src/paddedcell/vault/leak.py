@@ -25,8 +25,9 @@ once (``bytes.translate``) and finds the pattern with ``bytes.find``: both in C
 at hundreds of MB/s, ~50x faster than the window sums, which stay the path of
 older detectors. A random window matches the pattern with probability 2**-L.
 
-Where a detector lives (issue 20): in memory only, built from the password when a
-human gives it (``vault/guard.py``); nothing of it is written to disk. ``to_json`` is
+Where a detector lives (issue 20): in memory, built from the password when a human
+gives it (``vault/guard.py``); only its filter, sealed, waits on tmpfs for daemons that
+start later (``vault/guard_runtime.py``); nothing of it is on disk. ``to_json`` is
 a *filter*, never a test: each form keeps only ``DIGEST_BYTES`` (16 bits) of its keyed
 BLAKE2b beside the class pattern (one bit per byte under a secret split), ``L + 16``
 bits in all. That is what a daemon lends a foreground ``pcexec`` (``guard.adopt``),
