@@ -71,8 +71,10 @@ def stop_daemon(home: Path, sig: int = signal.SIGTERM) -> None:
 
 #: Outside the sandbox it prints the file; inside, every road to it must come back empty.
 PROBE = r"""
-d={dir}; f={file}
+d={dir}; f={file}; daemon={pid}
 test -e "$f" && echo "VISIBLE exact path"
+cat "/proc/$daemon/root$f" 2>/dev/null && echo "VISIBLE via the daemon's root"
+ls -l "/proc/$daemon/fd/" 2>/dev/null | grep -i paddedcell && echo "VISIBLE daemon fd"
 test -e "$d" && echo "VISIBLE directory"
 ls -la /dev/shm /run/user 2>/dev/null | grep -i paddedcell && echo "VISIBLE listing"
 cat "$f" 2>&1
@@ -118,7 +120,8 @@ def test_admin_init_arms_on_demand_daemons_across_restarts_until_reboot(tmp_path
 
     try:
         # The session's sandbox (or Unix user) hides the file; outside it is right there.
-        probe = PROBE.format(dir=directory, file=path)
+        assert pcexec("true").returncode == 0  # starts the daemon on demand
+        probe = PROBE.format(dir=directory, file=path, pid=daemon_pid(home))
         outside = subprocess.run(["sh", "-c", probe.split("for p in")[0]], capture_output=True,
                                  text=True)
         assert "VISIBLE exact path" in outside.stdout and "paddedcell-guard-1" in outside.stdout
@@ -170,12 +173,13 @@ def test_an_agent_of_its_own_unix_user_cannot_read_the_runtime_file(tmp_path):
         with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="user",
                     PATH=f"{PASS_MGR_DIR}:/usr/bin:/bin") as daemon:
             out = daemon.call("/exec", {"command": f"id -u; cat {path}; ls {directory}; "
-                                                   f"cat /proc/*/root{path}; echo DONE",
+                                                   f"cat /proc/{daemon.pid}/root{path}; "
+                                                   f"ls /proc/{daemon.pid}/fd; echo DONE",
                                         "agentId": "a1", "agentWorkspace": str(ws),
                                         "awaitResults": True, "timeoutSeconds": 60}
                               )["content"][0]["text"]
         assert int(out.split()[0]) != 0 and "DONE" in out, out
-        assert out.count("Permission denied") == 2 and "paddedcell-guard-1" not in out, out
+        assert out.count("Permission denied") == 4 and "paddedcell-guard-1" not in out, out
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -203,6 +203,9 @@ def test_leak_locks_and_init_recovers_without_losing_a_secret(ready):
     ready.ok("generate", "api", agent=True)
     api = ready.ok("get", "api", agent=True)
     assert ready.run("admin", "check-leak", input="x").returncode == 3  # no daemon to ask
+    from paddedcell.vault import guard_runtime
+
+    guard_runtime.remove(str(ready.home))  # a reboot: a daemon that starts waits for a human
     with Daemon(ready.home):
         waiting = ready.run("admin", "check-leak", input=f"the admin password is {PW}, ok")
         assert waiting.returncode == 3 and b"pass_mgr admin guard" in waiting.stderr

@@ -125,7 +125,8 @@ def _recall(paths: AdminPaths, stamp: tuple | None) -> None:
 
 def current(paths: AdminPaths) -> LeakDetector | None:
     """The detector, once checked against admin.json (a stat while it is unchanged):
-    dropped when admin.json is gone or names another password; a detector an older
+    dropped when admin.json is gone or names another password; with none held, the
+    runtime file's filter for admin.json's verifier (``_recall``). A detector an older
     release sealed into admin.json is removed from it (``admin.drop_sealed_detector``).
     A damaged admin.json raises its VaultError."""
     global _armed, _checked
