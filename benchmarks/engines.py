@@ -5,7 +5,8 @@ interleaved, CPU time; the per-call overhead on 60 bytes (a redactor feed makes
 about five scans); GIL release (a 1 ms ticker thread during one 256 MiB scan);
 pyperscan's stream mode (SOM_LEFTMOST) across 4 KiB feeds.
 
-pyperscan is not a dependency: run this in a scratch venv,
+The redactor runs on pyperscan since; hyperscan 0.9.1 is no dependency any more:
+run this in a scratch venv,
     python3 -m venv /tmp/engines && /tmp/engines/bin/pip install pyperscan==0.4.0 \
         hyperscan==0.9.1 'pyahocorasick>=2.1,<3' && /tmp/engines/bin/python benchmarks/engines.py
 """

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The install path of a platform without the fast engine (hyperscan 0.9.1 has no
-# Linux aarch64 wheel): build the wheel, install it into a scratch venv whose
+# The install path of a platform without the fast engine (pyperscan has no wheel for
+# Windows or other CPUs; its dependency marker leaves it out there): build the wheel, install it into a scratch venv whose
 # other packages are the project venv's (linked, not reinstalled: pip resolving
 # ~40 requirements took most of the 4-5 minutes this check used to need) but
-# without hyperscan, check that every requirement of the wheel but hyperscan is
+# without pyperscan, check that every requirement of the wheel but pyperscan is
 # there and that the redactor picks the portable engine (pyahocorasick), and run
 # the redactor tests that exercise the engine there. The full redactor suite
 # already runs on the portable engine in `make test` (every test is
@@ -25,7 +25,7 @@ if [ -x "$VENV/bin/python" ]; then
     from=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     for entry in "$from"/*; do
         case "$(basename "$entry")" in
-            hyperscan | hyperscan-* | paddedcell* | __editable__*paddedcell* | __pycache__) ;;
+            pyperscan | pyperscan-* | hyperscan | hyperscan-* | paddedcell* | __editable__*paddedcell* | __pycache__) ;;
             *) ln -s "$entry" "$site/" ;;
         esac
     done
@@ -49,7 +49,7 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     requires = Parser().parsestr(z.read(meta).decode()).get_all("Requires-Dist") or []
 for r in requires:
     name = r.split(";")[0].strip()
-    if "extra ==" in r or name.lower().startswith("hyperscan"):
+    if "extra ==" in r or name.lower().startswith("pyperscan"):
         continue
     print(name)
 PYEOF
@@ -58,8 +58,8 @@ if [ ! -x "$VENV/bin/python" ]; then
         "pytest>=8,<9" "pytest-trio>=0.8,<0.9" "hypothesis>=6.100,<7"
 fi
 "$scratch/venv/bin/python" -m pip "${pip[@]}" install --no-compile --no-deps "$wheel"
-if "$scratch/venv/bin/python" -c "import hyperscan" 2>/dev/null; then
-    echo "portable-engine-check: hyperscan is installed in the scratch venv; the check would prove nothing" >&2
+if "$scratch/venv/bin/python" -c "import pyperscan" 2>/dev/null; then
+    echo "portable-engine-check: pyperscan is installed in the scratch venv; the check would prove nothing" >&2
     exit 1
 fi
 step "wheel installed"
@@ -75,13 +75,13 @@ for line in open(sys.argv[1]).read().splitlines():
             missing.append(f"{req} (have {metadata.version(req.name)})")
     except metadata.PackageNotFoundError:
         missing.append(str(req))
-assert not missing, f"requirements of the wheel not met without hyperscan: {missing}"
+assert not missing, f"requirements of the wheel not met without pyperscan: {missing}"
 from paddedcell.redactor import matcher, redact
 assert matcher.ENGINE is matcher.AhoMatcher, matcher.ENGINE
 assert matcher.HyperscanMatcher not in matcher.ENGINES
 assert redact(b"a s3cret-Value b", ["s3cret-Value"]) == b"a ###### b"
 assert matcher.__file__.startswith(sys.prefix), matcher.__file__  # the installed wheel, not the checkout
-print("portable-engine-check: the wheel without hyperscan runs on", matcher.ENGINE.name)
+print("portable-engine-check: the wheel without pyperscan runs on", matcher.ENGINE.name)
 PYEOF
 # The tests import the installed wheel (tests/ is on sys.path, src/ is not). The
 # hypothesis properties ran on this engine in the main test run already.

@@ -1,4 +1,4 @@
-"""The engines the redactor tests run on: both where Hyperscan is installed,
+"""The engines the redactor tests run on: both where Hyperscan (pyperscan) is installed,
 the portable one alone where it is not (an install without the fast engine)."""
 
 import pytest
@@ -7,7 +7,7 @@ from paddedcell.redactor import matcher
 
 NEEDS_HYPERSCAN = pytest.mark.skipif(
     matcher.HYPERSCAN_PROBLEM is not None,
-    reason=f"hyperscan unavailable here ({matcher.HYPERSCAN_PROBLEM}): the portable engine runs these")
+    reason=f"pyperscan (Hyperscan) unavailable here ({matcher.HYPERSCAN_PROBLEM}): the portable engine runs these")
 
 HYPERSCAN = pytest.param(matcher.HyperscanMatcher, id="hyperscan", marks=NEEDS_HYPERSCAN)
 PORTABLE = pytest.param(matcher.AhoMatcher, id="portable")

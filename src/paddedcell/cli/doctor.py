@@ -117,9 +117,9 @@ def gather() -> list[Check]:
     from ..redactor import matcher
 
     engine = getattr(matcher.ENGINE, "name", matcher.ENGINE.__name__)
-    rows.append(Check("redaction", OK if engine == "hyperscan" else WARN,
-                      f"engine: {engine}", "" if engine == "hyperscan" else
-                      "pip install hyperscan (x86-64 with SSSE3) for the fast engine"))
+    fast = matcher.ENGINE is matcher.HyperscanMatcher
+    rows.append(Check("redaction", OK if fast else WARN, f"engine: {engine}", "" if fast else
+                      "pip install pyperscan (x86-64 with SSSE3, aarch64, macOS) for the fast engine"))
     from ..daemon.client import DaemonClient
 
     running = DaemonClient(settings, timeout=2.0).healthy()

@@ -367,14 +367,11 @@ class CandidateLines:
     def __init__(self, hyperscan: bool):
         self._db = None
         if hyperscan:
-            import hyperscan as hs
+            import pyperscan as ps
 
-            self._db = hs.Database(mode=hs.HS_MODE_BLOCK)
-            self._db.compile(expressions=[b"^" + _CANDIDATE], ids=[0], elements=1,
-                             flags=hs.HS_FLAG_MULTILINE)
+            self._db = ps.BlockDatabase(ps.Pattern(b"^" + _CANDIDATE, ps.Flag.MULTILINE))
             self._local = threading.local()
-            self._new_scratch = hs.Scratch
-            self._terminated = hs.ScanTerminated
+            self._scan = ps.Scan
 
     def starts(self, buf: bytes) -> list[int] | None:
         limit = self.LIMIT
@@ -385,21 +382,22 @@ class CandidateLines:
                 if len(out) > limit:
                     return None
             return out
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = self._new_scratch(self._db)
-        ends: list[int] = []
-        add = ends.append
+        pair = getattr(self._local, "pair", None)
+        if pair is None:  # a scanner per thread (it owns a scratch space)
+            go_on, stop = self._scan.Continue, self._scan.Terminate
 
-        def report(_id, _start, end, _flags, _context):
-            add(end)
-            return len(ends) > limit  # True stops the scan
+            def report(add, _tag, _start, end):
+                add(end)
+                return stop if len(ends) > self.LIMIT else go_on
 
-        try:
-            self._db.scan(buf, match_event_handler=report, scratch=scratch)
-        except self._terminated:
-            return None
-        return sorted({buf.rfind(b"\n", 0, e) + 1 for e in ends})
+            ends: list[int] = []
+            pair = self._local.pair = (self._db.build(ends.append, report), ends)
+        scanner, ends = pair
+        ends.clear()
+        stopped = scanner.scan(buf) == self._scan.Terminate
+        out = None if stopped else sorted({buf.rfind(b"\n", 0, e) + 1 for e in ends})
+        ends.clear()
+        return out
 
 
 class DumpFinder:

@@ -10,17 +10,23 @@ A matcher answers two questions about a buffer, both exactly:
 
 Engines
 -------
-* :class:`HyperscanMatcher` — Intel's Hyperscan (``hyperscan`` 0.9.1 wheel),
-  block mode, every pattern a literal with ``HS_FLAG_SOM_LEFTMOST``. Chosen
-  on evidence (issue 9, measured on this machine at 64 KiB reads, no match,
-  k = 10 … 10 000): 1.5–3.4 GB/s on random text and 0.6–3.9 GB/s on a log full
-  of JWTs and API keys that share prefixes with the secrets, where the numpy
-  sampler it replaces fell to under 1 MB/s (every token was verified against
-  every secret sharing its gram, in Python). Its literal matcher (FDR/Teddy
-  plus a confirm table in C) is linear in the input whatever the data: no
-  input makes Python touch a candidate, only a real occurrence calls back.
-  Block mode over ``held tail + new data`` is exact across chunking without
-  stream state; the tail is at most the longest pattern.
+* :class:`HyperscanMatcher` — Intel's Hyperscan through the ``pyperscan``
+  binding (0.4, Rust, MIT/Apache-2.0; abi3 wheels for x86-64, aarch64 and
+  macOS), block mode, every pattern a literal with ``HS_FLAG_SOM_LEFTMOST``.
+  Chosen on evidence (issue 9, measured on this machine at 64 KiB reads, no
+  match, k = 10 … 10 000): 1.5–3.4 GB/s on random text and 0.6–3.9 GB/s on
+  a log full of JWTs and API keys that share prefixes with the secrets,
+  where the numpy sampler it replaces fell to under 1 MB/s (every token was
+  verified against every secret sharing its gram, in Python). Its literal
+  matcher (FDR/Teddy plus a confirm table in C) is linear in the input
+  whatever the data: no input makes Python touch a candidate, only a real
+  occurrence calls back. Block mode over ``held tail + new data`` is exact
+  across chunking without stream state; the tail is at most the longest
+  pattern. pyperscan replaced the ``hyperscan`` 0.9.1 binding (issue 21,
+  same Hyperscan, measured side by side on the redactor's own pattern sets):
+  equal per 64 KiB, 1.3–1.8x faster per 4 KiB scan (0.3–0.6 us per call
+  against 1.2–2.7), its scan releases the GIL, and it has wheels where
+  ``hyperscan`` 0.9.1 has none (Linux aarch64).
 * :class:`AhoMatcher` — pyahocorasick (part of the project's charter), the exact
   portable engine where Hyperscan is missing (it needs x86-64 with SSSE3 and
   has no wheel for every platform). 20–500 MB/s; an Aho–Corasick automaton is
@@ -32,17 +38,16 @@ Engines
 Hyperscan when it imports and runs, else pyahocorasick;
 ``PADDEDCELL_REDACTOR_ENGINE=portable`` forces the portable one.
 
-Python's ``hyperscan.Database.compile(literal=True)`` passes each pattern as a
-C string, so a NUL byte ends it early; every pattern is therefore given as a
-regex with each byte outside ``[0-9A-Za-z]`` written ``\\xHH`` (Hyperscan
-still recognises a pure literal, at the same speed and build time).
+Hyperscan takes each expression as a C string, so a NUL byte would end it
+early (pyperscan refuses it); every pattern is therefore given as a regex with
+each byte outside ``[0-9A-Za-z]`` written ``\\xHH`` (Hyperscan still recognises
+a pure literal, at the same speed and build time).
 
-Why block mode and not stream mode (which would not rescan the held tail and
-has a lower cost per call on big databases): the 0.9.1 binding's stream API
-crashes here (a double free on the first ``scan`` of its README example), and
-a crash in the daemon is worse than ~15 us per 4 KiB read at 10 000 secrets.
-Hyperscan's scan does not release the GIL, so threads would not help either:
-the supervisor bounds the work per event-loop turn instead.
+Why block mode and not stream mode (which would not rescan the held tail):
+the hold itself (the longest suffix that is a pattern prefix) is what a feed
+pays for, and stream mode cannot answer it; the rescanned tail is a few bytes
+(see :class:`PrefixIndex`). pyperscan's scan releases the GIL, so a scan in
+a worker thread runs beside the event loop.
 
 What a redactor builds (:class:`Matcher`, via :func:`build`): one engine over
 the literals (secrets and their forms), :class:`FragmentFinder` for the
@@ -243,24 +248,26 @@ def _as_regex(pattern: bytes) -> bytes:
 
 
 class HyperscanMatcher(_Engine):
-    """Hyperscan block mode over literal patterns, leftmost start of match on.
+    """Hyperscan block mode over literal patterns, leftmost start of match on,
+    through the ``pyperscan`` binding.
 
     Each occurrence of a literal has one end, so Hyperscan's one report per
     (pattern, end) is every occurrence, overlapping ones included, and
     ``SOM_LEFTMOST`` gives its start. The database is built once (cached by
-    the redactor per secret set) and scanned with a scratch space per thread:
-    a scratch must not be shared by two concurrent scans.
+    the redactor per secret set) and scanned with one pyperscan scanner per
+    thread: a scanner owns a scratch space, which two concurrent scans must
+    not share, and its scan runs without the GIL.
     """
 
-    name = "hyperscan"
+    name = "pyperscan"
 
     def __init__(self, patterns: Iterable[bytes]):
-        import hyperscan
+        import pyperscan
 
         self.patterns = sorted(set(patterns))
         self._local = threading.local()
         self._db = None
-        # Hyperscan refuses an expression of 16 000 characters or more (a
+        # Hyperscan refuses an expression longer than 16 000 characters (a
         # 4 KiB key's hex form, escaped): those few go to bytes.find instead
         # of sending the whole set to the slow portable engine.
         expressions, long = [], []
@@ -273,31 +280,35 @@ class HyperscanMatcher(_Engine):
         self._long = FindMatcher(long) if long else None
         if not expressions:
             return
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        count = len(expressions)
-        db.compile(
-            expressions=expressions,
-            ids=list(range(count)),
-            elements=count,
-            flags=hyperscan.HS_FLAG_SOM_LEFTMOST,
-        )
-        self._db = db
-        self._new_scratch = hyperscan.Scratch
+        som = pyperscan.Flag.SOM_LEFTMOST
+        self._db = pyperscan.BlockDatabase(*[pyperscan.Pattern(e, som) for e in expressions])
+        self._continue = pyperscan.Scan.Continue
 
-    #: Longest expression given to Hyperscan (its limit is just under 16 000).
+    #: Longest expression given to Hyperscan (its limit is 16 000).
     EXPRESSION_LIMIT = 15_000
+
+    def _scanner(self):
+        """This thread's ``(scanner, list its matches are appended to)``."""
+        found: list[tuple[int, int]] = []
+        go_on = self._continue
+
+        def on_match(add, _tag, start, end):
+            add((start, end))
+            return go_on
+
+        pair = self._local.pair = (self._db.build(found.append, on_match), found)
+        return pair
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         if not buf:
             return []
         if self._db is None:
             return self._long.spans(buf) if self._long is not None else []
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = self._new_scratch(self._db)
-        found: list[tuple[int, int]] = []
-        add = found.append
-        self._db.scan(buf, match_event_handler=lambda _id, start, end, _f, _c: add((start, end)), scratch=scratch)
+        scanner, acc = getattr(self._local, "pair", None) or self._scanner()
+        acc.clear()  # left over only if a scan was interrupted
+        scanner.scan(buf)
+        found = acc.copy()
+        acc.clear()
         if self._long is not None:
             found += self._long.spans(buf)
         return found
@@ -484,8 +495,9 @@ class Union(_Engine):
 
 
 def _hyperscan_problem() -> str | None:
-    """Why Hyperscan cannot be used here, or None. It is an optional
-    dependency (no wheel for Linux aarch64): pyahocorasick takes over."""
+    """Why Hyperscan (pyperscan) cannot be used here, or None. It is an
+    optional dependency (a platform without its wheel, a CPU without SSSE3):
+    pyahocorasick takes over."""
     try:
         probe = HyperscanMatcher([b"probe\x00"])
         if probe.spans(b"a probe\x00") != [(2, 8)]:
@@ -504,9 +516,9 @@ def _choose_engine() -> type[_Engine]:
         log.info("redactor engine: pyahocorasick (forced by PADDEDCELL_REDACTOR_ENGINE)")
         return AhoMatcher
     if HYPERSCAN_PROBLEM is not None:
-        log.info("redactor engine: pyahocorasick (portable; hyperscan unavailable: %s)", HYPERSCAN_PROBLEM)
+        log.info("redactor engine: pyahocorasick (portable; pyperscan unavailable: %s)", HYPERSCAN_PROBLEM)
         return AhoMatcher
-    log.info("redactor engine: hyperscan")
+    log.info("redactor engine: pyperscan (Hyperscan)")
     return HyperscanMatcher
 
 
