@@ -72,17 +72,16 @@ def stop_daemon(home: Path, sig: int = signal.SIGTERM) -> None:
 #: Outside the sandbox it prints the file; inside, every road to it must come back empty.
 PROBE = r"""
 d={dir}; f={file}; daemon={pid}
+named() {{ grep -E '(^|/)paddedcell(-[0-9]+)?(/|$)|\.guard$'; }}
 test -e "$f" && echo "VISIBLE exact path"
 cat "/proc/$daemon/root$f" 2>/dev/null && echo "VISIBLE via the daemon's root"
-ls -l "/proc/$daemon/fd/" 2>/dev/null | grep -i paddedcell && echo "VISIBLE daemon fd"
+for fd in /proc/$daemon/fd/*; do readlink "$fd"; done 2>/dev/null | named && echo "VISIBLE daemon fd"
 test -e "$d" && echo "VISIBLE directory"
-ls -la /dev/shm /run/user 2>/dev/null | grep -i paddedcell && echo "VISIBLE listing"
+ls -a /dev/shm /run/user/* 2>/dev/null | named && echo "VISIBLE listing"
 cat "$f" 2>&1
 for p in /proc/[0-9]*; do
   cat "$p/root$f" 2>/dev/null && echo "VISIBLE via $p/root"
-  for fd in "$p"/fd/*; do
-    case "$(readlink "$fd" 2>/dev/null)" in *paddedcell*guard*|*paddedcell-[0-9]*) echo "VISIBLE fd $fd";; esac
-  done
+  for fd in "$p"/fd/*; do readlink "$fd"; done 2>/dev/null | named && echo "VISIBLE fd of $p"
 done
 find /dev /run /tmp /var/tmp -name '*.guard' 2>/dev/null | sed 's/^/VISIBLE found /'
 echo PROBE-DONE
