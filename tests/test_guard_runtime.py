@@ -317,3 +317,36 @@ async def test_the_filter_route_answers_only_its_own_uid_outside_sessions(tmp_pa
         assert status == 403
         ctx.services["supervisor"] = supervisor
         nursery.cancel_scope.cancel()
+
+
+async def test_a_reload_loads_the_runtime_file_without_the_kdf(rt, monkeypatch):
+    """``pass_mgr set`` (or any authentication) with a daemon running: the daemon loads the
+    file that process just wrote (``POST /vault/guard {reload: true}``) instead of paying
+    the admin KDF a second time; without a file for this admin.json it says "waiting"."""
+    import trio
+
+    from paddedcell.daemon import routes_vault
+    from paddedcell.daemon.app import DaemonContext, build_router
+    from paddedcell.daemon.http import Request
+    from supervisor_helpers import make_settings
+
+    settings, _directory = rt
+    home = settings.home_text
+    paths = admin.AdminPaths(home)
+    host = admin.read_host_key(paths)
+    verifier = crypto.b64d(admin.load_admin(paths, host)["verifier"])
+    lent = guard_runtime.load(home, host, verifier)
+    monkeypatch.setattr(routes_vault, "arm_guard", lambda *a, **k: pytest.fail("the KDF ran"))
+    served = make_settings(Path(home), daemon__hygiene_check_seconds=3600,
+                           supervisor__sandbox="none", **{f"vault__{k[6:]}": v
+                                                          for k, v in FAST_KDF.items()})
+    reload = Request("POST", "/vault/guard", {}, {"reload": True}, os.getuid(), os.getpid())
+    async with trio.open_nursery() as nursery:
+        router = build_router(DaemonContext(served, nursery), time.time())
+        guard_runtime.remove(home)
+        guard.forget()  # a daemon started after a reboot
+        assert await router.dispatch(reload) == (200, {"guard": "waiting"})
+        guard_runtime.save(home, host, verifier, lent)  # what a human's pass_mgr writes
+        assert await router.dispatch(reload) == (200, {"guard": "armed"})
+        assert guard.detector().contains(f"x {PW} y")
+        nursery.cancel_scope.cancel()

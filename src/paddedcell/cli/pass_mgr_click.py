@@ -355,17 +355,22 @@ def _daemon_running(settings) -> bool:
 
 
 def _arm_daemon(settings, admin_password: str) -> bool:
-    """A human just gave the admin password: hand it to a running daemon, which checks it
-    (the admin KDF) and masks it in every session's output from now on (``POST
-    /vault/guard``; the detector lives in the daemon's memory: vault/guard.py).
+    """A human just gave the admin password: a running daemon masks it in every session's
+    output from now on (``POST /vault/guard``): it loads the runtime file this process
+    wrote, or else checks the password itself (the admin KDF; vault/guard.py).
     False when no daemon runs or it refused."""
     if not _daemon_running(settings):
         return False
     from ..daemon.client import DaemonClient, DaemonError
+    from ..vault.guard_runtime import stamp
 
     try:
         with DaemonClient(settings, timeout=120.0) as client:
-            client.call("POST", "/vault/guard", {"password": admin_password})
+            # This process just wrote the runtime file: the daemon loads it instead of
+            # paying the admin KDF again (the password only when that file cannot serve).
+            if stamp(settings.home_text) is None or client.call(
+                    "POST", "/vault/guard", {"reload": True}).get("guard") != "armed":
+                client.call("POST", "/vault/guard", {"password": admin_password})
     except (DaemonError, OSError) as exc:
         _say(f"note: the daemon's admin-password guard was not armed ({exc}); run: "
              "pass_mgr admin guard")

@@ -6,7 +6,9 @@ before the answer (the body names the store, never a value).
 ``POST /vault/guard {password}`` → ``{guard: "armed"}``: a human gives the admin password
 (``pass_mgr admin guard``, and after ``admin init``/``set``/``bind``/``recover``); once the
 admin KDF confirms it, the daemon masks it in every session's output (``vault/guard.py``:
-the detector lives in memory, its filter on tmpfs for later starts). ``GET /vault/guard``
+the detector lives in memory, its filter on tmpfs for later starts); ``{reload: true}``
+instead loads that runtime file, which the human's pass_mgr just wrote (no second KDF;
+``{guard: "waiting"}`` when it holds nothing for this admin.json). ``GET /vault/guard``
 → ``{guard: "armed" | "waiting" | "uninitialized"}``; ``GET /vault/guard/filter`` adds the
 detector's filter for a foreground ``pcexec`` (``L + 16`` bits per form, confirmed by the
 KDF there; only a verified peer of the daemon's own uid outside every session, as
@@ -34,7 +36,7 @@ from typing import Any
 
 import trio
 
-from ..vault import arm_guard, find_leaks, guard_state, lend_guard
+from ..vault import arm_guard, find_leaks, guard_state, lend_guard, reload_guard
 from ..vault.errors import Forbidden
 from ..vault.leak import redact, utf16_spans
 from .bigbody import CleanText
@@ -118,6 +120,11 @@ def register(router: Router, ctx: Any) -> None:
     @router.route("POST", "/vault/guard")
     async def vault_guard_arm(request: Request) -> dict[str, Any]:
         refuse_sessions(request, "the admin-password guard")
+        if request.body.get("reload") is True and "password" not in request.body:
+            # A human's pass_mgr just wrote the runtime file (no KDF here: whoever can
+            # write that file holds the host key; a filter for another admin.json is not
+            # loaded): "waiting" says to send the password instead.
+            return {"guard": await trio.to_thread.run_sync(reload_guard, settings)}
         password = request.require("password")
         try:  # the admin KDF: a worker thread, one at a time
             await trio.to_thread.run_sync(arm_guard, password, settings, limiter=cpu_limiter)

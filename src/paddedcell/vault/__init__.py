@@ -13,7 +13,7 @@ for agents when that matters.
 
 from .api import (Change, InitReport, agent_secret_values, agent_values_and_bindings,
                   arm_guard, bind_secret, borrow_guard, check_leak, find_leaks, guard_state,
-                  lend_guard,
+                  lend_guard, reload_guard,
                   generate_secret, get_secret, init_admin, key_bindings, key_history, list_keys,
                   output_guard,
                   random_value,
@@ -25,7 +25,7 @@ __all__ = [
     "Busy", "Change", "Forbidden", "InitReport", "IntegrityError", "Locked", "NoSuchKey",
     "NotInitialized", "UnsafePermissions", "VaultError", "agent_secret_values",
     "agent_values_and_bindings", "arm_guard", "bind_secret", "borrow_guard", "guard_state",
-    "lend_guard",
+    "lend_guard", "reload_guard",
     "check_leak", "find_leaks", "generate_secret", "get_secret", "init_admin", "key_bindings",
     "key_history", "list_keys",
     "output_guard",

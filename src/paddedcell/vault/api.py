@@ -429,6 +429,16 @@ def arm_guard(password: str, settings: Any = None) -> str | None:
     return _authenticate(paths, password)
 
 
+def reload_guard(settings: Any = None) -> str:
+    """The daemon's ``POST /vault/guard {reload: true}``: look at the runtime file again now
+    (a human's process just wrote it) and say the guard's state."""
+    from . import guard
+
+    paths = _paths(_load_settings(settings))
+    guard.look_again()
+    return guard.state(paths)
+
+
 def guard_state(settings: Any = None) -> str:
     """This process's admin-password guard: "armed", "waiting" (no human gave the password
     since it started) or "uninitialized" (``vault/guard.py``)."""
@@ -777,6 +787,7 @@ def output_guard(redactor: Any, source: str, *, settings: Any = None,
 __all__ = [
     "Change", "InitReport", "agent_secret_values", "arm_guard", "borrow_guard", "check_leak",
     "find_leaks", "generate_secret", "guard_state", "lend_guard", "output_guard",
+    "reload_guard",
     "get_secret", "init_admin", "key_history", "list_keys", "random_value", "recover",
     "rotate_secret", "rotate_store", "set_secret", "unset_secret", "vault_status",
 ]

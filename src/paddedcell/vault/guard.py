@@ -104,6 +104,14 @@ def forget() -> None:
         _armed, _checked, _recalled = None, None, None
 
 
+def look_again() -> None:
+    """Read the runtime file at the next ``current`` even if nothing seems changed (its
+    writer says it just wrote it), and drop a held detector of another admin.json then."""
+    global _checked, _recalled
+    with _lock:
+        _checked, _recalled = None, None
+
+
 def _recall(paths: AdminPaths, stamp: tuple | None) -> None:
     """Nothing held: adopt the filter a human's process left in the runtime file, when it
     names admin.json's verifier (tried again only once admin.json or that file changed)."""
