@@ -14,7 +14,10 @@
    peak - idle within ``supervisor.global_buffer_bytes`` (64 MiB).
 5. Sandbox start-up (issue 10): ``POST /exec true`` p50 on a daemon with the
    namespace sandbox (allow-list root, own network namespace, the session proxy)
-   vs one without, interleaved. Goal: <= +10 ms.
+   vs one without, interleaved, each call after a pause (IDLE_SECONDS: an agent's
+   commands come seconds apart, and a daemon's background work after a session, such
+   as the next sandbox spares, must not land in the other daemon's timing). Goal:
+   <= +10 ms. A context row: the same, BURST calls back to back to each daemon.
 6. ``pass_mgr get`` inside a session (over the session channel) vs the same
    call outside any session (today's direct store read). Goal: no slower.
 7. Daemon latency under redaction load (issue 9): p50/p99/max of ``/healthz``,
@@ -282,6 +285,12 @@ GET_TIMER = (
     "print('P50=%.3f' % statistics.median(ms))\n")
 
 
+#: The pause before each timed sandbox start-up call (see row 5).
+IDLE_SECONDS = 0.1
+#: Back-to-back calls per daemon per round in the context row.
+BURST = 5
+
+
 def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
     """Sandbox start-up: ``POST /exec true`` on a sandboxed daemon vs an unsandboxed
     one, interleaved. ``pass_mgr get`` inside a session (over the session channel)
@@ -311,14 +320,23 @@ def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
             daemons[name] = Daemon(denv)
         body = {"command": "true", "agentId": "bench", "agentWorkspace": str(workspace)}
         times: dict[str, list[float]] = {name: [] for name in daemons}
+        burst: dict[str, list[float]] = {name: [] for name in daemons}
         for daemon in daemons.values():
             for _ in range(5):
                 daemon.call("/exec", body)
         for _ in range(rounds):
             for name, daemon in daemons.items():
+                time.sleep(IDLE_SECONDS)
                 start = time.perf_counter()
                 daemon.call("/exec", body)
                 times[name].append((time.perf_counter() - start) * 1000)
+        for _ in range(max(2, rounds // BURST)):
+            for name, daemon in daemons.items():
+                time.sleep(IDLE_SECONDS)
+                for _ in range(BURST):
+                    start = time.perf_counter()
+                    daemon.call("/exec", body)
+                    burst[name].append((time.perf_counter() - start) * 1000)
         if "sandboxed" in times:
             on, off = statistics.median(times["sandboxed"]), statistics.median(times["unsandboxed"])
             rows.append({"benchmark": "sandbox start-up: POST /exec true p50", "ours": on,
@@ -326,6 +344,10 @@ def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
                          "goal": "sandboxed - unsandboxed <= 10 ms", "met": on - off <= 10,
                          "p90_ours": percentile(times["sandboxed"], 0.9),
                          "p90_baseline": percentile(times["unsandboxed"], 0.9)})
+            on, off = statistics.median(burst["sandboxed"]), statistics.median(burst["unsandboxed"])
+            rows.append({"benchmark": f"  context: {BURST} back to back, p50", "ours": on,
+                         "baseline": off, "unit": "ms", "ratio": on - off, "goal": "-",
+                         "met": True})
         else:
             rows.append({"benchmark": f"sandbox start-up (unavailable: {why})", "ours": 0.0,
                          "baseline": None, "unit": "ms", "ratio": None, "goal": "-",

@@ -549,12 +549,19 @@ def enter(plan: Plan) -> None:
 PREBUILT_ROOT = "/sys"
 
 
+def _plain(target: str, kind: str, source: str) -> tuple[str, str, str]:
+    """An entry as a tuple, a tmpfs without its owner options (``uid=``/``gid=``: chown'd
+    per session). Tuples, not Mounts: :func:`rest_of` runs on each session's start."""
+    if kind == "tmpfs" and "id=" in source:
+        source = ",".join(o for o in source.split(",") if not o.startswith(("uid=", "gid=")))
+    return target, kind, source
+
+
 def _plain_tmpfs(entry: Mount) -> Mount:
-    """A tmpfs entry without its owner options (``uid=``/``gid=``: chown'd per session)."""
+    """A tmpfs entry without its owner options (see :func:`_plain`)."""
     if entry.kind != "tmpfs":
         return entry
-    kept = [o for o in entry.source.split(",") if not o.startswith(("uid=", "gid="))]
-    return Mount(entry.target, entry.kind, ",".join(kept))
+    return Mount(*_plain(entry.target, entry.kind, entry.source))
 
 
 def shareable(entries) -> tuple[Mount, ...]:
@@ -598,14 +605,24 @@ def rest_of(profile: dict, plan: Plan) -> list[Mount] | None:
         return None
     if not plan.switch_user and (profile["uid"], profile["gid"]) != (plan.uid, plan.gid):
         return None
-    shared = {Mount(*m) for m in profile["shared"]}
-    plain = {_plain_tmpfs(m) for m in plan.mounts}
-    if not shared <= plain:
+    shared = {tuple(m) for m in profile["shared"]}
+    plain = [_plain(m.target, m.kind, m.source) for m in plan.mounts]
+    if not shared.issubset(plain):
         return None
-    rest = [m for m in plan.mounts if _plain_tmpfs(m) not in shared]
-    if any(within(s.target, m.target) for m in rest for s in shared):
+    rest = [m for m, key in zip(plan.mounts, plain) if key not in shared]
+    targets = [target for target, _, _ in shared]
+    if any(_covers(m.target, targets) for m in rest):
         return None
     return rest
+
+
+def _covers(parent: str, paths: list[str]) -> bool:
+    """One of ``paths`` is ``parent`` or below it (:func:`within`, for many paths)."""
+    parent = parent.rstrip("/") or "/"
+    if parent == "/":
+        return bool(paths)
+    below = parent + "/"
+    return any(path == parent or path.startswith(below) for path in paths)
 
 
 @dataclass
@@ -816,11 +833,16 @@ def host_root(uid_map: str = "/proc/self/uid_map") -> bool:
     no agent uids to switch to, so it builds the sandbox as an ordinary user does."""
     if os.geteuid() != 0:
         return False
-    try:
-        with open(uid_map) as f:
-            return f.read().split() == ["0", "0", "4294967295"]
-    except OSError:
-        return False
+    if uid_map not in _HOST_ROOT:  # a process's own id map never changes: read it once
+        try:
+            with open(uid_map) as f:
+                _HOST_ROOT[uid_map] = f.read().split() == ["0", "0", "4294967295"]
+        except OSError:
+            return False
+    return _HOST_ROOT[uid_map]
+
+
+_HOST_ROOT: dict[str, bool] = {}
 
 
 _AVAILABLE: dict[bool, tuple[bool, str]] = {}
