@@ -79,20 +79,26 @@ def candidates(environ=None) -> list[tuple[str, str, bool]]:
     return found
 
 
-def _open_base(base: str, own: bool) -> int:
-    fd = os.open(base, _DIR_FLAGS)
+def _checked(fd: int, what: str, check) -> int:
+    """``fd`` once ``check(os.fstat(fd))`` passed and it is on tmpfs; closed otherwise."""
     try:
-        st = os.fstat(fd)
-        if own and (st.st_uid != os.geteuid() or st.st_mode & 0o077):
-            raise Unusable(f"{base} is not a private directory of uid {os.geteuid()}")
-        if not own and not st.st_mode & stat.S_ISVTX and st.st_mode & 0o022:
-            raise Unusable(f"{base} is writable by others without the sticky bit")
+        check(os.fstat(fd))
         if not _in_memory(fd):
-            raise Unusable(f"{base} is not tmpfs")
+            raise Unusable(f"{what} is not tmpfs")
         return fd
     except BaseException:
         os.close(fd)
         raise
+
+
+def _open_base(base: str, own: bool) -> int:
+    def check(st: os.stat_result) -> None:
+        if own and (st.st_uid != os.geteuid() or st.st_mode & 0o077):
+            raise Unusable(f"{base} is not a private directory of uid {os.geteuid()}")
+        if not own and not st.st_mode & stat.S_ISVTX and st.st_mode & 0o022:
+            raise Unusable(f"{base} is writable by others without the sticky bit")
+
+    return _checked(os.open(base, _DIR_FLAGS), base, check)
 
 
 def _open_dir(base: str, directory: str, own: bool, *, create: bool) -> int:
@@ -116,8 +122,8 @@ def _open_dir(base: str, directory: str, own: bool, *, create: bool) -> int:
             raise
     finally:
         os.close(base_fd)
-    try:
-        st = os.fstat(fd)
+
+    def check(st: os.stat_result) -> None:
         if st.st_uid != os.geteuid():
             raise Unusable(f"{directory} is owned by uid {st.st_uid}, not {os.geteuid()}: "
                            "remove it")
@@ -126,12 +132,8 @@ def _open_dir(base: str, directory: str, own: bool, *, create: bool) -> int:
         elif stat.S_IMODE(st.st_mode) != 0o700:
             raise Unusable(f"{directory} has mode {stat.S_IMODE(st.st_mode):o}, not 700: "
                            "remove it")
-        if not _in_memory(fd):
-            raise Unusable(f"{directory} is not tmpfs")
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+
+    return _checked(fd, directory, check)
 
 
 def file_name(home: str) -> str:
@@ -250,15 +252,25 @@ def stamp(home: str) -> tuple | None:
     return tuple(seen) or None
 
 
-def load(home: str, host_key: bytes, verifier: bytes) -> dict | None:
-    """The filter saved for ``home`` and this verifier, or None (no file, another
-    password's, or one that does not open: each tried directory in order)."""
-    name = file_name(home)
+def _existing_dirs():
+    """Each runtime directory that exists and passes the checks, opened (closed after its
+    turn, also when the caller stops early)."""
     for base, directory, own in candidates():
         try:
             fd = _open_dir(base, directory, own, create=False)
         except (OSError, Unusable):
             continue
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+
+def load(home: str, host_key: bytes, verifier: bytes) -> dict | None:
+    """The filter saved for ``home`` and this verifier, or None (no file, another
+    password's, or one that does not open: each tried directory in order)."""
+    name = file_name(home)
+    for fd in _existing_dirs():
         try:
             raw = _read(fd, name)
             head, _, sealed = raw.partition(b"\n")
@@ -270,22 +282,14 @@ def load(home: str, host_key: bytes, verifier: bytes) -> dict | None:
                 return body["filter"]
         except (OSError, ValueError, AttributeError, KeyError, TypeError, VaultError):
             continue
-        finally:
-            os.close(fd)
     return None
 
 
 def remove(home: str) -> None:
     """Remove ``home``'s file from every directory (what a reboot does)."""
     name = file_name(home)
-    for base, directory, own in candidates():
-        try:
-            fd = _open_dir(base, directory, own, create=False)
-        except (OSError, Unusable):
-            continue
+    for fd in _existing_dirs():
         try:
             os.unlink(name, dir_fd=fd)
         except OSError:
             pass
-        finally:
-            os.close(fd)
