@@ -31,7 +31,7 @@ KEYS = ["k0", "k1", "k2", "k3"]
 #: Each of the 8 writers' operations. 500 took 114 s as root and 285 s unprivileged: each
 #: write costs ~15 ms of CPU (canonical JSON in Python, four fsyncs; no KDF) under the
 #: store's lock, so the run is serial whatever the count; 120 with a common start still
-#: interleaves the writers every few writes (asserted below).
+#: interleaves the writers (asserted below).
 WRITES_PER_WORKER = 120
 
 MIXED_WORKER = r"""
@@ -100,9 +100,11 @@ def test_eight_writers_equal_a_serial_replay(setup, tmp_path):
     generations = [record[0] for record in records]
     assert generations == list(range(1, len(records) + 1)), "lost or duplicated updates"
     assert len(records) > workers * count // 4  # the mix really wrote
-    # The writers really took turns (what a lost update needs), not one after another.
+    # The writers really took turns (what a lost update needs), not one after another
+    # (that is 7 turns; the lock is not fair, so a writer often writes a few in a row:
+    # 101 turns in 469 writes at load 13, ordinary user).
     turns = sum(by_worker[g] != by_worker[g + 1] for g in generations[:-1])
-    assert turns >= len(records) // 4, f"only {turns} turns in {len(records)} writes"
+    assert turns >= 4 * workers, f"only {turns} turns in {len(records)} writes"
 
     depth = settings["vault.history_depth"]
     model: dict[str, list[str]] = {}
