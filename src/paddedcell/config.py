@@ -227,6 +227,11 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         "channel_max_request_bytes": Setting(4 * 1024 * 1024, minimum=1),
         "channel_session_buffer_bytes": Setting(8 * 1024 * 1024, minimum=1),
         "channel_idle_seconds": Setting(30.0, positive=True),
+        # A request line longer than this is parsed in a child process (json.loads holds
+        # the GIL: 4 MiB of "[0,0,..." is 0.6 s of a stalled daemon), and no line may hold
+        # more JSON values than channel_max_values (what the daemon then walks).
+        "channel_parse_in_child_bytes": Setting(64 * 1024, minimum=1),
+        "channel_max_values": Setting(20000, minimum=1),
         # accept() out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM):
         # retry after 10 ms, doubling up to this (channels and the daemon socket).
         "accept_backoff_max_seconds": Setting(1.0, positive=True),
@@ -294,6 +299,11 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         "status_interval_seconds": Setting(1.0, positive=True),
         "command_timeout_seconds": Setting(300.0, positive=True),
         "rollback_timeout_seconds": Setting(300.0, positive=True),
+        # The daemon appends a job's log lines in batches, off its event loop: at most
+        # one batch a log_flush_seconds, at most log_buffer_bytes waiting (more are
+        # dropped and counted in the log): a rollback's output is the agent's to choose.
+        "log_flush_seconds": Setting(0.2, positive=True),
+        "log_buffer_bytes": Setting(1048576, positive=True),
         # A waiting requester that stops polling this long abandons its restart.
         "abandon_seconds": Setting(30.0, positive=True),
         "watchdog_seconds": Setting(5.0, positive=True),

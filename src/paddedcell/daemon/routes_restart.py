@@ -25,8 +25,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from ..restart.coordinator import Coordinator, job_spec_from_body
+from ..restart.job import drain_logs
 from .http import HTTPError, Request, Router
+
+
+#: One job's files are checked at a time (each check of a session's job may fork).
+_job_check_limiter = trio.CapacityLimiter(1)
 
 
 def _flag(request: Request, name: str) -> bool:
@@ -83,8 +90,13 @@ def register(router: Router, ctx: Any) -> None:
         session = request.require("requesterSessionKey")
         job = None
         if request.body.get("job") is not None:
-            job = job_spec_from_body(request.body["job"], ctx.settings, agent_id)
-        return coordinator.query_restart(agent_id, session, job)
+            # Off the event loop: a session's job files are opened as the session (a
+            # fork under a root daemon), and a session may send this as often as it likes.
+            job = await trio.to_thread.run_sync(job_spec_from_body, request.body["job"],
+                                                ctx.settings, agent_id, limiter=_job_check_limiter)
+        answer = coordinator.query_restart(agent_id, session, job)
+        await drain_logs()  # its "restart requested" line is in the log before the answer
+        return answer
 
     @router.route("POST", "/restart-result")
     async def restart_result(request: Request) -> dict[str, Any]:
@@ -95,9 +107,11 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/restart-cancel")
     async def restart_cancel(request: Request) -> dict[str, Any]:
-        return coordinator.cancel(request.require("requesterAgentId"),
+        answer = coordinator.cancel(request.require("requesterAgentId"),
                     request.require("requesterSessionKey"),
                     _optional_str(request, "reason") or "cancelled by the requester")
+        await drain_logs()  # its "restart cancelled" line is in the log before the answer
+        return answer
 
     @router.route("GET", "/agents")
     async def agents(request: Request) -> dict[str, Any]:

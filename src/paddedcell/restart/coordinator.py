@@ -40,7 +40,7 @@ import trio
 
 from .. import AGENT_CONTEXT_VARIABLES, config
 from . import confine
-from .job import JobSpec, JobState, run_job, timestamp
+from .job import JobSpec, JobState, LogWriter, drain_logs, run_job, timestamp
 from .machine import (FREEZE_FAMILY, AgentRecord, Answer, Fleet, GlobalRecord,
                       IllegalTransition, Notice, RestartStatus, RestartStatusError, State, Verdict)
 from .store import Store, boot_id
@@ -382,6 +382,9 @@ class Coordinator:
             # Logged first: whoever follows the log stops at the outcome.
             joblog.line("restart finished: every agent unfrozen" if ok else
                         "restart failed and was rolled back: every agent unfrozen")
+            await drain_logs()
+            if self.job is None or self.job.get("jobId") != job_id:
+                return
             self._finish(ok, outcome=final.outcome or "failed", log_path=spec.log,
                          detail=final.detail)
         except Exception:
@@ -406,6 +409,8 @@ class Coordinator:
             except Exception:
                 log.exception("could not resume the persisted restart job; the watchdog "
                               "releases its freeze after restart.max_freeze_seconds")
+            nursery.start_soon(LogWriter(float(self.settings["restart.log_flush_seconds"]),
+                                         int(self.settings["restart.log_buffer_bytes"])).run)
             nursery.start_soon(self._keep_running, "watchdog", self._watch)
             nursery.start_soon(self._keep_running, "journal compaction", self._compactor)
             task_status.started()

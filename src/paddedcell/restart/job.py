@@ -22,6 +22,7 @@ interactive ``safe-restart``) can follow it with ``tail -f``.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import logging
 import os
@@ -103,18 +104,30 @@ def timestamp(now: float | None = None) -> str:
 
 @dataclass
 class JobLog:
-    """Appends timestamped lines to the job's ``--log`` file (opened per line).
+    """Appends timestamped lines to the job's ``--log`` file.
 
-    With a ``confinement`` (a session's job) every line's open walks the path again
+    With a ``confinement`` (a session's job) every open walks the path again
     without following symlinks, as the session's uid (``restart/confine.py``): the
-    agent may swap a directory for a symlink at any time during the job."""
+    agent may swap a directory for a symlink at any time during the job. Under a
+    root daemon that open is a fork, and the rollback's output is the agent's to
+    choose: so while a :class:`LogWriter` runs (the daemon's coordinator), ``line``
+    only queues and the writer appends in batches, off the event loop."""
 
     path: str
     job_id: str
     confinement: Confinement | None = None
 
-    def line(self, text: str) -> None:
+    def line(self, text: str, *, output: bool = False) -> None:
+        """Append ``text``; ``output``: a line a command printed (dropped, and counted,
+        when the writer is behind; the job's own lines never are)."""
         entry = f"{timestamp()} [restart {self.job_id}] {text}\n"
+        if _writer is None:
+            self.write([entry])
+        else:
+            _writer.submit(self, entry, output)
+
+    def write(self, entries: list[str]) -> None:
+        """Append ``entries`` with one open (blocking: a worker thread's, or no loop's)."""
         try:
             if self.confinement is None:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -126,9 +139,100 @@ class JobLog:
         except OSError:
             return  # the daemon log still has the outcome
         try:
-            os.write(fd, entry.encode("utf-8", "replace"))
+            os.write(fd, "".join(entries).encode("utf-8", "replace"))
         finally:
             os.close(fd)
+
+
+class LogWriter:
+    """Appends queued job log lines in a worker thread, at most one batch per
+    ``flush_seconds`` (one open of each log per batch), holding at most
+    ``max_bytes`` unwritten (more is dropped, and the log says how many lines):
+    a rollback printing a million lines costs the daemon a few opens a second,
+    never its event loop (issue 20)."""
+
+    def __init__(self, flush_seconds: float, max_bytes: int):
+        self.flush_seconds, self.max_bytes = flush_seconds, max_bytes
+        #: (log, line), or (log, [count]): where lines were dropped, how many (so far).
+        self._queue: list[tuple[JobLog, str | list[int]]] = []
+        self._bytes = 0
+        self._dropping: dict[int, list[int]] = {}
+        self._wake = trio.Event()
+        #: Entries queued and written so far (drain() waits for the one to reach the other).
+        self._queued = self._written = 0
+        self._wrote = trio.Event()
+
+    def submit(self, log: JobLog, entry: str, output: bool) -> None:
+        if output and self._bytes + len(entry) > self.max_bytes:
+            count = self._dropping.get(id(log))
+            if count is None:  # the note takes the place of the first line dropped
+                count = self._dropping[id(log)] = [0]
+                self._queue.append((log, count))
+            count[0] += 1
+            return
+        self._queue.append((log, entry))
+        self._queued += 1
+        self._bytes += len(entry)
+        self._wake.set()
+
+    async def drain(self) -> None:
+        """Return once every line queued before the call is in its log."""
+        target = self._queued
+        while self._written < target:
+            await self._wrote.wait()
+
+    def _batches(self) -> list[tuple[JobLog, list[str]]]:
+        """The queue as consecutive runs per log, in order; each run of dropped lines
+        as one line that says how many."""
+        queue, self._queue, self._bytes, self._dropping = self._queue, [], 0, {}
+        batches: list[tuple[JobLog, list[str]]] = []
+        for log, entry in queue:
+            if isinstance(entry, list):
+                entry = (f"{timestamp()} [restart {log.job_id}] {entry[0]} lines not logged "
+                         "(restart.log_buffer_bytes full)\n")
+            if batches and batches[-1][0] is log:
+                batches[-1][1].append(entry)
+            else:
+                batches.append((log, [entry]))
+        return batches
+
+    @staticmethod
+    def write_all(batches: list[tuple[JobLog, list[str]]]) -> None:
+        for log, entries in batches:
+            log.write(entries)
+
+    async def run(self) -> None:
+        global _writer
+        _writer = self
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                await trio.sleep(self.flush_seconds)  # gather what follows into one batch
+                # Taken here, on the loop's thread, where submit() appends.
+                queued = self._queued
+                await trio.to_thread.run_sync(self.write_all, self._batches(),
+                                              limiter=_write_limiter)
+                self._written = queued
+                self._wrote.set()
+                self._wrote = trio.Event()
+        finally:
+            if _writer is self:
+                _writer = None
+            self.write_all(self._batches())
+
+
+async def drain_logs() -> None:
+    """Return once every job log line queued so far is written (an answer or an outcome
+    that follows a log line must not overtake it: whoever follows the log stops there)."""
+    if _writer is not None:
+        await _writer.drain()
+
+
+#: The daemon's writer of job logs while its coordinator runs (None: write at once).
+_writer: LogWriter | None = None
+#: One thread writes job logs (each confined open under root is a fork).
+_write_limiter = trio.CapacityLimiter(1)
 
 
 @dataclass
@@ -136,6 +240,12 @@ class CommandResult:
     returncode: int | None  # None: timed out and killed
     output: str = ""
 
+
+#: What of a command's output is kept in memory (the last lines, for the status check's
+#: report) and the longest line (a longer one is logged in pieces): a rollback is the
+#: agent's script and prints what it likes, for up to restart.rollback_timeout_seconds.
+OUTPUT_KEPT_LINES = 1000
+OUTPUT_LINE_MAX_BYTES = 64 * 1024
 
 #: After a step's command exits, how long its output may still arrive from
 #: children that share the pipe (a daemonised gateway may never close it).
@@ -166,7 +276,7 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
     orphans.claim(proc.pid)
     if on_spawn is not None:
         on_spawn(proc.pid)
-    collected: list[str] = []
+    collected: collections.deque[str] = collections.deque(maxlen=OUTPUT_KEPT_LINES)
     pending = b""
     timed_out = False
     assert proc.stdout is not None
@@ -176,10 +286,13 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
         async for chunk in proc.stdout:
             pending += chunk
             *lines, pending = pending.split(b"\n")
+            if len(pending) > OUTPUT_LINE_MAX_BYTES:  # a line that never ends: cut it
+                lines.append(pending)
+                pending = b""
             for raw in lines:
                 text = raw.decode("utf-8", "replace").rstrip("\r")
                 collected.append(text)
-                log.line(f"{label}| {text}")
+                log.line(f"{label}| {text}", output=True)
         drained.set()
 
     try:
@@ -204,7 +317,7 @@ async def run_command(argv: list[str] | str, *, timeout: float, log: JobLog, lab
         if pending:
             text = pending.decode("utf-8", "replace").rstrip("\r")
             collected.append(text)
-            log.line(f"{label}| {text}")
+            log.line(f"{label}| {text}", output=True)
         if proc.returncode is not None:
             orphans.release(proc.pid)
         with trio.CancelScope(shield=True):
@@ -332,7 +445,8 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
         log.line(f"running rollback: {spec.rollback}")
         try:
             if spec.confinement is not None:  # still the agent's own file, no symlink on the way
-                os.close(open_confined(spec.rollback, spec.confinement, READ))
+                os.close(await trio.to_thread.run_sync(
+                    open_confined, spec.rollback, spec.confinement, READ))
             argv = _rollback_argv(spec.rollback)
             preexec, rollback_env = _rollback_sandbox(argv, env, spec.confinement)
             result = await run_command(argv, timeout=spec.rollback_timeout_seconds,

@@ -68,13 +68,17 @@ class ChannelLimits:
     session_buffer_bytes: int
     idle_seconds: float
     accept_backoff_max: float
+    #: A longer line is parsed in a child process; no line holds more values.
+    parse_in_child_bytes: int = 64 * 1024
+    max_values: int = 20000
 
     @classmethod
     def from_settings(cls, settings) -> "ChannelLimits":
         limits = SupervisorSettings.of(settings)
         return cls(limits.channel_max_connections, limits.channel_max_request_bytes,
                    limits.channel_session_buffer_bytes, limits.channel_idle_seconds,
-                   limits.accept_backoff_max_seconds)
+                   limits.accept_backoff_max_seconds, limits.channel_parse_in_child_bytes,
+                   limits.channel_max_values)
 
 
 def channel_dir(settings) -> Path:
@@ -168,6 +172,30 @@ def _placeholder_for(session, key: str, answer: dict[str, Any],
     return {"value": placeholder}, [*values, placeholder]
 
 
+async def _parse_line(line: bytes, limits: ChannelLimits) -> Any:
+    """The request line parsed, or why not (a str). A long line, or one that may hold more
+    than ``max_values`` values, is parsed in a child process: ``json.loads`` holds the GIL
+    for the whole line, and a session may send lines of millions of tiny values as fast
+    as they are answered (issue 20)."""
+    from ..daemon import validate
+
+    # Every value but the first follows a ',' or opens a container: a bound in C time.
+    bound = 1 + line.count(b",") + line.count(b"[") + line.count(b"{")
+    if len(line) <= limits.parse_in_child_bytes and bound <= limits.max_values:
+        try:
+            return validate.parse_line(line, limits.max_values)
+        except validate.BodyError as exc:
+            return str(exc)
+    from ..daemon import http
+    from ..daemon.bigbody import CHANNEL_LINE
+
+    try:
+        return await http.digest_in_child(line, CHANNEL_LINE, limits.max_values)
+    except (OSError, RuntimeError) as exc:
+        log.warning("could not parse a long channel request: %s", exc)
+        return "the channel request could not be parsed now; try again"
+
+
 class SessionChannel:
     """Serves one session's socket until the session ends (cancel the task)."""
 
@@ -258,7 +286,7 @@ class SessionChannel:
                         line = await self._read_line(conn, limits)
                     if line is None:
                         return
-                    answer = await self._answer(conn, line)
+                    answer = await self._answer(conn, line, limits)
                 except (trio.TooSlowError, OSError, trio.BrokenResourceError):
                     return
                 try:
@@ -292,16 +320,15 @@ class SessionChannel:
         finally:
             self._buffered -= len(data)
 
-    async def _answer(self, conn, line: bytes) -> dict[str, Any]:
+    async def _answer(self, conn, line: bytes, limits: "ChannelLimits") -> dict[str, Any]:
         session = self.session
         pid = peer_pid(conn, self.peer_uids)
         if pid is None or not procs.in_tree(session.tree, pid):
             return Refusal("this channel belongs to another session; pass_mgr answers only "
                            "inside the session it was started for", exits.FORBIDDEN).answer()
-        try:
-            request = json.loads(line)
-        except ValueError:
-            return Refusal("the channel request is not JSON", exits.USAGE).answer()
+        request = await _parse_line(line, limits)
+        if isinstance(request, str):
+            return Refusal(request, exits.USAGE).answer()
         if not isinstance(request, dict) or not isinstance(request.get("op"), str):
             return Refusal("the channel request needs an 'op'", exits.USAGE).answer()
         op = request["op"]

@@ -65,6 +65,8 @@ class SupervisorSettings:
     channel_max_request_bytes: int
     channel_session_buffer_bytes: int
     channel_idle_seconds: float
+    channel_parse_in_child_bytes: int
+    channel_max_values: int
     accept_backoff_max_seconds: float
 
     @classmethod

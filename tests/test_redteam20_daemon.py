@@ -1,0 +1,118 @@
+"""Issue 20, played again by a hostile agent: what a session sends must not stall the daemon.
+
+Each case is a command in a daemon session that speaks the session channel protocol;
+``/healthz`` is timed on the daemon's socket meanwhile (a stalled event loop stalls every
+session and every agent, not only the one that sent it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from paddedcell.daemon.client import DaemonClient
+from supervisor_helpers import BIN, Daemon, needs_sandbox
+from test_session_reach import CHANNEL_CLIENT, restart_line, run_in_session, world  # noqa: F401
+
+#: A session's threads each sending, again and again, one line of ``size`` bytes of
+#: "[0,0,0,..." (millions of tiny JSON values: the slowest thing to parse per byte).
+LINE_FLOOD = """
+import os, socket, sys, threading, time
+channel = os.environ["PADDEDCELL_CHANNEL"]
+if len(channel.encode()) >= 100:
+    channel = "/proc/self/fd/%d/%s" % (os.open(os.path.dirname(channel), os.O_PATH),
+                                       os.path.basename(channel))
+threads, size = int(sys.argv[1]), int(sys.argv[2])
+line = b"[" + b"0," * (size // 2 - 2) + b"0]\\n"
+def flood():
+    while True:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(channel)
+        s.sendall(line)
+        s.recv(100)
+        s.close()
+for _ in range(threads):
+    threading.Thread(target=flood, daemon=True).start()
+print("FLOODING", flush=True)
+time.sleep(120)
+"""
+
+
+def healthz_times(daemon: Daemon, seconds: float) -> list[float]:
+    """/healthz round trips on a fresh client for ``seconds`` (each within 20 s)."""
+    client = DaemonClient(daemon.client.settings, timeout=20)
+    times, until = [], time.monotonic() + seconds
+    try:
+        while time.monotonic() < until:
+            start = time.perf_counter()
+            client.call("GET", "/healthz")
+            times.append(time.perf_counter() - start)
+            time.sleep(0.02)
+    finally:
+        client.close()
+    return times
+
+
+def test_long_channel_lines_of_tiny_values_do_not_stall_the_daemon(world):
+    """16 connections of one session send 4 MiB lines of "[0,0,..." without pause: each
+    used to be parsed on the daemon's event loop (0.3-0.6 s each, holding the GIL), so
+    /healthz waited seconds. A long line is parsed in a child process now; and no line may
+    hold more than supervisor.channel_max_values values (exit 2, the setting named)."""
+    home, ws = world
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
+        lines = ("import json, sys\n"  # made in the session: no argument holds them
+                 "sys.argv[1:] = [json.dumps({'op': 'whoami', 'x': [0] * 30000}),\n"
+                 "                '[' * 5000 + ']' * 5000,\n"
+                 "                json.dumps({'op': 'whoami', 'pad': 'x' * 200000})]\n")
+        answers = run_in_session(daemon, ws, lines + CHANNEL_CLIENT)
+        assert answers[0]["ok"] is False and answers[0]["exit"] == 2, answers[0]
+        assert "supervisor.channel_max_values" in answers[0]["error"], answers[0]
+        assert answers[1]["ok"] is False and answers[1]["exit"] == 2, answers[1]
+        assert answers[2]["ok"] is True and answers[2]["agentId"] == "a1", answers[2]
+        (ws / "flood.py").write_text(LINE_FLOOD)
+        sid = daemon.call("/exec", {"command": f"{BIN / 'python'} {ws / 'flood.py'} 16 "
+                                               f"{4 << 20}", "agentId": "a1",
+                                    "agentWorkspace": str(ws), "background": True}
+                          )["details"]["sessionId"]
+        time.sleep(2)
+        times = healthz_times(daemon, 4)
+        daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "a1"})
+        assert max(times) < 1.0, f"/healthz took up to {max(times):.2f} s"
+        assert daemon.proc.poll() is None
+
+
+@pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_sandbox()), "none"])
+def test_a_rollback_that_prints_a_flood_does_not_stall_the_daemon(world, sandbox):
+    """A session's restart job whose recovery window is 0 s (the agent's to choose) runs
+    its rollback, the agent's script, which prints 30,000 lines. Each line used to be one
+    open of the job log on the event loop, by a forked child under a root daemon: /healthz
+    did not answer for minutes. Lines are appended in batches off the loop now; the log
+    still ends with the outcome, and says how many lines it dropped, if any."""
+    home, ws = world
+    ws.chmod(0o777)  # a root daemon's sandbox runs the session as the agent's own uid
+    prepare = ("open(os.getcwd() + '/rb.sh', 'w').write("
+               "'yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -30000\\n')\n"
+               "open(os.getcwd() + '/job.log', 'w').close()\n")
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox,
+                PADDEDCELL_RESTART_RESTART_CMD="true",
+                PADDEDCELL_RESTART_STATUS_CMD="false") as daemon:
+        answers = run_in_session(daemon, ws, "import os\n" + prepare + CHANNEL_CLIENT,
+                                 restart_line(str(ws / "job.log"), str(ws / "rb.sh"),
+                                              recoverTimeoutSeconds=0))
+        assert answers[0]["ok"] is True and answers[0]["result"]["result"] == "OK", answers
+        log, times = ws / "job.log", []
+        deadline = time.monotonic() + 60
+        while "restart failed" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            times += healthz_times(daemon, 0.2)
+        text = log.read_text()
+    assert max(times) < 1.0, f"/healthz took up to {max(times):.2f} s"
+    lines = text.count("rollback| xxx")
+    dropped = sum(int(l.split("] ")[1].split()[0]) for l in text.splitlines()
+                  if "lines not logged" in l)
+    assert lines + dropped == 30000 and lines > 0, (lines, dropped)
+    assert text.rstrip().endswith("restart failed and was rolled back: every agent unfrozen")
+    assert os.stat(log).st_uid == ws.stat().st_uid
