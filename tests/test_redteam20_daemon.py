@@ -116,3 +116,36 @@ def test_a_rollback_that_prints_a_flood_does_not_stall_the_daemon(world, sandbox
     assert lines + dropped == 30000 and lines > 0, (lines, dropped)
     assert text.rstrip().endswith("restart failed and was rolled back: every agent unfrozen")
     assert os.stat(log).st_uid == ws.stat().st_uid
+
+
+def test_a_value_generated_in_a_foreground_pcexec_is_masked_in_the_daemons_sessions(world):
+    """A daemon background loop of a1 prints app.env every 20 ms; a foreground pcexec of a1
+    (its own supervisor, not the daemon) generates a key and writes it there. Its channel
+    used to tell only its own supervisor: the daemon's loop showed the value in clear until
+    its next store scan. The pcexec now tells a running daemon (POST /vault/changed) before
+    the generate is answered."""
+    import subprocess
+
+    from supervisor_helpers import base_env
+
+    home, ws = world
+    (ws / "app.env").write_text("nothing yet\n")
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
+        sid = daemon.call("/exec", {"command": f"while :; do cat {ws}/app.env; sleep 0.02; done",
+                                    "agentId": "a1", "agentWorkspace": str(ws),
+                                    "background": True})["details"]["sessionId"]
+        time.sleep(0.5)
+        for key in ("K1",):
+            (ws / "gen.sh").write_text(
+                f"pass_mgr generate {key} >/dev/null && printf 'K=%s\\n' \"$(pass_mgr get {key})\""
+                f" > {ws}/app.env.new && mv {ws}/app.env.new {ws}/app.env && echo written\n")
+            done = subprocess.run([str(BIN / "pcexec"), f"sh {ws / 'gen.sh'}"], cwd=str(ws),
+                                  env=base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws)),
+                                  capture_output=True, text=True, timeout=60)
+            assert "written" in done.stdout, done
+            time.sleep(0.5)
+        text = daemon.call("/process", {"action": "log", "sessionId": sid, "agentId": "a1",
+                                        "limit": 100000})["content"][0]["text"]
+        daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "a1"})
+    shown = {line for line in text.splitlines() if line.startswith("K=")}
+    assert shown == {"K=######"}, sorted(shown)[:5]

@@ -87,7 +87,8 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stop_on_signal, nursery.cancel_scope)
             supervisor = Supervisor(settings, nursery, audit=AuditLog.for_settings(settings),
-                                    forward=forward_to_daemon(settings))
+                                    forward=forward_to_daemon(settings),
+                                    store_changed=tell_daemon_store_changed(settings))
             nursery.start_soon(supervisor.maintain)
             service = ExecService(supervisor)
             try:
@@ -173,6 +174,32 @@ def forward_to_daemon(settings):
         return await trio.to_thread.run_sync(call, method, path, body)
 
     return forward
+
+
+def tell_daemon_store_changed(settings):
+    """The foreground supervisor's word to a running daemon (none is started) that one of
+    its sessions set, generated or rotated a value: ``POST /vault/changed`` names the
+    store, never a value, and answers once the daemon's sessions mask it. A daemon that
+    cannot be told (none, a refusal: this pcexec runs inside one of its sessions) finds
+    the change by its store scan (supervisor.scan_interval_seconds)."""
+    import trio
+
+    def call(agent_id: str, workspace: str) -> None:
+        from ..daemon.client import DaemonClient, DaemonError
+
+        if not (settings.home / "run" / settings["daemon.socket_name"]).exists():
+            return
+        try:
+            with DaemonClient(settings, timeout=10.0) as client:
+                client.call("POST", "/vault/changed", {"agentId": agent_id,
+                                                      "agentWorkspace": workspace})
+        except (DaemonError, OSError):
+            pass
+
+    async def tell(agent_id: str, workspace: str) -> None:
+        await trio.to_thread.run_sync(call, agent_id, workspace)
+
+    return tell
 
 
 def _run_daemon(body: dict[str, Any], as_json: bool, raw_request: bool) -> int:

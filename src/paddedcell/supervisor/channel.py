@@ -214,6 +214,9 @@ class SessionChannel:
         #: ``share(agent_id, workspace, values)``: the supervisor's broadcast of values
         #: this channel handed out to every other live session that could print them.
         self.share: Callable[[str, str, list[str]], None] | None = None
+        #: ``store_changed(agent_id, workspace)``: a foreground pcexec tells a running
+        #: daemon, whose sessions could print the new value too (None in the daemon).
+        self.store_changed: Callable[[str, str], Awaitable[None]] | None = None
         #: Connections being served, and request bytes they hold (ChannelLimits).
         self._open = 0
         self._buffered = 0
@@ -351,6 +354,8 @@ class SessionChannel:
                     session.add_secrets(values)
                     if self.share is not None:
                         self.share(agent_id, workspace, values)
+                    if self.store_changed is not None and op != "get":
+                        await self.store_changed(agent_id, workspace)
                 return {"ok": True, **answer}
             if op in ("exec", "process", "daemon"):
                 return {"ok": True, "result": await self._forward(op, request)}

@@ -27,7 +27,7 @@ import secrets as _secrets
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Mapping, Protocol
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 import trio
 
@@ -93,7 +93,8 @@ class LaunchSpec:
 
 class Supervisor:
     def __init__(self, settings, nursery: trio.Nursery, *, audit: Audit | None = None,
-                 base_env: Mapping[str, str] | None = None, forward: Forward | None = None):
+                 base_env: Mapping[str, str] | None = None, forward: Forward | None = None,
+                 store_changed: Callable[[str, str], Awaitable[None]] | None = None):
         self.settings = settings
         #: The supervisor.* settings, typed (built once per settings object).
         self.limits = SupervisorSettings.of(settings)
@@ -114,6 +115,10 @@ class Supervisor:
         #: (docs/design.md §1): the daemon gives its own routes, a foreground pcexec the
         #: daemon's socket; None refuses them.
         self.forward = forward
+        #: A foreground pcexec's word to a running daemon that a session of its changed a
+        #: store (``POST /vault/changed``): the daemon's sessions mask the new value before
+        #: the change is answered, not a store-scan tick later. None in the daemon.
+        self.store_changed = store_changed
 
     # --- admission and start ------------------------------------------------
 
@@ -240,6 +245,7 @@ class Supervisor:
             session.egress = egress  # the channel answers placeholders, the proxy swaps
             egress.audit_sink = lambda event, **fields: self._record(event, session, **fields)
         channel.share = self.share_values
+        channel.store_changed = self.store_changed
         # Before its first byte is read: the values of every store it could print (other
         # agents' whose workspace it can read, set before it started too).
         self.stores.learn(spec.agent_id, spec.agent_workspace)
