@@ -149,3 +149,27 @@ def test_a_value_generated_in_a_foreground_pcexec_is_masked_in_the_daemons_sessi
         daemon.call("/process", {"action": "kill", "sessionId": sid, "agentId": "a1"})
     shown = {line for line in text.splitlines() if line.startswith("K=")}
     assert shown == {"K=######"}, sorted(shown)[:5]
+
+
+def test_a_session_without_a_workspace_cannot_name_one(world):
+    """A session started for agent a1 with no agentWorkspace sends, through its channel,
+    an exec naming another directory as its workspace. It was run there: the directory
+    became the new session's workspace (its cwd, a1's store created in it; under a root
+    daemon's sandbox bound read-write and given to a1's uid). Now it is refused, exit 5."""
+    home, ws = world
+    victim = ws.parent / "victim"
+    victim.mkdir(mode=0o700)
+    (victim / "private.txt").write_text("victim-private-file\n")
+    before = sorted(p.name for p in victim.iterdir()), victim.stat().st_uid
+    line = json.dumps({"op": "exec", "body": {
+        "command": "cat private.txt; pass_mgr generate X", "agentWorkspace": str(victim),
+        "workdir": str(victim), "awaitResults": True}})
+    (ws / "client.py").write_text(CHANNEL_CLIENT)
+    with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:
+        text = daemon.call("/exec", {"command": f"{BIN / 'python'} {ws / 'client.py'} '{line}'",
+                                     "agentId": "a1", "workdir": str(ws),
+                                     "awaitResults": True})["content"][0]["text"]
+    answer = json.loads(text.split("ANSWER ", 1)[1].splitlines()[0])
+    assert answer["ok"] is False and answer["exit"] == 5, answer
+    assert "victim-private-file" not in text
+    assert (sorted(p.name for p in victim.iterdir()), victim.stat().st_uid) == before

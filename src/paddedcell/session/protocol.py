@@ -159,9 +159,11 @@ def bind(session, method: str, path: str, body):
     workspace = session.agent_workspace
     if route.op == "exec":
         claimed_ws = body.get("agentWorkspace")
-        if claimed_ws is not None and workspace is not None and claimed_ws != workspace:
-            raise Refusal(f"inside this session the agent workspace is {workspace}, not "
-                          f"{claimed_ws}", exits.FORBIDDEN)
+        # A session without a workspace may not name one either: it would be any
+        # directory on the host, bound (and, under a root daemon, given) to the agent.
+        if claimed_ws is not None and claimed_ws != workspace:
+            raise Refusal(f"inside this session the agent workspace is "
+                          f"{workspace or '(none)'}, not {claimed_ws}", exits.FORBIDDEN)
     if not agent and route.op != "daemon":
         raise Refusal("this session belongs to no agent, so it cannot start or drive agent "
                       "sessions", exits.FORBIDDEN)
