@@ -126,13 +126,9 @@ def test_engines_agree(secrets, data):
     text = b"".join(data) + b"".join(secrets[:2])
     pats = sorted(patterns_for(secrets, variants=True))
     ref = sorted(set(matcher.FindMatcher(pats).spans(text)))
-    for each in matcher.ENGINES:
-        try:
-            e = each(pats)
-        except ValueError:
-            continue
-        assert sorted(set(e.spans(text))) == ref
-        assert e.hold(text) == matcher.FindMatcher(pats).hold(text)
+    e = matcher.ENGINE(pats)  # each engine in turn (the module's autouse fixture)
+    assert sorted(set(e.spans(text))) == ref
+    assert e.hold(text) == matcher.FindMatcher(pats).hold(text)
 
 
 def test_warning_is_a_user_warning_category():
@@ -175,3 +171,50 @@ def test_realistic_sizes(seed, k, variants, chunk_sizes):
         n += 1
     out.append(r.flush())
     assert b"".join(out) == expected
+
+
+def _naive_prefix_hold(buf: bytes, patterns: list[bytes]) -> int:
+    """Longest suffix of ``buf`` shorter than the longest pattern that starts a pattern."""
+    longest = max(map(len, patterns))
+    for length in range(min(len(buf), longest - 1), 0, -1):
+        if any(p.startswith(buf[-length:]) for p in patterns):
+            return length
+    return 0
+
+
+CASED = b"aAbBqQeE\\\x00:"
+
+
+@st.composite
+def case_pairs(draw):
+    """Patterns equal but for ASCII case (folded into one caseless expression by
+    the fast engine), with NUL and backslash-E (not quotable), and a text full
+    of case variants that are not patterns."""
+    base = draw(st.lists(text_over(CASED, 1, 9), min_size=1, max_size=6))
+    flips = [bytes.upper, bytes.lower, bytes.swapcase, bytes.title]
+    patterns = set(base)
+    for p in base:
+        patterns.update(f(p) for f in draw(st.lists(st.sampled_from(flips), max_size=3)))
+    pieces = [f(p) for p in base for f in flips]
+    text = b"".join(draw(st.lists(st.one_of(text_over(CASED, 0, 6), st.sampled_from(pieces)), max_size=14)))
+    return sorted(patterns), text
+
+
+@settings(max_examples=120, deadline=None)
+@given(case_pairs())
+def test_engines_agree_on_patterns_equal_but_for_case(case):
+    patterns, text = case
+    e = matcher.ENGINE(patterns)  # each engine in turn (the module's autouse fixture)
+    assert sorted(set(e.spans(text))) == sorted(set(matcher.FindMatcher(patterns).spans(text)))
+    for cut in range(len(text) + 1):
+        assert e.hold(text[:cut]) == _naive_prefix_hold(text[:cut], patterns), cut
+
+
+def test_the_fast_engine_folds_case_pairs_and_confirms_each_hit():
+    if matcher.HYPERSCAN_PROBLEM is not None:
+        pytest.skip(f"pyperscan unavailable here ({matcher.HYPERSCAN_PROBLEM})")
+    pats = [b"6a6B7c", b"6A6B7C", b"6a6b7c", b"plain-Secret"]
+    e = matcher.HyperscanMatcher(pats)
+    assert e._confirm is not None  # the three hex forms are one caseless expression
+    text = b"6a6B7c 6A6b7C 6A6B7C plain-secret plain-Secret 6a6b7c"
+    assert sorted(e.spans(text)) == [(0, 6), (14, 20), (34, 46), (47, 53)]

@@ -243,7 +243,10 @@ _ESCAPED = [bytes([c]) if c in _WORD else b"\\x%02x" % c for c in range(256)]
 
 
 def _as_regex(pattern: bytes) -> bytes:
-    """A literal as a Hyperscan regex that survives NUL bytes (see module docstring)."""
+    """A literal as a Hyperscan regex that survives NUL bytes (see module docstring):
+    quoted whole (``\\Q…\\E``) unless it holds a NUL or ``\\E``, else byte by byte."""
+    if b"\0" not in pattern and b"\\E" not in pattern:
+        return b"\\Q" + pattern + b"\\E"
     return b"".join([_ESCAPED[c] for c in pattern])
 
 
@@ -257,9 +260,17 @@ class HyperscanMatcher(_Engine):
     the redactor per secret set) and scanned with one pyperscan scanner per
     thread: a scanner owns a scratch space, which two concurrent scans must
     not share, and its scan runs without the GIL.
+
+    Patterns equal but for ASCII case (a secret's hex in both cases, %2f and
+    %2F, base32 upper and lower) are one ``CASELESS`` expression: fewer
+    patterns to compile and scan; a hit of one is kept only if its bytes are
+    one of the patterns (a slice and a set lookup, on hits only), so the
+    matcher stays exact.
     """
 
     name = "pyperscan"
+    #: Fold patterns equal but for ASCII case into one caseless expression.
+    FOLD_CASE = True
 
     def __init__(self, patterns: Iterable[bytes]):
         import pyperscan
@@ -267,21 +278,38 @@ class HyperscanMatcher(_Engine):
         self.patterns = sorted(set(patterns))
         self._local = threading.local()
         self._db = None
-        # Hyperscan refuses an expression longer than 16 000 characters (a
-        # 4 KiB key's hex form, escaped): those few go to bytes.find instead
-        # of sending the whole set to the slow portable engine.
-        expressions, long = [], []
-        for p in self.patterns:
-            regex = _as_regex(p)
+        self._confirm: frozenset[bytes] | None = None
+        groups: dict[bytes, list[bytes]] = {}
+        if self.FOLD_CASE:
+            for p in self.patterns:
+                groups.setdefault(p.lower(), []).append(p)
+        else:
+            groups = {p: [p] for p in self.patterns}
+        som, caseless = pyperscan.Flag.SOM_LEFTMOST, pyperscan.Flag.CASELESS
+        compiled, long = [], []
+        for key, members in groups.items():
+            # Hyperscan refuses an expression longer than 16 000 characters (a
+            # 4 KiB key's hex form, escaped): those few go to bytes.find instead
+            # of sending the whole set to the slow portable engine.
+            if len(members) == 1:
+                regex = _as_regex(members[0])
+                if len(regex) > self.EXPRESSION_LIMIT:
+                    long.append(members[0])
+                else:
+                    compiled.append(pyperscan.Pattern(regex, som))
+                continue
+            regex = _as_regex(key)
             if len(regex) > self.EXPRESSION_LIMIT:
-                long.append(p)
+                long += members
             else:
-                expressions.append(regex)
+                compiled.append(pyperscan.Pattern(regex, som, caseless))
+                self._confirm = frozenset()
+        if self._confirm is not None:
+            self._confirm = frozenset(self.patterns)
         self._long = FindMatcher(long) if long else None
-        if not expressions:
+        if not compiled:
             return
-        som = pyperscan.Flag.SOM_LEFTMOST
-        self._db = pyperscan.BlockDatabase(*[pyperscan.Pattern(e, som) for e in expressions])
+        self._db = pyperscan.BlockDatabase(*compiled)
         self._continue = pyperscan.Scan.Continue
 
     #: Longest expression given to Hyperscan (its limit is 16 000).
@@ -307,7 +335,13 @@ class HyperscanMatcher(_Engine):
         scanner, acc = getattr(self._local, "pair", None) or self._scanner()
         acc.clear()  # left over only if a scan was interrupted
         scanner.scan(buf)
-        found = acc.copy()
+        if not acc:
+            found = []
+        elif self._confirm is None:
+            found = acc.copy()
+        else:  # a caseless hit counts if it is one of the patterns
+            confirm = self._confirm
+            found = [(s, e) for s, e in acc if buf[s:e] in confirm]
         acc.clear()
         if self._long is not None:
             found += self._long.spans(buf)
