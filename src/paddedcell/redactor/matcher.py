@@ -554,7 +554,8 @@ class Matcher(_Engine):
 
     MERGE_LIMIT = 20_000
 
-    def __init__(self, literals: Iterable[bytes], windows: dict[bytes, list[int]], width: int, engine: type):
+    def __init__(self, literals: Iterable[bytes], windows: dict[bytes, list[int]], width: int, engine: type,
+                 hold: bool = True):
         literals = set(literals)
         probe = FragmentFinder(windows, width, None)
         literals |= probe.literals
@@ -569,7 +570,24 @@ class Matcher(_Engine):
         self.name = engine.name
         windows_bytes = {s[i : i + width] for s, starts in windows.items() for i in starts}
         self.patterns = sorted(literals | windows_bytes)
-        self._prefix = PrefixIndex(self.patterns, engine, direct=max(16, width + 1))
+        # The hold's index, built now unless ``hold`` is False (a matcher for
+        # spans alone: a view's, the dump triggers), then on a first hold.
+        self._prefix: PrefixIndex | None = None
+        self._index_args = (engine, max(16, width + 1))
+        if hold:
+            self._index()
+
+    def _index(self) -> PrefixIndex:
+        engine, direct = self._index_args
+        self._prefix = index = PrefixIndex(self.patterns, engine, direct=direct)
+        return index
+
+    def hold(self, buf: bytes) -> int:
+        return (self._prefix or self._index()).hold(buf)
+
+    def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
+        found = self.spans(buf)
+        return (0 if final else (self._prefix or self._index()).hold(buf)), found
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         found = self.literal.spans(buf)
@@ -660,15 +678,17 @@ def build(
     engine: type[_Engine] | None = None,
     windows: dict[bytes, list[int]] | None = None,
     width: int = 12,
+    hold: bool = True,
 ) -> _Engine:
     """An exact matcher for these literals (and fragment windows), on
-    :data:`ENGINE` unless told otherwise."""
+    :data:`ENGINE` unless told otherwise; ``hold=False`` for one whose
+    ``spans`` alone are used (its hold index is then built only if asked)."""
     patterns = set(patterns)
     cls = engine or ENGINE
     try:
-        return Matcher(patterns, windows or {}, width, cls)
+        return Matcher(patterns, windows or {}, width, cls, hold)
     except Exception as exc:  # e.g. Hyperscan refuses a pattern too large
         if cls is AhoMatcher:
             raise
         log.warning("redactor engine %s refused this secret set (%s); using pyahocorasick", cls.name, exc)
-        return Matcher(patterns, windows or {}, width, AhoMatcher)
+        return Matcher(patterns, windows or {}, width, AhoMatcher, hold)
