@@ -98,6 +98,21 @@ def test_squeezed_lines_read_as_the_line_before_them(layout, secret, data):
     assert_chunked_equals_oracle([secret], text, list(range(3, len(text), 23)))
 
 
+@pytest.mark.parametrize("layout", ["xxd", "od -d", "hexdump -C", "od -c"])
+def test_a_long_dump_is_read_in_windows_around_its_marked_lines(layout):
+    """Each line holding a trigger is read with a window of its run, not the whole
+    run: secrets deep in long runs, next to a squeezed run, in the first and the
+    last line, two of them one line apart, are masked as the oracle says."""
+    rng = random.Random(11)
+    noise = lambda n: bytes(rng.getrandbits(8) for _ in range(n))  # noqa: E731
+    data = (SECRET + noise(200) + SECRET + noise(20) + SECRET + BLOCK * 4 + SECRET + noise(150)
+            + SHORT + noise(7) + SECRET)
+    text = b"$ x\n" + dump(layout, data)
+    expected = naive_redact(text, patterns_for([SECRET, SHORT]))
+    assert expected.count(M) >= 4
+    assert_chunked_equals_oracle([SECRET, SHORT], text, list(range(5, len(text), 257)))
+
+
 def test_pty_line_endings():
     text = dump("xxd", b"token " + SECRET).replace(b"\n", b"\r\n")
     out = redact(text, [SECRET])
@@ -276,6 +291,49 @@ def test_every_dump_line_is_a_candidate_line(buf):
         return sorted((s, e) for s, e in spans if buf.rfind(b"\n", 0, s) + 1 in read)
 
     assert in_dump_lines(finder._trigger_spans(buf)) == in_dump_lines(finder._triggers.spans(buf))
+
+
+def _layout_line():
+    """Any line one of decode_line's layout expressions reads (not only what the tools print)."""
+    from paddedcell.redactor import dumps
+
+    layouts = [dumps._XXD, dumps._FIELDS, dumps._NUMBERS, dumps._XXD_I, dumps._CHARS]
+    return st.sampled_from(layouts).flatmap(lambda rx: st.from_regex(rx, fullmatch=True))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(_layout_line(), st.sampled_from([b"", b"\r", b"\r\r"]), st.binary(max_size=12), st.booleans())
+@example(b"00000000  41 42  |AB|", b"", b"x", True)  # a gutter closed: just passes
+@example(b"41 42|A|", b"\r", b"", False)  # a gutter right after the fields
+@example(b"0000000 del   x  sp", b"", b"", True)  # od -a: names after one space
+@example(b"-128  107", b"", b"", True)  # od -An -t d1: a negative first field
+def test_every_line_a_layout_reads_is_a_candidate(line, cr, before, first):
+    """The candidate gate is whole-line (random text: 1 line in 700 passes): every line
+    decode_line reads as bytes must pass it, whatever its fields, at the buffer's start or after a break."""
+    from paddedcell.redactor import matcher
+    from paddedcell.redactor.dumps import CandidateLines
+
+    line += cr
+    decoded = decode_line(line)
+    if b"\n" in line or decoded is None or decoded is SQUEEZED:
+        return
+    buf = line + b"\nzz" if first else before.replace(b"\n", b"") + b"\n" + line + b"\n" + before
+    lines = CandidateLines(matcher.ENGINE is matcher.HyperscanMatcher)
+    lines.LIMIT = 10**6
+    assert (0 if first else buf.index(b"\n") + 1) in lines.starts(buf)
+
+
+def test_near_misses_are_not_candidates():
+    """Lines that hold other bytes before a gutter (text, random bytes) are no candidates:
+    the dump finder costs one scan on them."""
+    from paddedcell.redactor import matcher
+    from paddedcell.redactor.dumps import CandidateLines
+
+    lines = CandidateLines(matcher.ENGINE is matcher.HyperscanMatcher)
+    for text in [b"41 42 |AB", b"41 42 >AB", b"deadbeef is a word", b"ab:cd=ef", b"0x41;", b"12 + 3",
+                 b"cafe\tbabe", b"a b c d e f g", b"2026-11-30T10:00:00Z INFO"]:
+        assert decode_line(text) is None
+        assert lines.starts(b"x\n" + text + b"\n") == [], text
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
