@@ -20,7 +20,7 @@ from paddedcell.redactor import StreamRedactor, Variants, matcher, redact
 from paddedcell.redactor.oracle import _csi_length, naive_held, naive_redact, patterns_for, scan_view
 from paddedcell.redactor.variants import base64_inner_forms
 from paddedcell.redactor.views import VIEWS, Viewed
-from redactor_engines import assert_chunked_equals_oracle, engine  # noqa: F401 (autouse: every test on both engines)
+from redactor_engines import assert_chunked_equals_oracle, assert_exact_under_every_split, engine  # noqa: F401 (autouse: every test on both engines)
 
 M = b"######"
 pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
@@ -168,6 +168,42 @@ def test_url_forms_far_from_the_end_of_a_feed(chunk):
         if chunk >= 64:
             assert r.held == naive_held(text[:i + chunk], patterns)
     assert b"".join(out) + r.flush() == expected
+
+
+def test_url_gate_tokens_of_other_bytes_and_of_the_secrets_bytes():
+    """The %XX view runs only around its triggers (a token of a secret's byte next
+    to another of its bytes). Tokens of other bytes (``%20``, ``%FF``), ``100%``,
+    and a raw prefix of the secret at the end: no view, the hold is the literal's;
+    one token of a secret byte next to the rest just passes. Every split, held ==
+    oracle per byte."""
+    secret = b"Zq8xv2NmP4tR7yWb"
+    for text, masks in [(b"100% of %20 and %ff%FF: Zq8x%FFv2Nm %2 " + secret[:9], 0),
+                        (b"%20" + mixed_url(secret, random.Random(1)) + b"%2", 1),
+                        (b"x%5a" + secret[1:] + b" %zz%5", 1)]:  # one escaped byte: the gate's whole token
+        expected = naive_redact(text, patterns_for([secret]))
+        assert expected.count(M) == masks
+        assert_exact_under_every_split(text, secret, expected)
+
+
+def test_line_break_literals_are_scanned_only_where_their_break_is(monkeypatch):
+    """A literal with a line break (a multi-line secret) is searched on the raw
+    bytes only when the buffer holds the byte before its first break and that
+    break; otherwise that scan is skipped. Exact either way, every split."""
+    secret = b"user=admin\npass=Zq8xv2NmP4"
+    for text in [b"log\r\n" + secret + b"\nmore", b"user=admin\r\npass=Zq8x admin\r\r" + secret[:12]]:
+        assert_exact_under_every_split(text, secret, naive_redact(text, patterns_for([secret])))
+    viewed = StreamRedactor([secret])._engine
+    raw = viewed.base.raw_matcher
+    grams = viewed.base._break_grams
+    assert b"n\n" in grams and all(len(g) == 2 for g in grams)
+    calls = []
+    monkeypatch.setattr(raw, "spans", lambda buf: calls.append(buf) or [])
+    plain = b"no such break\r\nhere\n"
+    assert not any(g in plain for g in grams)
+    viewed.base.spans(plain)
+    assert calls == []
+    viewed.base.spans(b"admin\n")
+    assert calls == [b"admin\n"]
 
 
 # -- (d) SGR/CSI inside a secret -----------------------------------------------

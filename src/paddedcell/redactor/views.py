@@ -65,8 +65,12 @@ scan with the literals (:class:`ThroughLineBreaks`), so a buffer costs one
 transform and a scan each, the CSI view only on buffers holding an ESC, the
 ``%XX`` view only over windows around its *triggers* (two adjacent bytes of a
 secret, at least one of them ``%XX``: a few hundred short literals found by one
-engine scan of the raw buffer) and over the last few dozen bytes for the hold;
-``%`` in ordinary text (``100%``, ``%d``, stray ``%41``) costs that one scan.
+engine scan of the raw buffer; the scan is the gate, a buffer without ``%``
+skips it) and over the last few dozen bytes for the hold only when a trigger
+is near the end; ``%`` in ordinary text (``100%``, ``%d``, stray ``%41``)
+costs that one scan. Literals with a line break of their own are searched on
+the raw bytes only where the buffer holds one of their break grams. Each view
+is one step of :meth:`Viewed.scan` behind its gate: see :meth:`Viewed._steps_for`.
 The exact hold for a line break inside an encoded form means a line that
 ends in a character that starts some encoded form keeps that character
 *and its newline* until the next byte (8 % of the lines of a token-heavy
@@ -308,6 +312,13 @@ def _has_break(p: bytes) -> bool:
     return b"\n" in p or b"\r" in p
 
 
+def _break_gram(p: bytes) -> bytes:
+    """The byte before the first line break of ``p`` and that break; the break
+    and the byte after it when ``p`` starts with it."""
+    i = _BREAKS.search(p).start()
+    return p[i - 1 : i + 1] if i else p[:2]
+
+
 class ThroughLineBreaks(_matcher._Engine):
     """The literal matcher and the line-break view in ONE scan of the view.
 
@@ -324,6 +335,10 @@ class ThroughLineBreaks(_matcher._Engine):
     the line breaks) is built only when there is a hit.
     """
 
+    #: At most this many distinct break grams are checked (``in``, memchr speed)
+    #: before the raw scan; more (many multi-line secrets): the raw scan always runs.
+    BREAK_GRAMS = 8
+
     def __init__(self, literals: set[bytes], windows: dict[bytes, list[int]], width: int,
                  wrap: set[bytes], engine: type):
         redundant = {p for p in literals if _has_break(p) and p[:1] not in b"\r\n" and p[-1:] not in b"\r\n"
@@ -337,6 +352,16 @@ class ThroughLineBreaks(_matcher._Engine):
                 (w_broken if _has_break(secret[i : i + width]) else w_plain).setdefault(secret, []).append(i)
         self.view_matcher = _matcher.Matcher(plain | wrap, w_plain, width, engine)
         self.raw_matcher = _matcher.Matcher(broken, w_broken, width, engine) if (broken or w_broken) else None
+        #: What an occurrence of a literal or window with a line break holds
+        #: around its first break (the byte before it and the break): a
+        #: buffer without any of these needs no raw scan (Node's padded
+        #: columns hold ``,\n``; text rarely does).
+        self._break_grams: tuple[bytes, ...] | None = None
+        if self.raw_matcher is not None:
+            grams = {_break_gram(p) for p in broken}
+            grams |= {_break_gram(s[i : i + width]) for s, starts in w_broken.items() for i in starts}
+            if len(grams) <= self.BREAK_GRAMS:
+                self._break_grams = tuple(sorted(grams))
         self._wrap = frozenset(wrap)
         every = set(self.view_matcher.patterns) | redundant
         if self.raw_matcher is not None:
@@ -393,7 +418,8 @@ class ThroughLineBreaks(_matcher._Engine):
                 out += vm.fragments.spans(buf, hits)
         if not vm._merged and vm.fragments._grams is not None:
             out += vm.fragments.spans(buf)  # grams scanned apart: on the raw bytes
-        if self.raw_matcher is not None:
+        if self.raw_matcher is not None and (self._break_grams is None
+                                             or any(g in buf for g in self._break_grams)):
             out += self.raw_matcher.spans(buf)
         return out
 
@@ -462,6 +488,7 @@ class Viewed(_matcher._Engine):
             pats = families["percent"]
             self._percent_reach = max(len(p) for p in pats) + PercentView.reach
             self._percent_triggers = _matcher.build(PercentView.triggers(pats), engine)
+        self._steps = self._steps_for()
 
     def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
         if name == "base":
@@ -479,40 +506,67 @@ class Viewed(_matcher._Engine):
 
     def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
         best, found = self.base.scan(buf, final)
-        size = len(buf)
         if self._dump is not None:
-            best = max(best, self._dump.scan(buf, final, found))
-        for (view, m), proper, full in zip(self.views, self._proper, self._full):
-            cut = 0 if final else view.incomplete(buf)
-            n = size - cut
-            if not view.relevant(buf):
-                # The view is buf itself and its patterns are literals already
-                # found; only an incomplete token at the end (and the view
-                # prefix it may continue) is held.
-                if cut:
-                    h = proper.hold(buf[:n])
-                    best = max(best, cut + h)
-                continue
-            if view.name == "percent" and self._percent_triggers is not None:
-                best = max(best, self._percent_scan(view, m, proper, full, buf, final, found))
-                continue
-            if view.name == "wrap" and self._wrap_in_base:
-                # Spans come from the base's one scan of this view; the hold
-                # needs only the view of the tail.
-                if not final:
-                    h = self._wrap_hold(view, proper, buf)
-                    if h > best:
-                        best = h
-                continue
-            seen = self._view_hits(view, m, full, buf, 0, n, found)
-            if final:
-                continue
-            h = proper.hold(seen)
-            if h:
-                cut = max(cut, size - self._tail_start(view, buf, n, h))
-            if cut > best:
-                best = cut
+            h = self._dump.scan(buf, final, found)
+            if h > best:
+                best = h
+        for step, lead, args in self._steps:
+            if lead is None or lead in buf:
+                h = step(self, *args, buf, final, found)
+                if h > best:
+                    best = h
         return best, found
+
+    def _steps_for(self) -> list:
+        """Per view: ``(step, lead, args)``; ``step(self, *args, buf, final, found)``
+        returns the view's hold and runs only on a buffer holding ``lead`` (the
+        first byte of every token of the view, found at memchr speed), then
+        passes its own gate first: a view that cannot match in a buffer costs
+        that gate alone. (Functions, not bound methods: no reference cycle.)"""
+        steps = []
+        for (view, m), proper, full in zip(self.views, self._proper, self._full):
+            if view.name == "wrap" and self._wrap_in_base:
+                steps.append((Viewed._wrap_step, None, (view, proper)))
+            elif view.name == "percent":
+                steps.append((Viewed._percent_step, view.lead, (view, m, proper, full)))
+            else:
+                steps.append((Viewed._view_step, getattr(view, "lead", None), (view, m, proper, full)))
+        return steps
+
+    def _wrap_step(self, view: View, proper, buf: bytes, final: bool, found: list[tuple[int, int]]) -> int:
+        """The line-break view: its spans come from the base's one scan of the
+        view; the hold needs only the view of the tail."""
+        return 0 if final else self._wrap_hold(view, proper, buf)
+
+    def _percent_step(self, view: View, m, proper, full, buf: bytes, final: bool,
+                      found: list[tuple[int, int]]) -> int:
+        """The %XX view of a buffer that holds a ``%``: its triggers are its gate
+        (no regular expression over the whole buffer: ``re`` runs at ~1 ns a
+        byte here, a Hyperscan scan of the triggers at ~0.4)."""
+        cut = 0 if final else view.incomplete(buf)
+        if cut and not view.relevant(buf):  # no complete token: only an incomplete one at the end
+            return cut + proper.hold(buf[: len(buf) - cut])
+        return self._percent_scan(view, m, proper, full, buf, final, found)
+
+    def _view_step(self, view: View, m, proper, full, buf: bytes, final: bool,
+                   found: list[tuple[int, int]]) -> int:
+        """A view over the whole buffer (CSI when it holds an ESC, whitespace runs)."""
+        size = len(buf)
+        cut = 0 if final else view.incomplete(buf)
+        n = size - cut
+        if not view.relevant(buf):
+            # The view is buf itself and its patterns are literals already
+            # found; only an incomplete token at the end (and the view
+            # prefix it may continue) is held.
+            return cut + proper.hold(buf[:n]) if cut else 0
+        seen = self._view_hits(view, m, full, buf, 0, n, found)
+        lead = getattr(view, "lead", None)
+        if final or (not cut and lead is not None and buf.find(lead, max(0, n - proper.maxlen - view.reach)) < 0):
+            return 0  # no token in the tail: the held view suffix is raw bytes, in the base's hold
+        h = proper.hold(seen)
+        if h:
+            cut = max(cut, size - self._tail_start(view, buf, n, h))
+        return cut
 
     def _percent_scan(self, view: View, m, proper, full, buf: bytes, final: bool,
                       found: list[tuple[int, int]]) -> int:
@@ -534,18 +588,32 @@ class Viewed(_matcher._Engine):
             else:
                 windows.append([s, e])
         tail = max(0, size - 3 * reach)
-        if windows and windows[-1][1] + reach >= tail:
+        near = bool(windows) and windows[-1][1] + reach >= tail
+        if near:
             tail = min(tail, windows.pop()[0] - reach)
         for s, e in windows:
             a, b = _token_edge(view, buf, max(0, s - reach)), _token_edge(view, buf, min(size, e + reach), True)
             self._view_hits(view, m, full, buf, a, b, found)
-        a = _token_edge(view, buf, max(0, tail))
         cut = 0 if final else view.incomplete(buf)
+        if not near and not cut:
+            # No trigger near the end: no occurrence with a token there, and a
+            # held view suffix of two bytes or more holding a token would hold
+            # one; so it is raw bytes (the base's hold), or one token alone,
+            # the very last one, of a byte that starts a pattern.
+            last = buf[size - 3 :]
+            if not final and last[:1] == b"%" and view.token.fullmatch(last) and proper.hold(view._decoded[last]):
+                return 3
+            return 0
+        a = _token_edge(view, buf, max(0, tail))
         n = size - cut
         if a < n and view.token.search(buf, a, n) is None:
             # No token at the end: the view there is the raw bytes, and its
             # occurrences are raw occurrences of a secret, which the base
-            # finds (every secret is a literal); only the hold is needed.
+            # finds (every secret is a literal). So is its hold, unless an
+            # incomplete token ends the buffer: a proper prefix of a secret
+            # ending the raw bytes is in the base's hold already.
+            if not cut:
+                return 0
             seen = buf[a:n]
         else:
             seen = self._view_hits(view, m, full, buf, a, n, found) if a < n else b""
