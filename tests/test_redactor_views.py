@@ -185,27 +185,6 @@ def test_url_gate_tokens_of_other_bytes_and_of_the_secrets_bytes():
         assert_exact_under_every_split(text, secret, expected)
 
 
-def test_line_break_literals_are_scanned_only_where_their_break_is(monkeypatch):
-    """A literal with a line break (a multi-line secret) is searched on the raw
-    bytes only when the buffer holds the byte before its first break and that
-    break; otherwise that scan is skipped. Exact either way, every split."""
-    secret = b"user=admin\npass=Zq8xv2NmP4"
-    for text in [b"log\r\n" + secret + b"\nmore", b"user=admin\r\npass=Zq8x admin\r\r" + secret[:12]]:
-        assert_exact_under_every_split(text, secret, naive_redact(text, patterns_for([secret])))
-    viewed = StreamRedactor([secret])._engine
-    raw = viewed.base.raw_matcher
-    grams = viewed.base._break_grams
-    assert b"n\n" in grams and all(len(g) == 2 for g in grams)
-    calls = []
-    monkeypatch.setattr(raw, "spans", lambda buf: calls.append(buf) or [])
-    plain = b"no such break\r\nhere\n"
-    assert not any(g in plain for g in grams)
-    viewed.base.spans(plain)
-    assert calls == []
-    viewed.base.spans(b"admin\n")
-    assert calls == [b"admin\n"]
-
-
 # -- (d) SGR/CSI inside a secret -----------------------------------------------
 
 def test_grep_color_inside_a_secret_is_one_mask():
