@@ -359,6 +359,17 @@ _CANDIDATE_AFTER_BREAK = re.compile(rb"\n" + _CANDIDATE, re.M)
 _CANDIDATE_AT_START = re.compile(_CANDIDATE, re.M)
 
 
+def _count(pending: dict[str, int] | None, decoded: dict[str, bytes], need: int) -> None:
+    """Add a line's bytes to each reading still short of ``need`` (a window's
+    walk, see :meth:`DumpFinder._spans`); a reading the line lacks ends there."""
+    if pending is None:
+        return
+    for k in list(pending):
+        pending[k] += len(decoded.get(k, b""))
+        if k not in decoded or pending[k] >= need:
+            del pending[k]
+
+
 class CandidateLines:
     """Starts of the lines of a buffer that may be dump lines (:data:`_CANDIDATE`),
     in one C-speed scan (Hyperscan, multi-line ``^``/``$``; else :mod:`re` from each line break);
@@ -495,11 +506,7 @@ class DumpFinder:
                     continue
                 if star:
                     break
-                if pending_back is not None:
-                    for k in list(pending_back):
-                        pending_back[k] += len(dp.get(k, b""))
-                        if k not in dp or pending_back[k] >= need:
-                            del pending_back[k]
+                _count(pending_back, dp, need)
             while pending_fwd is None or pending_fwd:
                 e = line(last)[0]
                 if e + 1 >= limit:
@@ -512,11 +519,7 @@ class DumpFinder:
                     if pending_fwd is not None:
                         pending_fwd = {}
                     continue
-                if pending_fwd is not None:
-                    for k in list(pending_fwd):
-                        pending_fwd[k] += len(dn.get(k, b""))
-                        if k not in dn or pending_fwd[k] >= need:
-                            del pending_fwd[k]
+                _count(pending_fwd, dn, need)
             windows.append([first, last])
         merged: list[list[int]] = []
         for first, last in sorted(windows):
