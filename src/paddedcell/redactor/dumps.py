@@ -434,11 +434,11 @@ class DumpFinder:
         self._full: dict[bytes, list[bytes]] = {}
         for p in patterns:
             self._full.setdefault(p[: self.CAP], []).append(p)
-        self._m = _matcher.build(self._full, engine)
+        self._m = _matcher.build(self._full, engine, hold=False)
         self._proper = _matcher.PrefixIndex({p[:-1] for p in patterns if len(p) > 1}, engine)
         self._proper.maxlen += 1
         self._longest = max(map(len, patterns))
-        self._triggers = _matcher.build(triggers(patterns), engine)
+        self._triggers = _matcher.build(triggers(patterns), engine, hold=False)
         self._lines = CandidateLines(engine is _matcher.HyperscanMatcher)
 
     def scan(self, buf: bytes, final: bool, found: list[tuple[int, int]]) -> int:

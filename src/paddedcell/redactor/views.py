@@ -445,7 +445,7 @@ class Viewed(_matcher._Engine):
             full: dict[bytes, list[bytes]] = {}
             for p in pats:
                 full.setdefault(p[: self.CAP], []).append(p)
-            self.views.append((VIEWS[name], _matcher.build(full, engine)))
+            self.views.append((VIEWS[name], _matcher.build(full, engine, hold=False)))
             self._full.append(full)
         # Hold: the longest view suffix that is a *proper* prefix of a view
         # pattern (a prefix of a pattern less its last byte). A complete
@@ -466,7 +466,7 @@ class Viewed(_matcher._Engine):
         if "percent" in families:
             pats = families["percent"]
             self._percent_reach = max(len(p) for p in pats) + PercentView.reach
-            self._percent_triggers = _matcher.build(PercentView.triggers(pats), engine)
+            self._percent_triggers = _matcher.build(PercentView.triggers(pats), engine, hold=False)
         self._steps = self._steps_for()
 
     def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
