@@ -6,11 +6,14 @@ do), so they behave the same on every machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +21,32 @@ from paddedcell import config
 
 PY = shlex.quote(sys.executable)
 BIN = Path(sys.executable).parent
+#: The pass_mgr binary's directory: agents of their own uid (``sandbox = "user"``) run it.
+PASS_MGR_DIR = Path(__file__).parents[1] / "dist" / "pass_mgr"
+
+
+def pass_mgr_closed_to_others() -> Path | None:
+    """The first directory on the way to dist/pass_mgr that other users cannot cross
+    (or the binary itself when missing), or None: user mode needs it reachable."""
+    closed = [p for p in (PASS_MGR_DIR, *PASS_MGR_DIR.parents) if not os.stat(p).st_mode & 0o001]
+    if closed:
+        return closed[0]
+    return None if os.access(PASS_MGR_DIR / "pass_mgr", os.X_OK) else PASS_MGR_DIR / "pass_mgr"
+
+
+@contextlib.contextmanager
+def world_for_other_uids(prefix: str, workspace_mode: int):
+    """``(home, ws)`` under a fresh 0711 directory in /tmp that agents of other uids can
+    cross (pytest's own tmp_path is 0700): home 0700, the workspace ``workspace_mode``."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        root.chmod(0o711)
+        home, ws = root / "home", root / "ws"
+        home.mkdir(mode=0o700)
+        ws.mkdir(mode=workspace_mode)
+        yield home, ws
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def py(code: str) -> str:

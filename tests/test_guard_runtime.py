@@ -28,10 +28,10 @@ from paddedcell import config
 from paddedcell.supervisor import sandbox
 from paddedcell.vault import admin, crypto, guard, guard_runtime, guard_state, init_admin
 from paddedcell.vault.leak import LeakDetector
-from supervisor_helpers import BIN, Daemon, base_env, init_vault
+from supervisor_helpers import (BIN, PASS_MGR_DIR, Daemon, base_env, init_vault,
+                                pass_mgr_closed_to_others, world_for_other_uids)
 
 PW = "runtime-guarded-admin-pw-7"
-PASS_MGR_DIR = Path(__file__).parents[1] / "dist" / "pass_mgr"
 FAST_KDF = {"vault.kdf_iterations": 1, "vault.kdf_memory_kib": 64, "vault.kdf_lanes": 1}
 FAST_KDF_ENV = {"PADDEDCELL_" + key.upper().replace(".", "_"): str(value)
                 for key, value in FAST_KDF.items()}
@@ -157,15 +157,10 @@ def test_admin_init_arms_on_demand_daemons_across_restarts_until_reboot(tmp_path
 def test_an_agent_of_its_own_unix_user_cannot_read_the_runtime_file(tmp_path):
     """``supervisor.sandbox = "user"`` (no namespaces: the real /dev/shm): 0700 and 0600
     keep the agent's uid out of the directory and the file."""
-    closed = [p for p in (PASS_MGR_DIR, *PASS_MGR_DIR.parents) if not os.stat(p).st_mode & 0o001]
-    if closed or not os.access(PASS_MGR_DIR / "pass_mgr", os.X_OK):
-        pytest.skip(f"user mode needs dist/pass_mgr where other users reach it ({closed[:1]})")
-    root = Path(tempfile.mkdtemp(prefix="pc-guard-user-", dir="/tmp"))
-    try:
-        root.chmod(0o711)
-        home, ws = root / "home", root / "ws"
-        home.mkdir(mode=0o700)
-        ws.mkdir(mode=0o755)
+    closed = pass_mgr_closed_to_others()
+    if closed:
+        pytest.skip(f"user mode needs dist/pass_mgr where other users reach it ({closed})")
+    with world_for_other_uids("pc-guard-user-", 0o755) as (home, ws):
         init_vault(home, PW)
         directory = guard_runtime.stamp(str(home))[0][0]
         path = os.path.join(directory, guard_runtime.file_name(str(home)))
@@ -179,8 +174,6 @@ def test_an_agent_of_its_own_unix_user_cannot_read_the_runtime_file(tmp_path):
                               )["content"][0]["text"]
         assert int(out.split()[0]) != 0 and "DONE" in out, out
         assert out.count("Permission denied") == 4 and "paddedcell-guard-1" not in out, out
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 # -- the runtime file itself (a private tmpfs directory per test) ------------------------

@@ -12,19 +12,18 @@ import pwd
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from paddedcell.supervisor import sandbox
 from paddedcell.supervisor.sandbox_plan import identity_texts, user_name
-from supervisor_helpers import (BIN, TERMINAL_NAMES, Daemon, base_env, needs_sandbox,
-                                read_through_terminal, reopen_terminal_probe)
+from supervisor_helpers import (BIN, PASS_MGR_DIR, TERMINAL_NAMES, Daemon, base_env,
+                                needs_sandbox, pass_mgr_closed_to_others, read_through_terminal,
+                                reopen_terminal_probe, world_for_other_uids)
 
 PASSWD = "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
 GROUP = "root:x:0:\nnogroup:x:65534:\n"
-PASS_MGR_DIR = Path(__file__).parents[1] / "dist" / "pass_mgr"
 #: What a session prints about who it is; each line is checked.
 PROBE = ("echo id-un=$(id -un); echo whoami=$(whoami); echo user=$USER logname=$LOGNAME; "
          "python3 -c 'import getpass; print(\"getpass=\" + getpass.getuser())'; "
@@ -94,16 +93,11 @@ def test_pcexec_sees_its_own_name(tmp_path, profile):
     if profile == "user":
         if not sandbox.host_root():
             pytest.skip("sandbox = \"user\" runs agents as their own uids: needs root")
-        if any(not os.stat(p).st_mode & 0o001 for p in (PASS_MGR_DIR, *PASS_MGR_DIR.parents)):
+        if pass_mgr_closed_to_others():
             pytest.skip("user mode needs dist/pass_mgr where other users can reach it")
     elif not sandbox.available()[0]:
         pytest.skip(f"no namespaces for the sandbox: {sandbox.available()[1]}")
-    root = Path(tempfile.mkdtemp(prefix="pc-identity-", dir="/tmp"))
-    try:
-        root.chmod(0o711)
-        home, ws = root / "home", root / "ws"
-        home.mkdir(mode=0o700)
-        ws.mkdir(mode=0o777 if profile == "user" else 0o700)
+    with world_for_other_uids("pc-identity-", 0o777 if profile == "user" else 0o700) as (home, ws):
         before = Path("/etc/passwd").read_bytes(), Path("/etc/group").read_bytes()
         port = _closed_port()
         env = base_env(home, AGENT_ID="Agent.One", AGENT_WORKSPACE=str(ws),
@@ -115,8 +109,6 @@ def test_pcexec_sees_its_own_name(tmp_path, profile):
                     else pwd.getpwuid(os.getuid()).pw_name)
         _check(done.stdout + done.stderr, expected, port)
         assert (Path("/etc/passwd").read_bytes(), Path("/etc/group").read_bytes()) == before
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @needs_sandbox()
