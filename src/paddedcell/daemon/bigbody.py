@@ -45,21 +45,11 @@ class CleanText:
         return (CleanText, (self.length, self.scanned))
 
 
-#: The "route" of a session channel's request line (``extra``: its value limit).
-CHANNEL_LINE = "channel-line"
-
-
 def digest(raw: bytes, route: str, extra: Any = None) -> dict[str, Any] | str:
     """The checked body (a str: why it was refused), with an /exec command over
     MAX_ARG_STRLEN characters cut to that length (still over the limit, so the answer is
     the same; a NUL anywhere in it is kept, so is that refusal), and a /vault/check-leak
-    text that ``extra`` (the guard's filter, or None) finds nothing in as ``CleanText``; a
-    session channel's line (:data:`CHANNEL_LINE`) with at most ``extra`` JSON values."""
-    if route == CHANNEL_LINE:
-        try:
-            return validate.parse_line(raw, int(extra))
-        except validate.BodyError as exc:
-            return validate.one_line(str(exc))
+    text that ``extra`` (the guard's filter, or None) finds nothing in as ``CleanText``."""
     body = validate.parse_body_or_refusal(raw, route)
     if route == "/exec" and isinstance(body, dict):
         command = body.get("command")

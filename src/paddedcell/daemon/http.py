@@ -397,21 +397,6 @@ class _BigBodyChild:
         orphans.release(self.process.pid)
 
 
-async def digest_in_child(raw: bytes, route: str, extra: Any = None) -> Any:
-    """``bigbody.digest(raw, route, extra)`` in a child process, whole ``raw`` at once
-    (a session channel's long request line: supervisor/channel.py); raises OSError or
-    RuntimeError when the child cannot say."""
-    async with parse_limiter:
-        child = await _BigBodyChild.start(route, extra)
-        try:
-            await child.feed(raw)
-            return (await child.result()).body
-        except trio.BrokenResourceError as exc:
-            raise RuntimeError(f"the body parser stopped: {exc}") from None
-        finally:
-            await child.aclose()
-
-
 def _extra(extras: dict[str, Callable[[], Any]], path: str) -> Any:
     """What the route gives a big body's child (None: nothing, or it could not say)."""
     make = extras.get(path)

@@ -109,33 +109,6 @@ def parse_body(raw: bytes, route: str = "") -> dict[str, Any]:
     return body
 
 
-def parse_line(raw: bytes, max_values: int) -> dict[str, Any]:
-    """A session channel's request line (a JSON object, parsed as the channel always did:
-    its body is checked by the daemon's edge later) holding at most ``max_values`` JSON
-    values; raises :class:`BodyError`."""
-    try:
-        line = json.loads(raw)
-    except RecursionError:
-        raise BodyError(f"the channel request is nested too deeply (over {MAX_DEPTH} "
-                        "levels)") from None
-    except ValueError:
-        raise BodyError("the channel request is not JSON") from None
-    if 1 + raw.count(b",") + raw.count(b"[") + raw.count(b"{") <= max_values:
-        return line  # every value but the first follows a ',' or opens a container
-    stack, seen = [line], 0
-    while stack:
-        value = stack.pop()
-        seen += 1
-        if seen > max_values:
-            raise BodyError(f"the channel request holds more than {max_values} JSON values "
-                            "(supervisor.channel_max_values)")
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return line
-
-
 def parse_body_or_refusal(raw: bytes, route: str = "") -> dict[str, Any] | str:
     """``parse_body``, with a refusal as its one-line reason instead of an exception (what
     a worker process hands back, http.py)."""

@@ -38,6 +38,7 @@ import trio
 
 from .. import exits
 from ..accept import accept_retrying
+from ..session.lines import parse_in_child, parsed_or_why, value_bound
 from ..session.protocol import CHANNEL_VARIABLE, SESSION_ROUTES, VAULT_OPS, Refusal, bind
 from . import procs
 from .settings import SupervisorSettings
@@ -174,23 +175,11 @@ def _placeholder_for(session, key: str, answer: dict[str, Any],
 
 async def _parse_line(line: bytes, limits: ChannelLimits) -> Any:
     """The request line parsed, or why not (a str). A long line, or one that may hold more
-    than ``max_values`` values, is parsed in a child process: ``json.loads`` holds the GIL
-    for the whole line, and a session may send lines of millions of tiny values as fast
-    as they are answered (issue 20)."""
-    from ..daemon import validate
-
-    # Every value but the first follows a ',' or opens a container: a bound in C time.
-    bound = 1 + line.count(b",") + line.count(b"[") + line.count(b"{")
-    if len(line) <= limits.parse_in_child_bytes and bound <= limits.max_values:
-        try:
-            return validate.parse_line(line, limits.max_values)
-        except validate.BodyError as exc:
-            return str(exc)
-    from ..daemon import http
-    from ..daemon.bigbody import CHANNEL_LINE
-
+    than ``max_values`` values, is parsed in a child process (``session/lines.py``)."""
+    if len(line) <= limits.parse_in_child_bytes and value_bound(line) <= limits.max_values:
+        return parsed_or_why(line, limits.max_values)
     try:
-        return await http.digest_in_child(line, CHANNEL_LINE, limits.max_values)
+        return await parse_in_child(line, limits.max_values)
     except (OSError, RuntimeError) as exc:
         log.warning("could not parse a long channel request: %s", exc)
         return "the channel request could not be parsed now; try again"
