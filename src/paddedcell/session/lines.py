@@ -14,6 +14,8 @@ import pickle
 import sys
 from typing import Any
 
+import trio
+
 #: Children parsing at once (each holds one line: at most channel_max_request_bytes).
 CHILDREN = 2
 
@@ -63,8 +65,6 @@ def parsed_or_why(raw: bytes, max_values: int) -> Any:
 async def parse_in_child(raw: bytes, max_values: int) -> Any:
     """``parsed_or_why`` in a child process (at most :data:`CHILDREN` at once); raises
     OSError or RuntimeError when the child cannot say."""
-    import trio
-
     async with _limiter():
         done = await trio.run_process(
             [sys.executable, "-I", "-m", "paddedcell.session.lines", str(max_values)],
@@ -74,20 +74,15 @@ async def parse_in_child(raw: bytes, max_values: int) -> Any:
     return pickle.loads(done.stdout)
 
 
-_LIMITER = None
+#: The parsers' limiter, one per Trio run (a limiter belongs to the run that made it).
+_PARSERS: trio.lowlevel.RunVar = trio.lowlevel.RunVar("paddedcell_line_parsers")
 
 
-def _limiter():
-    import trio
-
-    global _LIMITER
-    if _LIMITER is None:
-        _LIMITER = trio.lowlevel.RunVar("paddedcell_line_parsers")
+def _limiter() -> trio.CapacityLimiter:
     try:
-        return _LIMITER.get()
+        return _PARSERS.get()
     except LookupError:
-        limiter = trio.CapacityLimiter(CHILDREN)
-        _LIMITER.set(limiter)
+        _PARSERS.set(limiter := trio.CapacityLimiter(CHILDREN))
         return limiter
 
 
