@@ -105,9 +105,11 @@ def test_a_rollback_that_prints_a_flood_does_not_stall_the_daemon(world, sandbox
         assert answers[0]["ok"] is True and answers[0]["result"]["result"] == "OK", answers
         log, times = ws / "job.log", []
         deadline = time.monotonic() + 60
-        while "restart failed" not in log.read_text():
-            assert time.monotonic() < deadline, log.read_text()[-2000:]
+        while True:  # at least one sample: on a quiet machine the rollback may be done already
             times += healthz_times(daemon, 0.2)
+            if "restart failed" in log.read_text():
+                break
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
         text = log.read_text()
     assert max(times) < 1.0, f"/healthz took up to {max(times):.2f} s"
     lines = text.count("rollback| xxx")
