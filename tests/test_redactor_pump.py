@@ -6,8 +6,11 @@ Checked by thread identity and a trio instrument, not timed."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import time
+from functools import partial
 
 import pytest
 import trio
@@ -118,3 +121,141 @@ async def test_batches_read_by_the_workers_mask_exactly_what_the_redactor_masks(
     want = expected.feed(text.encode()) + expected.flush()
     assert b"".join(shown) == want  # more than the ring holds: every emitted byte
     assert want.count(b"######") == 7 and SECRET.encode() not in want
+
+
+# --- the terminal's reader thread and the hand-off (supervisor/readahead.py) -----------
+
+
+async def read_in_batches(parts: list[bytes], filter_batch, limit: int = 1 << 20,
+                          buffer_size: int = 4096) -> tuple[list[bytes], int]:
+    """Run ``read_terminal`` on a pipe fed ``parts``, each written only once the batch
+    holding the one before was filtered (so every part boundary is a batch boundary);
+    ``(shown pieces, filter calls)``."""
+    from paddedcell.supervisor.readahead import Handoff, read_terminal
+
+    shown: list[bytes] = []
+    calls = [0]
+    filtered = threading.Semaphore(0)
+
+    def counting(view):
+        calls[0] += 1
+        out = filter_batch(bytes(view))
+        filtered.release()
+        return out
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    stop = os.eventfd(0)
+    try:
+        handoff = Handoff(shown.append, limit)
+
+        def feed():
+            for part in parts:
+                os.write(w, part)
+                filtered.acquire()  # the batch holding this part was filtered
+            os.close(w)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, feed)
+            await trio.to_thread.run_sync(read_terminal, r, stop,
+                                          memoryview(bytearray(buffer_size)), counting, handoff)
+    finally:
+        os.close(r)
+        os.close(stop)
+    return shown, calls[0]
+
+
+async def test_a_secret_split_at_every_byte_across_terminal_batches_is_masked_exactly():
+    # The batches the reader hands the filter are whatever the terminal held; a secret
+    # cut at any byte between two batches comes out as the redactor's one-shot output.
+    text = f"before {SECRET} after".encode()
+    start = text.index(SECRET.encode())
+    for cut in range(start, start + len(SECRET) + 1):
+        redactor = StreamRedactor([SECRET])
+        shown, calls = await read_in_batches([text[:cut], text[cut:]], redactor.feed)
+        assert calls == 2
+        one_shot = StreamRedactor([SECRET])
+        assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush(), cut
+
+
+async def test_batches_larger_than_the_read_buffer_still_mask_exactly():
+    # A part bigger than the thread's buffer is read in several fills, filtered as they
+    # come: secrets straddle the buffer's edge at every offset mod its size.
+    size = 4096
+    text = b"".join(b"y" * gap + SECRET.encode() for gap in range(size - 40, size + 40, 7))
+    redactor = StreamRedactor([SECRET])
+    shown, calls = await read_in_batches([text], redactor.feed, buffer_size=size)
+    assert calls >= len(text) // size
+    one_shot = StreamRedactor([SECRET])
+    assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush()
+
+
+async def test_the_reader_stops_reading_while_the_loop_lags():
+    # Back-pressure: while the loop cannot show what was handed over, the thread reads no
+    # more than the hand-off's limit plus one buffer, whatever the writer has ready.
+    from paddedcell.supervisor.readahead import Handoff, read_terminal
+
+    limit, size = 64 * 1024, 16 * 1024
+    read = [0]
+
+    def counting(view):
+        read[0] += len(view)
+        return bytes(view)
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    stop = os.eventfd(0)
+    written = 0
+    try:
+        async with trio.open_nursery() as nursery:
+            handoff = Handoff(lambda data: None, limit)
+            nursery.start_soon(partial(trio.to_thread.run_sync, read_terminal, r, stop,
+                                       memoryview(bytearray(size)), counting, handoff))
+            first = written = os.write(w, b"z" * 4096)
+            while not read[0]:  # the thread runs and read the first bytes (shown at once)
+                await trio.sleep(0.01)
+            # The loop is busy (no hand-off can run) while the writer fills the pipe again
+            # and again: the reader must stop once ``limit`` is unshown.
+            deadline = time.monotonic() + 1.0
+            while True:
+                try:
+                    written += os.write(w, b"z" * 65536)
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.01)
+            os.eventfd_write(stop, 1)
+            assert limit < read[0] <= first + limit + size
+            assert written - read[0] >= 4096  # the pipe held more: the reader had stopped
+    finally:
+        os.close(r)
+        os.close(w)
+        os.close(stop)
+
+
+@pytest.mark.parametrize("pty", [False, True], ids=["pipes", "pty"])
+async def test_a_session_masks_secrets_straddling_terminal_reads_as_the_redactor_does(tmp_path, pty):
+    # Through the session: a writer's odd-sized pieces, secrets at offsets around the
+    # terminal's and the reader's buffer sizes; no newline (a terminal would add \r).
+    from paddedcell.supervisor.session import PTY_READ_AHEAD
+
+    pieces = []
+    for i, gap in enumerate((PTY_READ_AHEAD - 7, 4_093, 4_097, 65_533, PTY_READ_AHEAD + 3, 17)):
+        pieces.append(f"x{i}" * (gap // 2))
+        pieces.append(SECRET)
+    text = " ".join(pieces) + " tail"
+    source = tmp_path / "out.txt"
+    source.write_text(text)
+    writer = tmp_path / "write.py"
+    writer.write_text("import os, sys\ndata = open(sys.argv[1], 'rb').read()\ni = 0\n"
+                      "while i < len(data):\n    i += os.write(1, data[i:i + 1_111])\n")
+    shown = []
+    s = await run_counted(tmp_path, WorkPerStep(), LaunchSpec(
+        command=f"{sys.executable} {writer} {source}", secrets=[SECRET], timeout_seconds=60,
+        pty=pty, on_output=lambda stream, data: shown.append(data)))
+    assert s.outcome.exit_code == 0
+    expected = StreamRedactor([SECRET])
+    want = expected.feed(text.encode()) + expected.flush()
+    assert b"".join(shown) == want
+    assert want.count(b"######") == 6 and SECRET.encode() not in want

@@ -22,7 +22,6 @@ session in its own cgroup and kill with ``cgroup.kill``.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import signal
@@ -81,7 +80,9 @@ _LIBC = None
 def _libc():
     global _LIBC
     if _LIBC is None:
-        _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # dlopen(NULL): libc is already loaded; find_library would run `ldconfig -p`
+        # (a fork and exec at every pcexec start).
+        _LIBC = ctypes.CDLL(None, use_errno=True)
     return _LIBC
 
 

@@ -35,6 +35,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 import trio
@@ -44,6 +45,7 @@ from ..execspec.ansi import OutputSanitizer, show_controls
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
+from .readahead import Handoff, read_terminal
 from .settings import SupervisorSettings
 from .spawn import Spawned
 
@@ -56,15 +58,17 @@ log = logging.getLogger("paddedcell.supervisor")
 #: stays small at GB/s.
 PIPE_READ_SIZE = 64 * 1024
 PTY_READ_SIZE = 64 * 1024
+#: A PTY's reader thread stops reading once this much is read but not yet taken by
+#: the pump (back-pressure; in flight per PTY stream: this, plus the batch filtered).
+PTY_READ_AHEAD = 128 * 1024
 #: Bytes a worker reads (until EAGAIN) and filters in one call before it hands the
 #: output to the loop: one thread round trip and one redactor feed per batch (the
 #: redactor costs less per byte in bigger feeds). Only ``filter_threads`` batches
 #: are in flight at once, whatever the number of sessions.
 REDACTED_BATCH = 1024 * 1024
-#: Batches a worker reads and filters in one turn at the limiter's threads ...
+#: Batches a worker reads and filters in one turn at the limiter's threads (the
+#: loop shows them meanwhile; the worker waits once a batch's worth is unshown).
 BATCHES_PER_TURN = 8
-#: ... of which at most this many are filtered but not yet shown by the loop.
-BATCHES_IN_FLIGHT = 2
 #: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
@@ -358,35 +362,22 @@ class Session:
         # The sanitizer copies the view before anything else sees it.
         return (self._filter(stream, buf[:got]) if got else b""), eof, drained
 
-    def _read_and_filter_batches(self, stream: str, fd: int, token: trio.lowlevel.TrioToken
+    def _read_and_filter_batches(self, stream: str, fd: int, handoff: Handoff
                                  ) -> tuple[bool, bool]:
         """In a worker thread: :meth:`_read_and_filter` while the stream keeps
-        delivering, each batch handed to the loop's ``_emit`` in order, without a
-        round trip (at most ``BATCHES_IN_FLIGHT`` unshown: back-pressure when the
-        loop lags). Returns ``(eof, drained)`` after ``BATCHES_PER_TURN`` batches
-        at most, so that sessions take turns at the limiter's threads."""
-        in_flight = threading.BoundedSemaphore(BATCHES_IN_FLIGHT)
-
-        def show(shown: bytes) -> None:  # on the loop, in the order queued
-            try:
-                self._emit(stream, shown)
-            finally:
-                in_flight.release()
-
+        delivering, each batch handed to the loop's ``_emit`` in order without a round
+        trip (:class:`.readahead.Handoff`: one loop wake-up for what piled up, and a
+        wait when the loop lags). Returns ``(eof, drained)`` after ``BATCHES_PER_TURN``
+        batches at most, so that sessions take turns at the limiter's threads."""
         eof = drained = False
         for _ in range(BATCHES_PER_TURN):
             shown, eof, drained = self._read_and_filter(stream, fd)
-            if shown:
-                in_flight.acquire()
-                try:
-                    token.run_sync_soon(show, shown)
-                except trio.RunFinishedError:
-                    in_flight.release()
-                    return True, False
+            if not handoff.put(shown):
+                return True, False
             if eof or drained:
                 break
-        # The loop runs every queued ``show`` before it resumes the pump (its
-        # entry queue is first in, first out), so nothing is shown out of order.
+        # The loop runs every queued hand-off before it resumes the pump (its entry
+        # queue is first in, first out), so nothing is shown out of order.
         return eof, drained
 
     def _trivial(self, stream: str, data: bytes) -> bool:
@@ -399,13 +390,16 @@ class Session:
         redactor = self._redactors[stream]
         size = PTY_READ_SIZE if self.pty else PIPE_READ_SIZE
         limiter = _filter_limiter(self.settings)
-        token = trio.lowlevel.current_trio_token()
+        handoff = Handoff(partial(self._emit, stream), REDACTED_BATCH)
         if stream == "stdout":
             try:  # a bigger pipe: fewer wakeups at gigabyte rates
                 fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
             except OSError:
                 pass
         try:
+            if self.pty:
+                await self._pump_terminal(stream, fd)
+                return
             while True:
                 if self._masking(stream):
                     # Secrets to mask: a worker reads and filters batches in a loop
@@ -413,7 +407,7 @@ class Session:
                     # shows batch N while the worker filters N + 1), and the loop's
                     # thread does not fight it for the GIL at every read.
                     eof, drained = await trio.to_thread.run_sync(
-                        self._read_and_filter_batches, stream, fd, token, limiter=limiter)
+                        self._read_and_filter_batches, stream, fd, handoff, limiter=limiter)
                     if eof:
                         break
                     if drained:
@@ -464,6 +458,31 @@ class Session:
             self._open_pumps -= 1
             if self._open_pumps == 0:
                 self._pumps_done.set()
+
+    async def _pump_terminal(self, stream: str, fd: int) -> None:
+        """A PTY: its own thread reads what is ready, filters it in one call and hands
+        it to the loop (see :mod:`.readahead`); cancelling wakes and ends the thread
+        before the session closes the descriptor."""
+        stop_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        handoff = Handoff(partial(self._emit, stream), PTY_READ_AHEAD)
+
+        async def stop_when_cancelled() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                os.eventfd_write(stop_fd, 1)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stop_when_cancelled)
+                # Its own thread (not the filter limiter's): it waits in poll for as long
+                # as the terminal is quiet.
+                await trio.to_thread.run_sync(
+                    read_terminal, fd, stop_fd, memoryview(bytearray(PTY_READ_AHEAD)),
+                    partial(self._filter, stream), handoff, limiter=trio.CapacityLimiter(1))
+                nursery.cancel_scope.cancel()
+        finally:
+            os.close(stop_fd)
 
     def _on_csi(self, sequence: str) -> None:
         """A CSI in PTY output (OpenClaw's sanitizer callback): follow the

@@ -47,6 +47,8 @@ class StoreWatch:
 
     def discover(self) -> None:
         """Learn every registered store (read again only when the registry changed)."""
+        if not os.path.isdir(os.path.join(self.settings.home_text, "vault")):
+            return  # no vault, no registry (and no crypto import for a plain run)
         from ..vault import admin
         from ..vault.api import store_places
 

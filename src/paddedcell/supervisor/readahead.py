@@ -1,0 +1,101 @@
+"""Hand-offs from a pump's worker thread to the event loop, and a terminal's reader.
+
+A PTY read returns at most one line-discipline buffer (~4 KiB), and a terminal
+holds only ~64 KiB before its writer blocks. Waiting for an event-loop turn at
+every read (epoll, a task step: tens of µs of Python) or a thread round trip per
+batch makes the reader slower than the command. So a PTY stream gets a thread of
+its own (:func:`read_terminal`) that reads what is ready until EAGAIN, filters
+it in one call, hands the result to the loop and blocks in ``poll`` (the GIL is
+free meanwhile) until the terminal is readable again. No timer ever waits for
+more data: a batch is what the terminal held, and it grows while the filter is
+busy (the terminal's buffer fills meanwhile, the command keeps writing).
+
+:class:`Handoff` shows a thread's output on the loop in order with one wake-up
+for whatever piled up since the last one (not one per batch); the thread waits
+once ``limit`` bytes are unshown (back-pressure when the loop lags).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import threading
+from typing import Callable
+
+import trio
+
+
+class Handoff:
+    """Bytes a worker thread made, shown on the loop by ``show`` in the order put."""
+
+    def __init__(self, show: Callable[[bytes], None], limit: int):
+        self._show = show
+        self.limit = limit
+        self._token = trio.lowlevel.current_trio_token()
+        self._items: list[bytes] = []
+        self._size = 0
+        self._scheduled = False
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+
+    def put(self, data: bytes) -> bool:
+        """From the worker: queue ``data``; False once the loop is gone (stop)."""
+        if not data:
+            return True
+        with self._lock:
+            self._items.append(data)
+            self._size += len(data)
+            schedule, self._scheduled = not self._scheduled, True
+        if schedule:
+            try:
+                self._token.run_sync_soon(self._drain)
+            except trio.RunFinishedError:
+                return False
+        with self._lock:
+            while self._size > self.limit and self._scheduled:
+                self._room.wait()
+        return True
+
+    def _drain(self) -> None:
+        """On the loop: show everything queued so far (one append, one write)."""
+        with self._lock:
+            items, self._items, self._size = self._items, [], 0
+            self._scheduled = False
+            self._room.notify()
+        if items:
+            self._show(items[0] if len(items) == 1 else b"".join(items))
+
+
+def read_terminal(fd: int, stop_fd: int, buffer: memoryview,
+                  filter_batch: Callable[[memoryview], bytes], handoff: Handoff) -> None:
+    """In the terminal's own thread: read what is ready (until EAGAIN, up to
+    ``len(buffer)``), filter it in one call, hand it over, wait in ``poll``; until
+    the end of the stream (EOF, or EIO: every holder of the terminal is gone) or
+    until ``stop_fd`` (an eventfd) is written."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.register(stop_fd, select.POLLIN)
+    while True:
+        got, eof = 0, False
+        while got < len(buffer):
+            try:
+                n = os.readv(fd, [buffer[got:]])
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno != errno.EIO:
+                    raise
+                n = 0
+            if not n:
+                eof = True
+                break
+            got += n
+        if got and not handoff.put(filter_batch(buffer[:got])):
+            return
+        if eof:
+            return
+        # Full buffer: more may be ready at once, but look at stop_fd without waiting.
+        for ready, _ in poller.poll(0 if got == len(buffer) else None):  # GIL free meanwhile
+            if ready == stop_fd:
+                return
