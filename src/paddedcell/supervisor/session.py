@@ -6,8 +6,8 @@ grandchild may keep the PTY slave or the pipe open for ever; after that we
 close our end. EIO on a PTY master means every slave holder is gone: EOF.
 
 Reads loop on ``os.read`` until EAGAIN and only then wait for readability;
-waiting before every read costs an event-loop round trip per chunk, which at
-PTY chunk sizes (~4 KiB) would halve throughput.
+waiting before every read costs an event-loop round trip per chunk. A PTY
+(~4 KiB per read) is read by a thread of its own (:mod:`.readahead`).
 
 Output work runs in worker threads (``trio.to_thread`` under one limiter of
 ``supervisor.filter_threads`` threads), so the event loop only appends and
@@ -58,9 +58,10 @@ log = logging.getLogger("paddedcell.supervisor")
 #: stays small at GB/s.
 PIPE_READ_SIZE = 64 * 1024
 PTY_READ_SIZE = 64 * 1024
-#: A PTY's reader thread stops reading once this much is read but not yet taken by
-#: the pump (back-pressure; in flight per PTY stream: this, plus the batch filtered).
-PTY_READ_AHEAD = 128 * 1024
+#: A PTY reader thread's buffer: a little more than a Linux terminal holds (64 KiB of
+#: flip buffers and the 4 KiB line discipline), so one read-until-EAGAIN takes it all.
+#: In flight per PTY stream: this, and up to twice this handed over but not yet shown.
+PTY_READ_AHEAD = 80 * 1024
 #: Bytes a worker reads (until EAGAIN) and filters in one call before it hands the
 #: output to the loop: one thread round trip and one redactor feed per batch (the
 #: redactor costs less per byte in bigger feeds). Only ``filter_threads`` batches
