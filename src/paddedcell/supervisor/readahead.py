@@ -3,12 +3,14 @@
 A PTY read returns at most one line-discipline buffer (~4 KiB), and a terminal
 holds only ~64 KiB before its writer blocks. Waiting for an event-loop turn at
 every read (epoll, a task step: tens of µs of Python) or a thread round trip per
-batch makes the reader slower than the command. So a PTY stream gets a thread of
-its own (:func:`read_terminal`) that reads what is ready until EAGAIN, filters
-it in one call, hands the result to the loop and blocks in ``poll`` (the GIL is
-free meanwhile) until the terminal is readable again. No timer ever waits for
-more data: a batch is what the terminal held, and it grows while the filter is
-busy (the terminal's buffer fills meanwhile, the command keeps writing).
+batch makes a masking reader slower than the command. So a PTY stream that masks
+secrets gets a thread of its own (:func:`read_terminal`) that reads what is ready
+until EAGAIN, filters it in one call, hands the result to the loop and blocks in
+``poll`` (the GIL is free meanwhile) until the terminal is readable again. No
+timer ever waits for more data: a batch is what the terminal held, and it grows
+while the filter is busy (the terminal's buffer fills meanwhile, the command
+keeps writing). Without a secret the work per read is trivial and the loop reads:
+a second thread costs more there (GIL hand-offs) than it saves.
 
 :class:`Handoff` shows a thread's output on the loop in order with one wake-up
 for whatever piled up since the last one (not one per batch); the thread waits

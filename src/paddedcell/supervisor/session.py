@@ -7,7 +7,8 @@ close our end. EIO on a PTY master means every slave holder is gone: EOF.
 
 Reads loop on ``os.read`` until EAGAIN and only then wait for readability;
 waiting before every read costs an event-loop round trip per chunk. A PTY
-(~4 KiB per read) is read by a thread of its own (:mod:`.readahead`).
+(~4 KiB per read) that masks secrets is read by a thread of its own
+(:mod:`.readahead`).
 
 Output work runs in worker threads (``trio.to_thread`` under one limiter of
 ``supervisor.filter_threads`` threads), so the event loop only appends and
@@ -398,10 +399,11 @@ class Session:
             except OSError:
                 pass
         try:
-            if self.pty:
-                await self._pump_terminal(stream, fd)
-                return
             while True:
+                if self.pty and self._masking(stream):
+                    # Secrets to mask on a terminal: its own reader thread from now on.
+                    await self._pump_terminal(stream, fd)
+                    break
                 if self._masking(stream):
                     # Secrets to mask: a worker reads and filters batches in a loop
                     # and hands each to the loop without waiting for it (the loop
@@ -418,11 +420,12 @@ class Session:
                     continue
                 # A PTY hands out at most one 4 KiB line-discipline buffer per
                 # read: gather what is ready so the per-chunk work runs once.
-                chunks, got, eof = [], 0, False
+                chunks, got, eof, drained = [], 0, False, False
                 while got < size:
                     try:
                         data = os.read(fd, size)
                     except BlockingIOError:
+                        drained = True
                         break
                     except OSError as exc:
                         if exc.errno != errno.EIO:  # PTY: EIO = every slave holder is gone
@@ -446,11 +449,12 @@ class Session:
                         shown = await trio.to_thread.run_sync(self._filter, stream, data,
                                                               limiter=limiter)
                     self._emit(stream, shown)
-                    await trio.lowlevel.checkpoint()
                 if eof:
                     break
-                if not chunks:
+                if drained:  # nothing more yet: waiting is the checkpoint
                     await trio.lowlevel.wait_readable(fd)
+                else:
+                    await trio.lowlevel.checkpoint()
         finally:
             with self._filter_lock:
                 rest = self._sanitizers[stream].flush()
