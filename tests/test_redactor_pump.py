@@ -7,6 +7,7 @@ Checked by thread identity and a trio instrument, not timed."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import threading
 import time
@@ -259,3 +260,26 @@ async def test_a_session_masks_secrets_straddling_terminal_reads_as_the_redactor
     want = expected.feed(text.encode()) + expected.flush()
     assert b"".join(shown) == want
     assert want.count(b"######") == 6 and SECRET.encode() not in want
+
+
+async def test_a_terminal_read_by_the_loop_switches_to_its_thread_when_secrets_arrive(tmp_path):
+    # No secret at the start: the loop reads the PTY. A value handed over mid-run
+    # (Session.add_secrets, as the channel does) is masked from then on, by the thread.
+    settings = make_settings(tmp_path / "home", supervisor__sandbox="none")
+    script = ("import sys\nprint('before', flush=True)\nsys.stdin.readline()\n"
+              f"print('x' * 300000 + ' {SECRET} after', flush=True)\n")
+    shown = []
+    async with trio.open_nursery() as nursery:
+        s = Supervisor(settings, nursery).start(LaunchSpec(
+            command=f"{sys.executable} -c {shlex.quote(script)}", pty=True, timeout_seconds=60,
+            on_output=lambda stream, data: shown.append(data)))
+        with trio.fail_after(30):
+            while b"before" not in b"".join(shown):
+                await trio.sleep(0.01)
+            s.add_secrets([SECRET])
+            await s.write(b"go\n")
+            await s.done.wait()
+        nursery.cancel_scope.cancel()
+    out = b"".join(shown)
+    assert s.outcome.exit_code == 0 and out.rstrip().endswith(b"after"), out[-100:]
+    assert SECRET.encode() not in out and b"###### after" in out
