@@ -30,6 +30,7 @@
     python benchmarks/supervisor.py --quick    # smaller inputs, fewer rounds
     python benchmarks/supervisor.py --json     # machine-readable results
     python benchmarks/supervisor.py --only-throughput   # rows 1 and 2 only
+    python benchmarks/supervisor.py --only-flood        # rows "daemon RSS" only
 
 Each run uses a fresh temporary PADDEDCELL_HOME and stops the daemon it starts.
 """
@@ -270,6 +271,36 @@ def flood(daemon: Daemon, seconds: float) -> dict:
     return {"idle_mib": idle, "peak_mib": peak, "flooding_peak_mib": flooding_peak,
             "after_mib": daemon.rss_mib(), "sessions": len(sessions),
             "running_per_agent": running}
+
+
+def daemon_rows(env: dict, settings, exec_rounds: int, flood_s: float) -> list[dict]:
+    """Rows 3 and 4 on one daemon: the exec round trip (when ``exec_rounds``), its idle
+    RSS and its peak under 64 flooding sessions."""
+    rows: list[dict] = []
+    daemon = Daemon(env)
+    try:
+        if exec_rounds:
+            exec_ms, spawn_ms = exec_round_trip(daemon, exec_rounds)
+            p50_exec, p50_spawn = statistics.median(exec_ms), statistics.median(spawn_ms)
+            rows.append({"benchmark": 'POST /exec {"command":"true"} p50', "ours": p50_exec,
+                         "baseline": p50_spawn, "unit": "ms",
+                         "ratio": p50_exec - p50_spawn,
+                         "goal": "p50 overhead <= 10 ms", "met": p50_exec - p50_spawn <= 10,
+                         "p90_ours": percentile(exec_ms, 0.9), "p90_baseline": percentile(spawn_ms, 0.9)})
+        idle = daemon.rss_mib()
+        rows.append({"benchmark": "daemon RSS idle", "ours": idle, "baseline": None,
+                     "unit": "MiB", "ratio": None, "goal": "<= 40 MB", "met": idle <= 40 / 1.048576})
+        result = flood(daemon, flood_s)
+        budget = settings["supervisor.global_buffer_bytes"] / MIB
+        grown = result["peak_mib"] - result["idle_mib"]
+        rows.append({"benchmark": f"daemon RSS peak, {result['sessions']} flooding sessions",
+                     "ours": result["peak_mib"], "baseline": result["idle_mib"], "unit": "MiB",
+                     "note": "baseline = RSS after one warm-up run (libraries loaded)",
+                     "ratio": grown, "goal": f"peak - idle <= budget ({budget:.0f} MiB)",
+                     "met": grown <= budget})
+    finally:
+        daemon.stop()
+    return rows
 
 
 # --- 5 and 6: the sandbox and the session channel (issue 10) -------------------------
@@ -540,6 +571,8 @@ def main() -> None:
                         help="run only the daemon-latency-under-load benchmark (7)")
     parser.add_argument("--only-throughput", action="store_true",
                         help="run only the PTY and pipe throughput benchmarks (1, 2)")
+    parser.add_argument("--only-flood", action="store_true",
+                        help="run only the daemon RSS rows, idle and under 64 floods (4)")
     args = parser.parse_args()
     pty_mib, pipe_mib, rounds, exec_rounds, flood_s = (
         (16, 128, 1, 30, 2.0) if args.quick else (64, 512, 5, 100, 4.0))
@@ -557,6 +590,10 @@ def main() -> None:
 
         if args.only_sandbox:
             rows += sandbox_and_channel(env, tmp_path, exec_rounds)
+            _report(rows, args)
+            return
+        if args.only_flood:
+            rows += daemon_rows(env, settings, exec_rounds=0, flood_s=flood_s)
             _report(rows, args)
             return
         if args.only_latency:
@@ -634,28 +671,7 @@ def main() -> None:
         if args.only_throughput:
             _report(rows, args)
             return
-        daemon = Daemon(env)
-        try:
-            exec_ms, spawn_ms = exec_round_trip(daemon, exec_rounds)
-            p50_exec, p50_spawn = statistics.median(exec_ms), statistics.median(spawn_ms)
-            rows.append({"benchmark": 'POST /exec {"command":"true"} p50', "ours": p50_exec,
-                         "baseline": p50_spawn, "unit": "ms",
-                         "ratio": p50_exec - p50_spawn,
-                         "goal": "p50 overhead <= 10 ms", "met": p50_exec - p50_spawn <= 10,
-                         "p90_ours": percentile(exec_ms, 0.9), "p90_baseline": percentile(spawn_ms, 0.9)})
-            idle = daemon.rss_mib()
-            rows.append({"benchmark": "daemon RSS idle", "ours": idle, "baseline": None,
-                         "unit": "MiB", "ratio": None, "goal": "<= 40 MB", "met": idle <= 40 / 1.048576})
-            result = flood(daemon, flood_s)
-            budget = settings["supervisor.global_buffer_bytes"] / MIB
-            grown = result["peak_mib"] - result["idle_mib"]
-            rows.append({"benchmark": f"daemon RSS peak, {result['sessions']} flooding sessions",
-                         "ours": result["peak_mib"], "baseline": result["idle_mib"], "unit": "MiB",
-                         "note": "baseline = RSS after one warm-up run (libraries loaded)",
-                         "ratio": grown, "goal": f"peak - idle <= budget ({budget:.0f} MiB)",
-                         "met": grown <= budget})
-        finally:
-            daemon.stop()
+        rows += daemon_rows(env, settings, exec_rounds, flood_s)
         rows += sandbox_and_channel(env, tmp_path, exec_rounds)
         rows += latency_under_load(env, tmp_path, 100 if args.quick else 300)
         rows.append(loop_turns_under_load(settings))
