@@ -5,9 +5,20 @@ reaches the output under any chunking of the input. See
 :class:`~paddedcell.redactor.stream.StreamRedactor`.
 """
 
-from .filters import OutputFilter, Passthrough, filter_options, new_filter
-from .stream import RedactorStateError, ShortSecretWarning, StreamRedactor, redact
-from .variants import Variants
+from importlib import import_module
 
-__all__ = ["StreamRedactor", "redact", "Variants", "ShortSecretWarning", "RedactorStateError",
-           "OutputFilter", "Passthrough", "new_filter", "filter_options"]
+#: Each public name and the module it comes from, imported when first asked for: a run
+#: without a secret (``redactor.filters.Passthrough``) loads no engine, view or dump code.
+_FROM = {"StreamRedactor": "stream", "redact": "stream", "ShortSecretWarning": "stream",
+         "RedactorStateError": "stream", "Variants": "variants", "OutputFilter": "filters",
+         "Passthrough": "filters", "new_filter": "filters", "filter_options": "filters"}
+
+__all__ = list(_FROM)
+
+
+def __getattr__(name: str):
+    if name not in _FROM:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_FROM[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol, runtime_checkable
 
-from .variants import Variants
-
 
 @runtime_checkable
 class OutputFilter(Protocol):
@@ -39,6 +37,8 @@ def filter_options(settings) -> dict:
     agent's stderr at every run; the human hears about short values at ``pass_mgr
     set`` instead (``paddedcell redact`` overrides it with ``redactor.warn_below_length``).
     """
+    from .variants import Variants  # only with a secret: its tables cost a plain run
+
     variants = Variants.from_settings(settings["redactor.variants"], settings["redactor.forms_off"])
     return {"mask": settings["redactor.mask"], "variants": variants,
             "variant_min_length": int(settings["redactor.variant_min_length"]),
@@ -54,12 +54,11 @@ def new_filter(secrets: Iterable[str | bytes], settings, **overrides) -> OutputF
     becomes a redactor built the same way when secrets are added.
     """
     secrets = [s for s in secrets if s]
-    options = {**filter_options(settings), **overrides}
     if not secrets:
         return Passthrough(lambda values: new_filter(values, settings, **overrides))
     from .stream import StreamRedactor  # the engine import, only with a secret
 
-    return StreamRedactor(secrets, **options)
+    return StreamRedactor(secrets, **{**filter_options(settings), **overrides})
 
 
 class Passthrough:
