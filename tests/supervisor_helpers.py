@@ -183,6 +183,16 @@ def set_secret(home: Path, agent: str, workspace: Path, key: str, value: str,
                    env=base_env(home), check=True, capture_output=True, text=True)
 
 
+def give_workspace(home: Path, agent: str, workspace: Path, **overrides) -> None:
+    """What a root daemon's refusal tells an operator to do, done: ``chown UID:GID`` the
+    workspace (its top directory) to ``agent``'s own uid (supervisor/sandbox_plan.py gives
+    away nothing it did not create). Nothing as an ordinary user (agents run as it)."""
+    from paddedcell.supervisor import sandbox, sandbox_plan
+
+    if sandbox.host_root():
+        os.chown(workspace, *sandbox_plan.agent_ids(make_settings(home, **overrides), agent))
+
+
 def two_agent_home(root: Path, a1_db: str, victim_db: str,
                    admin_password: str = "admin-pw-for-tests-1") -> tuple[Path, Path, Path]:
     """``(home, ws, wv)`` under root: an initialised vault, and the workspaces of agents
@@ -193,6 +203,8 @@ def two_agent_home(root: Path, a1_db: str, victim_db: str,
     init_vault(home, admin_password)
     set_secret(home, "a1", ws, "db", a1_db, admin_password)
     set_secret(home, "victim", wv, "db", victim_db, admin_password)
+    give_workspace(home, "a1", ws)
+    give_workspace(home, "victim", wv)
     return home, ws, wv
 
 

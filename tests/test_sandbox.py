@@ -19,7 +19,7 @@ import time
 import pytest
 
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import BIN, Daemon, base_env, init_vault, two_agent_home
+from supervisor_helpers import BIN, Daemon, base_env, give_workspace, init_vault, two_agent_home
 
 pytestmark = pytest.mark.skipif(not sandbox.available()[0],
                                 reason="this host has no unprivileged user namespaces: "
@@ -162,6 +162,7 @@ def test_network_none_reaches_nothing_and_writes_land_only_in_the_workspace(tmp_
     home, ws, other = tmp_path / "home", tmp_path / "ws", tmp_path / "other"
     for d in (home, ws, other):
         d.mkdir(mode=0o700)
+    give_workspace(home, "a1", ws)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -301,6 +302,7 @@ def test_sessions_start_from_the_zygote_and_it_ends_with_the_daemon(tmp_path):
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir()
+    give_workspace(home, "a1", ws)
     daemon = Daemon(home)
     try:
         body = {"command": "tr '\\0' ' ' < /proc/1/cmdline; echo; exit 3", "agentId": "a1",
@@ -337,6 +339,7 @@ def test_a_failed_prebuild_falls_back_to_the_whole_build(tmp_path):
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir()
+    give_workspace(home, "a1", ws)
     daemon = Daemon(home, PADDEDCELL_TEST_FAIL_PREBUILD="1")
     try:
         for _ in range(3):
@@ -359,6 +362,8 @@ def test_a_spare_built_ahead_gives_the_same_sandbox(tmp_path):
     home.mkdir(mode=0o700)
     ws.mkdir()
     other.mkdir()
+    give_workspace(home, "a1", ws)
+    give_workspace(home, "b2", other)
     daemon = Daemon(home)
     try:
         views = []
@@ -389,6 +394,7 @@ def test_a_spare_built_before_a_source_was_replaced_is_not_used(tmp_path):
     home, ws, tool = tmp_path / "home", tmp_path / "ws", tmp_path / "tool"
     home.mkdir(mode=0o700)
     ws.mkdir()
+    give_workspace(home, "a1", ws)
     tool.mkdir(mode=0o755)
     (tool / "marker").write_text("old\n")
     (tool / "marker").chmod(0o644)

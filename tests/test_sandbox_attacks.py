@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import Daemon, needs_sandbox, pid_by_argv0, two_agent_home
+from supervisor_helpers import Daemon, give_workspace, needs_sandbox, pid_by_argv0, two_agent_home
 
 pytestmark = needs_sandbox()
 
@@ -246,6 +246,8 @@ def limited(tmp_path_factory):
     home, ws, wv = root / "home", root / "ws-a1", root / "ws-victim"
     for d in (home, ws, wv):
         d.mkdir(mode=0o700)
+    give_workspace(home, "a1", ws)
+    give_workspace(home, "victim", wv)
     daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX_PROCESSES="64",
                     PADDEDCELL_SUPERVISOR_SANDBOX_MEMORY_BYTES=str(256 * 1024 * 1024))
     yield {"home": home, "ws": ws, "wv": wv, "daemon": daemon}

@@ -70,6 +70,7 @@ async def test_auto_without_namespaces_under_root_runs_each_agent_as_its_own_uid
     settings = make_settings(home, supervisor__sandbox="auto")
     home.chmod(0o700)
     ws.mkdir()
+    ws.chmod(0o777)  # both agents' (the daemon gives no directory away)
     (home / "marker").write_text("visible-home")
     (home / "marker").chmod(0o600)
     # The agents' uids run pass_mgr from where it is installed: the standalone one, in a
@@ -104,7 +105,7 @@ def _pcexec_with_user_namespaces_off(tmp_path, *command, sandbox="auto"):
     import shutil
     import subprocess
 
-    from supervisor_helpers import BIN, base_env
+    from supervisor_helpers import BIN, base_env, give_workspace
 
     if not shutil.which("unshare"):
         pytest.skip("util-linux unshare is not installed")
@@ -139,12 +140,13 @@ def test_the_probe_and_a_command_agree(tmp_path, monkeypatch):
     what a command under the strict profile gets."""
     import subprocess
 
-    from supervisor_helpers import BIN, base_env
+    from supervisor_helpers import BIN, base_env, give_workspace
 
     monkeypatch.setattr(sandbox, "_AVAILABLE", {})
     ok, why = sandbox.available()
     ws = tmp_path / "ws"
     ws.mkdir()
+    give_workspace(tmp_path / "home", "a1", ws)
     done = subprocess.run([str(BIN / "pcexec"), "--", "echo hello"], capture_output=True,
                           text=True, timeout=60, cwd=str(ws),
                           env=base_env(tmp_path / "home", AGENT_ID="a1", AGENT_WORKSPACE=str(ws),

@@ -18,7 +18,7 @@ import pytest
 
 from paddedcell.supervisor import sandbox
 from paddedcell.supervisor.sandbox_plan import identity_texts, user_name
-from supervisor_helpers import (BIN, PASS_MGR_DIR, TERMINAL_NAMES, Daemon, base_env,
+from supervisor_helpers import (BIN, PASS_MGR_DIR, TERMINAL_NAMES, Daemon, base_env, give_workspace,
                                 needs_sandbox, pass_mgr_closed_to_others, read_through_terminal,
                                 reopen_terminal_probe, world_for_other_uids)
 
@@ -98,6 +98,7 @@ def test_pcexec_sees_its_own_name(tmp_path, profile):
     elif not sandbox.available()[0]:
         pytest.skip(f"no namespaces for the sandbox: {sandbox.available()[1]}")
     with world_for_other_uids("pc-identity-", 0o777 if profile == "user" else 0o700) as (home, ws):
+        give_workspace(home, "Agent.One", ws, supervisor__sandbox=profile)
         before = Path("/etc/passwd").read_bytes(), Path("/etc/group").read_bytes()
         port = _closed_port()
         env = base_env(home, AGENT_ID="Agent.One", AGENT_WORKSPACE=str(ws),
@@ -119,6 +120,8 @@ def test_daemon_sessions_of_two_agents_each_see_their_own_name(tmp_path):
     home, ws, wv = tmp_path / "home", tmp_path / "ws", tmp_path / "wv"
     for path in (home, ws, wv):
         path.mkdir(mode=0o700)
+    give_workspace(home, "a1", ws)
+    give_workspace(home, "victim", wv)
     port = _closed_port()
     with Daemon(home) as daemon:
         for agent, workspace in (("a1", ws), ("victim", wv)):
@@ -173,6 +176,7 @@ def test_a_pty_session_has_a_terminal_name_and_no_other_pty(tmp_path):
         home, ws = tmp_path / "home", tmp_path / "ws"
         home.mkdir(mode=0o700)
         ws.mkdir(mode=0o700)
+        give_workspace(home, "a1", ws)
         done = subprocess.run([str(BIN / "pcexec"), "--pty", TTY_PROBE],
                               env=base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws)),
                               capture_output=True, text=True, timeout=60, cwd=str(ws))
@@ -195,6 +199,7 @@ def test_the_session_reopens_its_terminal_by_name_as_the_agent(tmp_path):
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
+    give_workspace(home, "a1", ws)
     probe = reopen_terminal_probe() + "; sh -c 'echo hi > /dev/console; echo ok'; id -u"
     done = subprocess.run([str(BIN / "pcexec"), "--pty", probe],
                           env=base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws)),

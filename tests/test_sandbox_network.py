@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from egress_tools import tiny_wheel
-from supervisor_helpers import Daemon, needs_sandbox
+from supervisor_helpers import Daemon, give_workspace, needs_sandbox
 
 pytestmark = needs_sandbox()
 
@@ -111,6 +111,7 @@ def _daemon(tmp_path: Path, **env: str) -> tuple[Daemon, Path]:
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
+    give_workspace(home, "a1", ws)
     return Daemon(home, **env), ws
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import (BIN, Daemon, base_env, pid_by_argv0, read_through_terminal,
+from supervisor_helpers import (BIN, Daemon, base_env, give_workspace, pid_by_argv0, read_through_terminal,
                                 two_agent_home)
 
 pytestmark = pytest.mark.skipif(not sandbox.host_root(),
@@ -142,6 +142,7 @@ def test_a_pass_mgr_the_agent_uids_cannot_reach_refuses_agent_commands(tmp_path)
         (closed / "pass_mgr").chmod(0o755)
         ws = Path(tempfile.mkdtemp(prefix="pc-user-ws-", dir="/tmp"))
         ws.chmod(0o755)
+        give_workspace(tmp_path / "home", "a1", ws)
         env = base_env(tmp_path / "home", AGENT_ID="a1", AGENT_WORKSPACE=str(ws),
                        PADDEDCELL_SUPERVISOR_SANDBOX="user", PATH=f"{closed}:/usr/bin:/bin")
         done = subprocess.run([str(BIN / "pcexec"), "echo ran"], env=env, capture_output=True,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from paddedcell.restart import confine
-from supervisor_helpers import BIN, Daemon, base_env, init_vault
+from supervisor_helpers import BIN, Daemon, base_env, give_workspace, init_vault
 
 ADMIN = "admin-pw-for-tests-1"
 
@@ -96,6 +96,7 @@ def _world(tmp_path):
     init_vault(home, ADMIN)
     subprocess.run([str(BIN / "pass_mgr"), "set", "a1", str(ws), "db", "a1-db-value-123", ADMIN],
                    env=base_env(home), check=True, capture_output=True)
+    give_workspace(home, "a1", ws)
     yield home, ws
 
 
@@ -111,6 +112,8 @@ def test_restart_job_paths_are_the_sessions(world, sandbox):
     store_dir = ws / ".paddedcell" / "secrets" / "a1"
     rollback = ws / "rollback.sh"
     rollback.write_text("#!/bin/sh\necho rolled back\n")
+    if sandbox == "auto":  # the agent's own file (under a root daemon: its uid's)
+        os.chown(rollback, ws.stat().st_uid, ws.stat().st_gid)
     (ws / "key-link").symlink_to(host_key)
     (ws / "vault-dir").symlink_to(home / "vault")
     os.link(host_key, ws / "hard-link")
@@ -148,8 +151,9 @@ def test_restart_job_paths_are_the_sessions(world, sandbox):
     assert not (home / "vault" / "locked.json").exists()
     assert not (outside / "restart.log").exists() and not store_dir.joinpath("store.log").exists()
     # Written as the session's uid: ours, or the agent's own under a root daemon's sandbox
-    # (which then owns the workspace); never the host key's owner through the hard link.
-    assert (ws / "restart.log").stat().st_uid == ws.stat().st_uid
+    # (which owns the workspace); never the host key's owner through the hard link.
+    session_uid = os.getuid() if sandbox == "none" else ws.stat().st_uid
+    assert (ws / "restart.log").stat().st_uid == session_uid
     assert host_key.stat().st_uid == os.getuid()
     status = subprocess.run([str(BIN / "pass_mgr"), "admin", "status"], env=base_env(home),
                             capture_output=True, text=True)

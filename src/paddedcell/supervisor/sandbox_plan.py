@@ -18,8 +18,9 @@ call :func:`prepare`, so both get the same settings. The plan is an allow-list:
 
 ``PADDEDCELL_HOME`` and every registered store are covered wherever they fall
 under something bound. Under a root daemon the command runs as the agent's own
-unprivileged uid (:func:`agent_ids`); the daemon hands it the workspace and home, and
-its ``/etc/passwd`` and ``/etc/group`` name that uid (:func:`agent_identity`).
+unprivileged uid (:func:`agent_ids`); the daemon hands it the home it made for it, never
+a workspace (one the uid cannot write is refused: :func:`workspace_unusable`), and its
+``/etc/passwd`` and ``/etc/group`` name that uid (:func:`agent_identity`).
 """
 
 from __future__ import annotations
@@ -325,38 +326,24 @@ def _known_name(uid: int) -> str:
 _within = ns.within
 
 
-def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> None:
-    """Give a root daemon's agent its workspace: chown the tree to the agent's uid,
-    once (when its top directory is someone else's); ``.paddedcell`` (the store) stays
-    the daemon's, and so does a file with more than one name (a hard link could be
-    another file's). Not for ``/``, homes of users, anything holding the home or
-    PaddedCell's own installation: those stay as they are (one log line), and the agent
-    works there with the rights its uid has."""
-    st = os.stat(workspace)
-    if st.st_uid == owner[0]:
-        return
-    home = os.path.realpath(settings.home_text)
-    homes = {os.path.realpath(entry.pw_dir) for entry in pwd.getpwall() if entry.pw_dir}
-    own = [os.path.realpath(p) for p in _installation()]
-    if workspace == "/" or any(_within(p, workspace) for p in [home, *homes, *own]):
-        log.warning("sandbox: the agent workspace %s holds a user's home, PADDEDCELL_HOME or "
-                    "PaddedCell itself, so it is not handed to the agent's uid %d: the agent "
-                    "can write there only where that uid may; give it a directory of its own",
-                    workspace, owner[0])
-        return
-    log.info("sandbox: handing the workspace %s to uid %d (agent commands run as it)",
-             workspace, owner[0])
-    for top, dirs, files in os.walk(workspace):
-        if top == workspace and ".paddedcell" in dirs:
-            dirs.remove(".paddedcell")
-        for name in dirs + files:
-            path = os.path.join(top, name)
-            st = os.lstat(path)
-            # A second name of a file elsewhere (a hard link to the host key) keeps its owner.
-            if stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode) or (
-                    stat.S_ISREG(st.st_mode) and st.st_nlink == 1):
-                os.lchown(path, *owner)
-    os.lchown(workspace, *owner)
+def workspace_unusable(workspace: str, uid: int, gid: int,
+                       stat_of: Callable[[str], os.stat_result] = os.stat) -> str | None:
+    """Why ``uid``/``gid`` (no other groups) cannot work in ``workspace``, or None.
+
+    The daemon never gives an agent's uid a directory (issue 19: a config or a path an
+    agent got accepted could name ``/etc`` or another user's tree): the workspace must
+    already let the uid list, enter and write it (``rwx`` by its owner, group or other
+    bits; ACLs are not read). The directories above it do not count: inside namespaces
+    the sandbox's own root leads to it, and without them the command starts in it. Pure
+    but for ``stat_of``; said as the one-line fix an operator needs."""
+    st = stat_of(workspace)
+    shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+    if (st.st_mode >> shift) & 0o7 == 0o7:
+        return None
+    return (f"the agent's uid {uid} cannot write its workspace {workspace} (mode "
+            f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}) and the daemon gives away "
+            f"nothing it did not create: give the agent that directory (chown {uid}:{gid} "
+            f"{workspace}; -R for files it must change) or name a workspace it owns")
 
 
 def _installation() -> list[str]:
@@ -511,8 +498,9 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
     owner = (run_as or agent_ids(settings, agent_id)) if root else None
     workdir = os.path.normpath(os.path.abspath(workdir))
     if owner is not None and run_as is None and workspace and os.path.isdir(workspace):
-        # Only a workspace named as the agent's is handed over, never a work directory.
-        hand_over_workspace(os.path.normpath(os.path.abspath(workspace)), owner, settings)
+        why = workspace_unusable(os.path.normpath(os.path.abspath(workspace)), *owner)
+        if why:
+            raise SandboxUnavailable(f"agent commands refused: {why}")
     workspace = os.path.normpath(os.path.abspath(workspace or workdir))
     home = agent_home(settings, agent_id, owner if run_as is None else None)
     if channel and owner is not None:
