@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from supervisor_helpers import give_workspace
 from test_restart_daemon import Daemon
 
 FUZZ_ENV = {
@@ -42,6 +43,7 @@ def daemon(tmp_path_factory):
     d.socket = str(d.settings.home / "run" / d.settings["daemon.socket_name"])
     d.workspace = d.home.parent / "workspace"
     d.workspace.mkdir()
+    give_workspace(d.home, "a", d.workspace)
     started = d.call("POST", "/exec", {"command": "sleep 600", "agentId": "keeper",
                                         "background": True})
     d.keeper = started["details"]["sessionId"]
@@ -350,6 +352,7 @@ def test_a_non_utf8_directory_is_usable_as_workdir_and_workspace(daemon, tmp_pat
     # docs/design.md §4.4 (path fields): a path's non-UTF-8 bytes travel as \udc80-\udcff (surrogateescape).
     name = os.fsdecode(bytes(tmp_path) + b"/caf\xe9")
     os.mkdir(os.fsencode(name))
+    give_workspace(daemon.home, "a", name)
     for field in ("workdir", "agentWorkspace"):
         status, payload = post(daemon, "/exec", {"command": "pwd", "agentId": "a", field: name})
         assert status == 200, payload

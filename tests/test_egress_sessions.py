@@ -28,7 +28,7 @@ import pytest
 
 from paddedcell.egress.ca import CertificateAuthority
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import BIN, Daemon, base_env
+from supervisor_helpers import BIN, Daemon, base_env, give_workspace
 
 from egress_helpers import EchoHandler, serving
 from egress_tools import WHEEL_NAME, tools_upstream
@@ -63,6 +63,8 @@ def world(tmp_path_factory):
         home, ws, ws2 = root / "home", root / "ws", root / "ws2"
         for d in (home, ws, ws2):
             d.mkdir(mode=0o700)
+        give_workspace(home, "a1", ws)
+        give_workspace(home, "a2", ws2)
         (ws2 / "upstream-ca.pem").write_bytes(TEST_CA.certificate_pem)  # visible inside
         env = base_env(home, PADDEDCELL_VAULT_KDF_ITERATIONS="1",
                        PADDEDCELL_VAULT_KDF_MEMORY_KIB="64", PADDEDCELL_VAULT_KDF_LANES="1")
@@ -341,6 +343,7 @@ def _foreground_pcexec_modules(tmp_path: Path, command: str, **env: str) -> tupl
     home, ws = tmp_path / "home", tmp_path / "ws"
     for path in (home, ws):
         path.mkdir(mode=0o700, exist_ok=True)
+    give_workspace(home, "a1", ws)
     env = base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws), **env)
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                             text=True, timeout=120, cwd=ws)

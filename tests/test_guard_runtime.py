@@ -28,7 +28,7 @@ from paddedcell import config
 from paddedcell.supervisor import sandbox
 from paddedcell.vault import admin, crypto, guard, guard_runtime, guard_state, init_admin
 from paddedcell.vault.leak import LeakDetector
-from supervisor_helpers import (BIN, PASS_MGR_DIR, Daemon, base_env, init_vault,
+from supervisor_helpers import (BIN, PASS_MGR_DIR, Daemon, base_env, give_workspace, init_vault,
                                 pass_mgr_closed_to_others, world_for_other_uids)
 
 PW = "runtime-guarded-admin-pw-7"
@@ -96,6 +96,7 @@ def test_admin_init_arms_on_demand_daemons_across_restarts_until_reboot(tmp_path
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
+    give_workspace(home, "a1", ws)
     # The admin KDF's cost is kept in admin.json: a cheap one, as every hit the daemon's
     # filter finds is confirmed by it.
     init = cli(home, "pass_mgr", "admin", "init", "--password-stdin", input=PW + "\n",
@@ -162,6 +163,7 @@ def test_an_agent_of_its_own_unix_user_cannot_read_the_runtime_file(tmp_path):
         pytest.skip(f"user mode needs dist/pass_mgr where other users reach it ({closed})")
     with world_for_other_uids("pc-guard-user-", 0o755) as (home, ws):
         init_vault(home, PW)
+        give_workspace(home, "a1", ws)
         directory = guard_runtime.stamp(str(home))[0][0]
         path = os.path.join(directory, guard_runtime.file_name(str(home)))
         with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="user",

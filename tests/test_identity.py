@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from supervisor_helpers import (BIN, Daemon, base_env, init_vault, set_secret,
+from supervisor_helpers import (BIN, Daemon, base_env, give_workspace, init_vault, set_secret,
                                 two_agent_home)
 
 A1_DB = "A1-db-value-0000-aaaa"
@@ -294,6 +294,7 @@ def test_locked_vault_stops_typing_into_sessions_and_new_values(tmp_path):
     ws.mkdir(mode=0o700)
     init_vault(home, ADMIN)
     set_secret(home, "a1", ws, "db", A1_DB, ADMIN)
+    give_workspace(home, "a1", ws)
     daemon = Daemon(home)
     try:
         sid = daemon.call("/exec", {"command": "bash", "agentId": "a1", "pty": True,
@@ -340,6 +341,7 @@ def test_the_daemon_started_from_a_session_outlives_it(tmp_path):
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
+    give_workspace(home, "a1", ws)
     env = base_env(home, AGENT_ID="a1", AGENT_WORKSPACE=str(ws))
     out = subprocess.run([str(BIN / "pcexec"), "pcexec --background 'sleep 5'"], env=env,
                          capture_output=True, text=True, timeout=90, cwd=str(ws))

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from supervisor_helpers import BIN, Daemon, base_env, init_vault
+from supervisor_helpers import BIN, Daemon, base_env, give_workspace, init_vault
 
 ADMIN = "admin-pw-for-tests-1"
 AGENT_PW = "agent-chosen-admin-pw-1"
@@ -55,6 +55,7 @@ def session_daemon(tmp_path, sandbox, vault=True):
     ws.mkdir(mode=0o700)
     if vault:
         init_vault(home, ADMIN)
+    give_workspace(home, "a1", ws)
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX=sandbox) as daemon:
         yield home, ws, daemon
 
@@ -130,6 +131,7 @@ def test_an_orphan_of_a_plain_pcexec_is_still_inside_the_session(tmp_path):
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
     init_vault(home, ADMIN)
+    give_workspace(home, "a1", ws)
     out = tmp_path / "orphan-out"
     probe = (f"sleep 0.5; {shlex.quote(sys.executable)} -c "
              "'from paddedcell.agent_session import inside_agent_session as f; print(f())' "

@@ -24,7 +24,8 @@ def daemon(tmp_path_factory):
     root = tmp_path_factory.mktemp("bugs")
     home, ws = root / "home", root / "ws"
     home.mkdir(mode=0o700)
-    ws.mkdir()
+    ws.mkdir(mode=0o777)
+    ws.chmod(0o777)  # shared by a1 and the racers (under root: uids of their own)
     d = Daemon(home)
     d.ws = ws
     yield d

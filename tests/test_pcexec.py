@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from supervisor_helpers import BIN, Daemon, alive, base_env, init_vault, py, set_secret, wait_for_file
+from supervisor_helpers import (BIN, Daemon, alive, base_env, give_workspace, init_vault, py, set_secret,
+                                wait_for_file)
 
 AGENT = "agent-one"
 SECRETS = {"db_pass": "Db-Pa55word-0001", "api_key": "ApiKey-zzz-9876-qq", "dyn": "Dynamic-Value-4321"}
@@ -23,6 +24,7 @@ def vault_home(tmp_path_factory):
     init_vault(home)
     for key, value in SECRETS.items():
         set_secret(home, AGENT, workspace, key, value)
+    give_workspace(home, AGENT, workspace)
     return home, workspace
 
 

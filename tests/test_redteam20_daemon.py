@@ -174,3 +174,62 @@ def test_a_session_without_a_workspace_cannot_name_one(world):
     assert answer["ok"] is False and answer["exit"] == 5, answer
     assert "victim-private-file" not in text
     assert (sorted(p.name for p in victim.iterdir()), victim.stat().st_uid) == before
+
+
+def _wait_for(path, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+@needs_sandbox()
+def test_the_operators_commands_never_get_the_sessions_log_path(world):
+    """The operator's restart and status commands run as the daemon and were handed the
+    session's job.log in PADDEDCELL_RESTART_LOG: an operator script appending to it, after
+    the agent swapped its log for a symlink, wrote where the agent cannot (here a file
+    outside its sandbox). They get a file of the daemon's own now, copied into the agent's
+    log as the session's uid."""
+    home, ws = world
+    handshake = ws.parent / "handshake"
+    handshake.mkdir()
+    victim = ws.parent / "victim.txt"
+    victim.write_text("the operator's\n")
+    victim.chmod(0o600)
+
+    def wait(name: str) -> str:  # bounded: the command outlives a failed test otherwise
+        flag = handshake / name
+        return f"i=0; while [ ! -e {flag} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
+
+    restart = (f"{wait('swapped')}; echo op-line >> \"$PADDEDCELL_RESTART_LOG\"; "
+               f"echo \"env-log=$PADDEDCELL_RESTART_LOG\"; touch {handshake}/wrote; "
+               f"{wait('restored')}")
+    log = ws / "job.log"
+    make_files = ("open(os.getcwd() + '/job.log', 'w').close()\n"
+                  "open(os.getcwd() + '/rb.sh', 'w').write('true\\n')\n")
+    with Daemon(home, PADDEDCELL_RESTART_RESTART_CMD=f"sh -c '{restart}'",
+                PADDEDCELL_RESTART_STATUS_CMD="true") as daemon:
+        answers = run_in_session(daemon, ws, "import os\n" + make_files + CHANNEL_CLIENT,
+                                 restart_line(str(log), str(ws / "rb.sh")))
+        assert answers[0]["ok"] is True and answers[0]["result"]["result"] == "OK", answers
+        owner = log.stat().st_uid, log.stat().st_gid
+        log.rename(ws / "job.log.kept")  # what the agent may do at any time
+        log.symlink_to(victim)
+        (handshake / "swapped").touch()
+        _wait_for(handshake / "wrote")
+        assert victim.read_text() == "the operator's\n"
+        log.unlink()
+        (ws / "job.log.kept").rename(log)
+        (handshake / "restored").touch()
+        deadline = time.monotonic() + 30
+        while "restart finished" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        text = log.read_text()
+        given = text.split("restart| env-log=", 1)[1].split()[0]
+        while os.path.exists(given):  # the job is over: copied, then removed
+            assert time.monotonic() < deadline, given
+            time.sleep(0.05)
+    assert given.startswith(str(home) + "/") and not given.startswith(str(ws)), given
+    assert "restart> op-line" in text, text  # relayed, into the agent's own log
+    assert (log.stat().st_uid, log.stat().st_gid) == owner

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from paddedcell.supervisor import sandbox
-from supervisor_helpers import Daemon, init_vault
+from supervisor_helpers import Daemon, give_workspace, init_vault
 
 ADMIN = "admin-pw-for-tests-1"
 
@@ -43,6 +43,7 @@ def test_a_409_reaches_safe_restart_inside_a_session(tmp_path, profile):
     home.mkdir(mode=0o700)
     ws.mkdir(mode=0o700)
     init_vault(home, ADMIN)
+    give_workspace(home, "a1", ws, supervisor__sandbox=profile)
     # In the agent's workspace: the sandbox shows the session nothing else of tmp_path.
     script, go = ws / "cancel.py", ws / "go"
     script.write_text(CANCEL)

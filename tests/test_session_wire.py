@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paddedcell.session.wire import decode_line, encode_line
-from supervisor_helpers import BIN, base_env, init_vault, set_secret
+from supervisor_helpers import BIN, base_env, give_workspace, init_vault, set_secret
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(),
                     st.text(), st.floats(allow_nan=False))
@@ -73,6 +73,7 @@ def test_pass_mgr_get_in_a_session_imports_no_json_socket_vault_or_config(tmp_pa
     admin = "admin-pw-for-wire-tests-1"
     init_vault(home, admin)
     set_secret(home, "a1", ws, "db", "wire-test-value-0123456789", admin)
+    give_workspace(home, "a1", ws)
     # The script lives in the workspace: the sandbox shows the session nothing else.
     (ws / "probe.sh").write_text(
         "PYTHONPROFILEIMPORTTIME=1 python3 -c pass 2>base.txt\n"

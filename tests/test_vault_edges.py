@@ -12,6 +12,7 @@ import pytest
 from paddedcell import config
 from paddedcell.vault import VaultError, init_admin, random_value, set_secret
 from paddedcell.vault.api import SYMBOLS
+from supervisor_helpers import give_workspace
 
 BIN = Path(sys.executable).parent
 PW = "edges test admin pw"
@@ -28,6 +29,7 @@ def env(tmp_path):
     env.update(FAST_ENV, PADDEDCELL_HOME=str(home))
     done = pass_mgr(env, "admin", "init", "--password-stdin", input=PW + "\n")
     assert done.returncode == 0, done.stderr
+    give_workspace(home, "a1", ws)
     env["_WS"] = str(ws)
     return env
 

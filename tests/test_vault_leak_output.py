@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from paddedcell.vault.leak import HOLD_BYTES, LeakDetector, LeakStream
-from supervisor_helpers import BIN, Daemon, base_env, init_vault
+from supervisor_helpers import BIN, Daemon, base_env, give_workspace, init_vault
 
 PW = "Adm1n-leak-output-pw-77"
 
@@ -184,6 +184,7 @@ def test_pcexec_output_holding_the_admin_password_is_masked_and_locks(home, tmp_
     # In the agent's workspace: the sandbox shows a session that and no other tmp dir.
     ws = tmp_path / "ws"
     ws.mkdir()
+    give_workspace(home, "a1", ws)
     history = ws / "bash_history"
     history.write_text(f"ls\npass_mgr set a1 /ws db value {PW}\nexit\n")
     # The guard lives in the daemon's memory once a human gave the password; a foreground

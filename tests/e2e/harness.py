@@ -210,6 +210,18 @@ class Gateway:
     def prepare(self) -> None:
         (self.home / ".openclaw").mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
+        # Under a root daemon each agent runs as a uid of its own and the daemon gives no
+        # directory away: each workspace given as its refusal says (OpenClaw gives an agent
+        # other than the default one the subdirectory of its id).
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from supervisor_helpers import give_workspace
+
+        give_workspace(self.daemon.home, "main", self.workspace)
+        agents = self.config()["agents"]
+        ids = [a.get("id") for a in agents.get("list", ())] + list(agents.get("entries", {}))
+        for agent in {i for i in ids if i and i != "main"}:
+            (self.workspace / agent).mkdir(exist_ok=True)
+            give_workspace(self.daemon.home, agent, self.workspace / agent)
         config_path = self.home / ".openclaw" / "openclaw.json"
         config_path.write_text(json.dumps(self.config(), indent=2))
         if self.load_plugin_by_path:

@@ -58,6 +58,10 @@ def start_stack(root: Path, python: str | None = None) -> McpStack:
     assert init.returncode == 0, init.stderr
     put = daemon.run_cli(pass_mgr, "set", AGENT, str(workspace), "db", SECRET, ADMIN_PASSWORD)
     assert put.returncode == 0, put.stderr
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from supervisor_helpers import give_workspace  # a root daemon gives no directory away
+
+    give_workspace(daemon.home, AGENT, workspace)
     return McpStack(daemon, workspace, root)
 
 

@@ -40,7 +40,7 @@ import trio
 
 from .. import AGENT_CONTEXT_VARIABLES, config
 from . import confine
-from .job import JobSpec, JobState, LogWriter, drain_logs, run_job, timestamp
+from .job import JobSpec, JobState, LogWriter, OperatorLog, drain_logs, run_job, timestamp
 from .machine import (FREEZE_FAMILY, AgentRecord, Answer, Fleet, GlobalRecord,
                       IllegalTransition, Notice, RestartStatus, RestartStatusError, State, Verdict)
 from .store import Store, boot_id
@@ -369,12 +369,19 @@ class Coordinator:
                 self._persist(())
 
         env = {k: v for k, v in os.environ.items() if k not in AGENT_CONTEXT_VARIABLES}
-        env.update(PADDEDCELL_RESTART_LOG=spec.log, PADDEDCELL_RESTART_JOB=job_id)
+        operator_log = None
         try:
+            # The operator's commands run as the daemon: a session's path is never theirs.
+            if spec.confinement is not None:
+                operator_log = await trio.to_thread.run_sync(
+                    OperatorLog.create, str(self.store.root / "logs"), job_id)
+            env.update(PADDEDCELL_RESTART_LOG=operator_log.path if operator_log else spec.log,
+                       PADDEDCELL_RESTART_JOB=job_id)
             with trio.CancelScope() as scope:
                 self._job_scope = scope
                 final = await run_job(spec, state, persist=persist, log=joblog,
-                                      on_rollback=on_rollback, env=env, clock=self.clock)
+                                      on_rollback=on_rollback, env=env, clock=self.clock,
+                                      operator_log=operator_log)
             if scope.cancelled_caught or self.job is None or self.job.get("jobId") != job_id:
                 return
             self._job_scope = None
@@ -395,6 +402,8 @@ class Coordinator:
                 self._finish(False, outcome="failed", log_path=spec.log, detail="job crashed")
         finally:
             self._job_running = False
+            if operator_log is not None and (self.job or {}).get("jobId") != job_id:
+                operator_log.remove()  # copied into the job's log; the job is over
 
     # -- background ----------------------------------------------------------------
 

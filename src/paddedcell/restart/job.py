@@ -235,6 +235,63 @@ _writer: LogWriter | None = None
 _write_limiter = trio.CapacityLimiter(1)
 
 
+#: The most of what the operator's commands wrote to their log that one relay copies.
+RELAY_MAX_BYTES = 1 << 20
+
+
+@dataclass
+class OperatorLog:
+    """``PADDEDCELL_RESTART_LOG`` of the operator's restart and status commands in a
+    session's job: a file of the daemon's own under ``PADDEDCELL_HOME/restart/logs``.
+
+    Those commands run as the daemon, so the agent's path there (checked only at each of
+    the daemon's own confined opens) would let an operator script that appends to it
+    follow a symlink the agent swapped in, and write where the agent cannot. What they
+    write here is copied into the agent's log after each command, as the session's uid
+    (:class:`JobLog`), as their output is."""
+
+    path: str
+    offset: int = 0
+
+    @classmethod
+    def create(cls, directory: str, job_id: str) -> "OperatorLog":
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(directory, f"{job_id}.log"),
+                     os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            return cls(os.path.join(directory, f"{job_id}.log"), os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+
+    def read_new(self) -> list[str]:
+        """The lines written since the last call (at most RELAY_MAX_BYTES; the rest is
+        skipped and said); blocking."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return []
+        try:
+            end = os.fstat(fd).st_size
+            data = os.pread(fd, min(end - self.offset, RELAY_MAX_BYTES), self.offset)
+        finally:
+            os.close(fd)
+        lines = data.decode("utf-8", "replace").splitlines()
+        if end - self.offset > len(data):
+            lines.append(f"({end - self.offset - len(data)} more bytes not copied)")
+        self.offset = max(end, self.offset)
+        return lines
+
+    async def relay(self, log: "JobLog", label: str) -> None:
+        for text in await trio.to_thread.run_sync(self.read_new):
+            log.line(f"{label}> {text}", output=True)
+
+    def remove(self) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
 @dataclass
 class CommandResult:
     returncode: int | None  # None: timed out and killed
@@ -385,12 +442,16 @@ Persist = Callable[[JobState], None]
 
 async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobLog,
                   on_rollback: Callable[[], None], env: dict[str, str] | None = None,
-                  clock: Callable[[], float] = time.time) -> JobState:
+                  clock: Callable[[], float] = time.time,
+                  operator_log: OperatorLog | None = None) -> JobState:
     """Drive the job from ``state.phase`` to ``report``; returns the final state.
 
     ``persist`` is called with each new phase before the phase starts (and must
     make it durable); ``on_rollback`` tells the coordinator a rollback began.
     The caller reports the outcome (``state.outcome``) to the coordinator.
+    ``env`` is the operator's commands' (a session's job: ``PADDEDCELL_RESTART_LOG`` is
+    ``operator_log``, relayed into ``log`` after each of them); the rollback, the
+    agent's script, gets the job's own log path there instead.
     """
     if state.resumed:
         log.line(f"daemon restarted; resuming in phase {state.phase}")
@@ -421,6 +482,8 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
 
         result = await run_command(spec.restart_cmd, timeout=spec.command_timeout_seconds,
                                    log=log, label="restart", env=env, on_spawn=spawned)
+        if operator_log is not None:
+            await operator_log.relay(log, "restart")
         if result.returncode is None:
             log.line(f"restart command timed out after {spec.command_timeout_seconds} s")
         else:
@@ -429,7 +492,7 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
         persist(state)
 
     if state.phase == "status":
-        ok, last = await _await_recovery(spec, log, env, clock)
+        ok, last = await _await_recovery(spec, log, env, clock, operator_log)
         if ok:
             state = replace(state, phase="report", outcome="ok")
         else:
@@ -448,7 +511,9 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
                 os.close(await trio.to_thread.run_sync(
                     open_confined, spec.rollback, spec.confinement, READ))
             argv = _rollback_argv(spec.rollback)
-            preexec, rollback_env = _rollback_sandbox(argv, env, spec.confinement)
+            preexec, rollback_env = _rollback_sandbox(
+                argv, env if env is None else {**env, "PADDEDCELL_RESTART_LOG": spec.log},
+                spec.confinement)
             result = await run_command(argv, timeout=spec.rollback_timeout_seconds,
                                        log=log, label="rollback", env=rollback_env,
                                        preexec_fn=preexec)
@@ -464,7 +529,8 @@ async def run_job(spec: JobSpec, state: JobState, *, persist: Persist, log: JobL
 
 
 async def _await_recovery(spec: JobSpec, log: JobLog, env: dict[str, str] | None,
-                          clock: Callable[[], float]) -> tuple[bool, CommandResult]:
+                          clock: Callable[[], float], operator_log: OperatorLog | None = None
+                          ) -> tuple[bool, CommandResult]:
     """Run the status command until it succeeds or the recovery window ends."""
     deadline = clock() + spec.recover_timeout_seconds
     attempt = 0
@@ -474,6 +540,8 @@ async def _await_recovery(spec: JobSpec, log: JobLog, env: dict[str, str] | None
         log.line(f"status check {attempt}: {spec.status_cmd}")
         result = await run_command(spec.status_cmd, timeout=max(left, 0.5), log=log,
                                    label="status", env=env)
+        if operator_log is not None:
+            await operator_log.relay(log, "status")
         if result.returncode == 0:
             log.line(f"status check {attempt} succeeded; the gateway is back")
             return True, result
