@@ -224,6 +224,15 @@ class Daemon:
         self.proc.wait(30)
 
 
+def give_workspace(env: dict, agent: str, workspace: Path) -> None:
+    """Under a root daemon, hand ``workspace`` to ``agent``'s own uid as an operator must
+    (the daemon refuses a workspace that uid cannot write and gives none away)."""
+    from paddedcell.supervisor import sandbox, sandbox_plan
+
+    if sandbox.host_root():
+        os.chown(workspace, *sandbox_plan.agent_ids(config.load(environ=env), agent))
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -331,6 +340,7 @@ def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
     rows: list[dict] = []
     workspace = tmp_path / "bench-ws"
     workspace.mkdir(mode=0o700, exist_ok=True)
+    give_workspace(env, "bench", workspace)
     admin = "bench-admin-password-1"
     subprocess.run([str(BIN / "pass_mgr"), "admin", "init", "--password-stdin"], env=env,
                    input=admin + "\n", text=True, check=True, capture_output=True)
@@ -352,9 +362,11 @@ def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
         body = {"command": "true", "agentId": "bench", "agentWorkspace": str(workspace)}
         times: dict[str, list[float]] = {name: [] for name in daemons}
         burst: dict[str, list[float]] = {name: [] for name in daemons}
-        for daemon in daemons.values():
+        for name, daemon in daemons.items():
             for _ in range(5):
-                daemon.call("/exec", body)
+                answer = daemon.call("/exec", body)
+            if answer.get("details", {}).get("exitCode") != 0:  # time a refusal? never
+                raise SystemExit(f"sandbox start-up: {name} failed: {answer}")
         for _ in range(rounds):
             for name, daemon in daemons.items():
                 time.sleep(IDLE_SECONDS)
@@ -436,6 +448,7 @@ def latency_under_load(env: dict, tmp_path: Path, rounds: int, sessions: int = 8
     settings = config.load(environ=denv)
     workspace = tmp_path / "latency-ws"
     workspace.mkdir(mode=0o700)
+    give_workspace(denv, "load", workspace)
     admin = "bench-admin-password-latency"
     vault.init_admin(admin, settings)
     rng = random.Random(9)
