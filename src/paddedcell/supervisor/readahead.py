@@ -19,11 +19,12 @@ once ``limit`` bytes are unshown (back-pressure when the loop lags).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import select
 import threading
-from typing import Callable
+from typing import Callable, ContextManager
 
 import trio
 
@@ -70,30 +71,35 @@ class Handoff:
 
 
 def read_terminal(fd: int, stop_fd: int, buffer: memoryview,
-                  filter_batch: Callable[[memoryview], bytes], handoff: Handoff) -> None:
-    """In the terminal's own thread: read what is ready (until EAGAIN, up to
-    ``len(buffer)``), filter it in one call, hand it over, wait in ``poll``; until
-    the end of the stream (EOF, or EIO: every holder of the terminal is gone) or
-    until ``stop_fd`` (an eventfd) is written."""
+                  filter_batch: Callable[[memoryview], bytes], handoff: Handoff,
+                  slot: ContextManager = contextlib.nullcontext()) -> None:
+    """In the stream's own thread: read what is ready (until EAGAIN, up to
+    ``len(buffer)``) and filter it in one call, both inside ``slot`` (a shared
+    semaphore: few threads hold the GIL at once, the event loop's among them), hand
+    it over, wait in ``poll``; until the end of the stream (EOF, or EIO: every
+    holder of the terminal is gone) or until ``stop_fd`` (an eventfd) is written."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     poller.register(stop_fd, select.POLLIN)
     while True:
-        got, eof = 0, False
-        while got < len(buffer):
-            try:
-                n = os.readv(fd, [buffer[got:]])
-            except BlockingIOError:
-                break
-            except OSError as exc:
-                if exc.errno != errno.EIO:
-                    raise
-                n = 0
-            if not n:
-                eof = True
-                break
-            got += n
-        if got and not handoff.put(filter_batch(buffer[:got])):
+        got, eof, shown = 0, False, b""
+        with slot:
+            while got < len(buffer):
+                try:
+                    n = os.readv(fd, [buffer[got:]])
+                except BlockingIOError:
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EIO:
+                        raise
+                    n = 0
+                if not n:
+                    eof = True
+                    break
+                got += n
+            if got:
+                shown = filter_batch(buffer[:got])
+        if got and not handoff.put(shown):
             return
         if eof:
             return

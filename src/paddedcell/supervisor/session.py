@@ -125,6 +125,21 @@ def _filter_limiter(settings) -> trio.CapacityLimiter:
         return limiter
 
 
+_FILTER_SLOTS: trio.lowlevel.RunVar = trio.lowlevel.RunVar("paddedcell_filter_slots")
+
+
+def _filter_slots(settings) -> threading.BoundedSemaphore:
+    """Held by a terminal's reader thread while it reads and filters a batch (one set
+    per Trio run): ``supervisor.filter_threads`` at once, however many terminals, so
+    that few threads compete with the event loop for the GIL."""
+    try:
+        return _FILTER_SLOTS.get()
+    except LookupError:
+        slots = threading.BoundedSemaphore(max(1, SupervisorSettings.of(settings).filter_threads))
+        _FILTER_SLOTS.set(slots)
+        return slots
+
+
 class Session:
     """A started command. Created by :class:`~.supervisor.Supervisor`."""
 
@@ -484,7 +499,8 @@ class Session:
                 # as the terminal is quiet.
                 await trio.to_thread.run_sync(
                     read_terminal, fd, stop_fd, memoryview(bytearray(PTY_READ_AHEAD)),
-                    partial(self._filter, stream), handoff, limiter=trio.CapacityLimiter(1))
+                    partial(self._filter, stream), handoff, _filter_slots(self.settings),
+                    limiter=trio.CapacityLimiter(1))
                 nursery.cancel_scope.cancel()
         finally:
             os.close(stop_fd)
