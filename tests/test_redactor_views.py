@@ -426,3 +426,46 @@ def test_wrapped_forms_deep_in_ordinary_multi_line_text(chunk):
                 assert r.held == naive_held(text[:c], patterns), c
             prev = c
         assert b"".join(out) + r.flush() == expected
+
+
+# -- the views' gates share scans with the literals (issue 21: one scan a feed) --
+
+def _xxd(data: bytes) -> bytes:
+    """``xxd``'s lines of ``data`` (16 bytes a line, groups of two, a text gutter)."""
+    out = []
+    for at in range(0, len(data), 16):
+        row = data[at:at + 16]
+        groups = b" ".join(row[i:i + 2].hex().encode() for i in range(0, len(row), 2))
+        gutter = bytes(c if 32 <= c < 127 else 46 for c in row)
+        out.append(b"%08x: %-39s  %s\n" % (at, groups, gutter))
+    return b"".join(out)
+
+
+@st.composite
+def literal_beside_triggers(draw):
+    """A secret, and text holding it literally beside what the one raw gate scan
+    and the literal scan report together: a %XX form (its triggers), a dump of it
+    (candidate lines), a multi-line literal form (found through its longest
+    piece), a wrapped base64 form, and stray ``%``, ``%XX`` and line breaks."""
+    secret = draw(st.binary(min_size=12, max_size=16).map(
+        lambda b: bytes(b"Zq8xv2NmP4tR7yWb"[c % 16] for c in b)))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    multi_line = sorted(p for p in patterns_for([secret]) if b"\n" in p)
+    wrapped = base64.b64encode(secret)
+    forms = [secret, mixed_url(secret, rng), _xxd(b"id=" + secret + b";"),
+             wrapped[:7] + b"\n" + wrapped[7:], *(multi_line[:1])]
+    filler = [b"100% ", b"%4", b"%41x", b"\n", b"\r\n", b"x" * 3, b"00000010: 6162  ab\n"]
+    pieces = draw(st.permutations(forms + draw(st.lists(st.sampled_from(filler), max_size=4))))
+    return secret, b"".join(pieces)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(literal_beside_triggers())
+def test_a_literal_and_view_triggers_in_one_feed_at_every_split(case):
+    """Hits of the literal scan (the secret, a multi-line form's piece, a wrapped
+    form) and of the gates (%XX triggers, dump lines) in the same buffer: exact at
+    every split, held == oracle after every byte."""
+    secret, text = case
+    expected = naive_redact(text, patterns_for([secret]))
+    assert expected.count(secret) == 0
+    assert_exact_under_every_split(text, secret, expected)

@@ -370,6 +370,10 @@ def _count(pending: dict[str, int] | None, decoded: dict[str, bytes], need: int)
             del pending[k]
 
 
+#: "Find the candidate lines yourself" (a caller that has not).
+_SCAN: list = ["scan"]
+
+
 class CandidateLines:
     """Starts of the lines of a buffer that may be dump lines (:data:`_CANDIDATE`),
     in one C-speed scan (Hyperscan, multi-line ``^``/``$``; else :mod:`re` from each line break);
@@ -441,13 +445,14 @@ class DumpFinder:
         self._triggers = _matcher.build(triggers(patterns), engine, hold=False)
         self._lines = CandidateLines(engine is _matcher.HyperscanMatcher)
 
-    def scan(self, buf: bytes, final: bool, found: list[tuple[int, int]]) -> int:
-        """Add the occurrences in ``buf`` to ``found``; return the hold (0 when final)."""
+    def scan(self, buf: bytes, final: bool, found: list[tuple[int, int]], lines=_SCAN) -> int:
+        """Add the occurrences in ``buf`` to ``found``; return the hold (0 when final).
+        ``lines``: :meth:`CandidateLines.starts` of ``buf`` when the caller has them."""
         n = len(buf)
         last = buf.rfind(b"\n")
         limit = n if final else last + 1  # complete lines end before limit
-        if limit > 0:
-            self._spans(buf, limit, final, found)
+        if limit > 0 and lines != []:
+            self._spans(buf, limit, final, found, lines)
         return 0 if final else self._hold(buf, last)
 
     def _line(self, buf: bytes, start: int, limit: int) -> tuple[int, int]:
@@ -455,7 +460,7 @@ class DumpFinder:
         e = buf.find(b"\n", start, limit)
         return start, (limit if e < 0 else e)
 
-    def _spans(self, buf: bytes, limit: int, final: bool, found: list[tuple[int, int]]) -> None:
+    def _spans(self, buf: bytes, limit: int, final: bool, found: list[tuple[int, int]], lines=_SCAN) -> None:
         """Occurrences in the dump lines around the lines holding a trigger.
 
         Each marked line is read with a *window* of its run: lines back and
@@ -465,7 +470,7 @@ class DumpFinder:
         marked line lies inside its window in its reading, so reading the
         windows (overlapping ones merged) finds what reading the whole run
         finds, without decoding every line of a long dump."""
-        hits = sorted(s for s, e in self._trigger_spans(buf) if e <= limit)
+        hits = sorted(s for s, e in self._trigger_spans(buf, lines) if e <= limit)
         if not hits:
             return
         marked = sorted({buf.rfind(b"\n", 0, s) + 1 for s in hits})  # lines holding a trigger
@@ -539,13 +544,14 @@ class DumpFinder:
                 a = e + 1
             self._run_hits(run, found)
 
-    def _trigger_spans(self, buf: bytes) -> list[tuple[int, int]]:
+    def _trigger_spans(self, buf: bytes, starts=_SCAN) -> list[tuple[int, int]]:
         """The triggers in the candidate lines of ``buf`` (each with its line
         break): every dump line is one, so the triggers in dump lines are
         those of a scan of the whole buffer. Few candidates: only they are
         scanned, joined by NUL bytes (no trigger holds one); many (a dump):
         the whole buffer."""
-        starts = self._lines.starts(buf)
+        if starts is _SCAN:
+            starts = self._lines.starts(buf)
         if starts is None:
             return self._triggers.spans(buf)
         if not starts:

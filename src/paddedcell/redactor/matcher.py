@@ -187,39 +187,45 @@ class HyperscanMatcher(_Engine):
         self.patterns = sorted(set(patterns))
         self._local = threading.local()
         self._db = None
-        self._confirm: frozenset[bytes] | None = None
+        compiled, long, self._confirm = self.expressions(self.patterns)
+        self._long = FindMatcher(long) if long else None
+        if not compiled:
+            return
+        self._db = pyperscan.BlockDatabase(*compiled)
+        self._continue = pyperscan.Scan.Continue
+
+    @classmethod
+    def expressions(cls, patterns: Iterable[bytes], tag=None) -> tuple[list, list[bytes], frozenset[bytes] | None]:
+        """``(pyperscan patterns, those too long for Hyperscan, the set a hit
+        must be in or None)`` for these literals, each with ``tag``."""
+        import pyperscan
+
         groups: dict[bytes, list[bytes]] = {}
-        if self.FOLD_CASE:
-            for p in self.patterns:
+        if cls.FOLD_CASE:
+            for p in patterns:
                 groups.setdefault(p.lower(), []).append(p)
         else:
-            groups = {p: [p] for p in self.patterns}
+            groups = {p: [p] for p in patterns}
         som, caseless = pyperscan.Flag.SOM_LEFTMOST, pyperscan.Flag.CASELESS
-        compiled, long = [], []
+        compiled, long, folded = [], [], False
         for key, members in groups.items():
             # Hyperscan refuses an expression longer than 16 000 characters (a
             # 4 KiB key's hex form, escaped): those few go to bytes.find instead
             # of sending the whole set to the slow portable engine.
             if len(members) == 1:
                 regex = _as_regex(members[0])
-                if len(regex) > self.EXPRESSION_LIMIT:
+                if len(regex) > cls.EXPRESSION_LIMIT:
                     long.append(members[0])
                 else:
-                    compiled.append(pyperscan.Pattern(regex, som))
+                    compiled.append(pyperscan.Pattern(regex, som, tag=tag))
                 continue
             regex = _as_regex(key)
-            if len(regex) > self.EXPRESSION_LIMIT:
+            if len(regex) > cls.EXPRESSION_LIMIT:
                 long += members
             else:
-                compiled.append(pyperscan.Pattern(regex, som, caseless))
-                self._confirm = frozenset()
-        if self._confirm is not None:
-            self._confirm = frozenset(self.patterns)
-        self._long = FindMatcher(long) if long else None
-        if not compiled:
-            return
-        self._db = pyperscan.BlockDatabase(*compiled)
-        self._continue = pyperscan.Scan.Continue
+                compiled.append(pyperscan.Pattern(regex, som, caseless, tag=tag))
+                folded = True
+        return compiled, long, (frozenset(p for m in groups.values() for p in m) if folded else None)
 
     #: Longest expression given to Hyperscan (its limit is 16 000).
     EXPRESSION_LIMIT = 15_000
@@ -372,7 +378,7 @@ class Matcher(_Engine):
     MERGE_LIMIT = 20_000
 
     def __init__(self, literals: Iterable[bytes], windows: dict[bytes, list[int]], width: int, engine: type,
-                 hold: bool = True):
+                 hold: bool = True, triggers: dict[str, set[bytes]] | None = None):
         literals = set(literals)
         probe = FragmentFinder(windows, width, None)
         literals |= probe.literals
@@ -382,7 +388,13 @@ class Matcher(_Engine):
         self._merged = merged and bool(grams)
         self._gram_set = grams
         self._gram_also_literal = grams & literals  # an 8-byte secret that is also a gram
-        self.literal = engine(literals | grams if merged else literals)
+        #: Other families' trigger literals (a view's, see .views), scanned in
+        #: the same database: their hits are sorted out by the bytes they match
+        #: and never counted as occurrences, nor in the hold.
+        self.triggers = {name: frozenset(t) for name, t in (triggers or {}).items() if t}
+        every_trigger = frozenset().union(*self.triggers.values()) if self.triggers else frozenset()
+        self._trigger_only = every_trigger - literals - (grams if merged else set())
+        self.literal = engine((literals | grams if merged else literals) | every_trigger)
         self._literal_set = literals
         self.name = engine.name
         windows_bytes = {s[i : i + width] for s, starts in windows.items() for i in starts}
@@ -407,7 +419,15 @@ class Matcher(_Engine):
         return (0 if final else (self._prefix or self._index()).hold(buf)), found
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
+        return self.scan_parts(buf)[0]
+
+    def scan_parts(self, buf: bytes) -> tuple[list[tuple[int, int]], dict[str, list[tuple[int, int]]]]:
+        """``(spans, trigger hits by family)`` in one engine scan."""
         found = self.literal.spans(buf)
+        parts = self.split_triggers(buf, found) if found and self.triggers else _NO_PARTS
+        if parts:
+            only = self._trigger_only
+            found = [(u, e) for u, e in found if buf[u:e] not in only]
         if self._merged:
             g, grams, both = FragmentFinder.GRAM, self._gram_set, self._gram_also_literal
             hits = [(u, e) for u, e in found if e - u == g and buf[u:e] in grams]
@@ -417,7 +437,20 @@ class Matcher(_Engine):
                 found += self.fragments.spans(buf, hits)
         elif self.fragments._grams is not None:
             found += self.fragments.spans(buf)
-        return found
+        return found, parts
+
+    def split_triggers(self, buf: bytes, hits: list[tuple[int, int]]) -> dict[str, list[tuple[int, int]]]:
+        """The hits that are some family's triggers, by family (empty: none)."""
+        parts: dict[str, list[tuple[int, int]]] = {}
+        for name, members in self.triggers.items():
+            mine = [(u, e) for u, e in hits if buf[u:e] in members]
+            if mine:
+                parts[name] = mine
+        return parts
+
+
+#: No trigger hit (shared, never changed).
+_NO_PARTS: dict[str, list[tuple[int, int]]] = {}
 
 
 class Union(_Engine):

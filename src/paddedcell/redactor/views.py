@@ -59,17 +59,17 @@ view of that buffer agree with the view of the whole stream:
   still become a token. The view is taken over the complete part only; the
   incomplete token is held (and read as literal bytes at end of stream).
 
-Costs (measured, see the issue 9 note): the line-break view shares its one
-scan with the literals (:class:`ThroughLineBreaks`), so a buffer costs one
+Costs (measured, see the issue 9 and 21 notes): the line-break view shares its
+one scan with the literals (:class:`ThroughLineBreaks`), so a buffer costs one
 ``bytes.replace`` more than before; the ``%XX`` and CSI views cost a
 transform and a scan each, the CSI view only on buffers holding an ESC, the
 ``%XX`` view only over windows around its *triggers* (two adjacent bytes of a
-secret, at least one of them ``%XX``: a few hundred short literals found by one
-engine scan of the raw buffer; the scan is the gate, a buffer without ``%``
-skips it) and over the last few dozen bytes for the hold only when a trigger
-is near the end; ``%`` in ordinary text (``100%``, ``%d``, stray ``%41``)
-costs that one scan. Each view is one step of :meth:`Viewed.scan` behind its
-gate (see :meth:`Viewed._steps_for`). Only memchr-speed checks (``in`` of one
+secret, at least one of them ``%XX``: a few thousand short literals) and over
+the last few dozen bytes for the hold only when a trigger is near the end.
+The triggers and the dump view's candidate lines are found by one raw scan
+(:class:`Gates`), so a feed costs two engine scans (the literals', the
+gates') and the hold's short one, whatever the views. Each view is one step
+of :meth:`Viewed.scan` behind its gate (see :meth:`Viewed._steps_for`). Only memchr-speed checks (``in`` of one
 byte) come before a Hyperscan scan: ``re`` and ``bytes.find`` of two bytes or
 more run at ~1 ns a byte here, a pyperscan scan at ~0.2-0.4 and ~1 us a call.
 The exact hold for a line break inside an encoded form means a line that
@@ -86,12 +86,12 @@ of these and the literal hold. Tested against the oracle after every byte.
 from __future__ import annotations
 
 import re
+import threading
 from bisect import bisect_right
-from itertools import accumulate
 from typing import Iterable
 
 from . import matcher as _matcher
-from .dumps import PAIR_LIMIT, DumpFinder
+from .dumps import _CANDIDATE, PAIR_LIMIT, CandidateLines, DumpFinder
 from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
 #: Whitespace as ``bytes.split()`` sees it.
@@ -306,7 +306,30 @@ def _token_edge(view: View, buf: bytes, i: int, forward: bool = False) -> int:
     return i
 
 
-_BREAKS = re.compile(rb"[\r\n]")
+_NOT_BREAK = re.compile(rb"[^\r\n]")
+
+
+def _raw_offsets(buf: bytes, positions: list[int]) -> dict[int, int]:
+    """Raw offset of each view byte in ``positions`` (the view: ``buf`` less
+    its ``\r``/``\n``), counted forward from one answer to the next with
+    C-speed ``count``: a few hits cost a few counts, not a split of the buffer."""
+    out: dict[int, int] = {}
+    cr, n = b"\r" in buf, len(buf)
+    v0 = r0 = 0  # view offset v0 is raw offset r0 (or r0 is the end)
+    for v in sorted(set(positions)):
+        d = v - v0
+        r = r0 + d
+        c = buf.count(b"\n", r0, r) + (buf.count(b"\r", r0, r) if cr else 0)
+        while r - r0 - c < d:  # breaks in [r0, r): view byte v lies further on
+            nr = r0 + d + c
+            c += buf.count(b"\n", r, nr) + (buf.count(b"\r", r, nr) if cr else 0)
+            r = nr
+        if r < n and buf[r] in (10, 13):  # a break is no view byte: the next non-break is
+            m = _NOT_BREAK.search(buf, r)
+            r = m.start() if m else n
+        out[v] = r
+        v0, r0 = v, r
+    return out
 
 
 def _has_break(p: bytes) -> bool:
@@ -329,6 +352,12 @@ class ThroughLineBreaks(_matcher._Engine):
     the line breaks) is built only when there is a hit.
     """
 
+    #: A multi-line literal is looked for by its longest piece without a line
+    #: break (cut to this many bytes) in the one scan, then compared whole.
+    PIECE = 32
+    #: ... if that piece has at least this many bytes; else by a raw scan.
+    PIECE_MIN = 8
+
     def __init__(self, literals: set[bytes], windows: dict[bytes, list[int]], width: int,
                  wrap: set[bytes], engine: type):
         redundant = {p for p in literals if _has_break(p) and p[:1] not in b"\r\n" and p[-1:] not in b"\r\n"
@@ -340,8 +369,25 @@ class ThroughLineBreaks(_matcher._Engine):
         for secret, starts in windows.items():
             for i in starts:
                 (w_broken if _has_break(secret[i : i + width]) else w_plain).setdefault(secret, []).append(i)
-        self.view_matcher = _matcher.Matcher(plain | wrap, w_plain, width, engine)
+        # Multi-line literals with a long piece between breaks: found through
+        # that piece in the view scan (it holds no break, so the view shows it
+        # where the raw bytes do), compared whole on the raw bytes.
+        self._pieces: dict[bytes, list[tuple[bytes, int]]] = {}
+        scanned_raw = set()
+        for p in broken:
+            at, piece = max(((m.start(), m.group()) for m in re.finditer(rb"[^\r\n]+", p)),
+                            key=lambda x: len(x[1]), default=(0, b""))
+            if len(piece) >= self.PIECE_MIN:
+                self._pieces.setdefault(piece[: self.PIECE], []).append((p, at))
+            else:
+                scanned_raw.add(p)
+        self.view_matcher = _matcher.Matcher(plain | wrap, w_plain, width, engine,
+                                             triggers={"broken": set(self._pieces)})
+        #: For the hold: every multi-line literal and window.
         self.raw_matcher = _matcher.Matcher(broken, w_broken, width, engine) if (broken or w_broken) else None
+        #: For spans: those not found through a piece, scanned on the raw bytes.
+        self._raw_scan = (_matcher.Matcher(scanned_raw, w_broken, width, engine, hold=False)
+                          if (scanned_raw or w_broken) else None)
         self._wrap = frozenset(wrap)
         every = set(self.view_matcher.patterns) | redundant
         if self.raw_matcher is not None:
@@ -361,11 +407,22 @@ class ThroughLineBreaks(_matcher._Engine):
         return h
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
+        """One engine scan of the view (of the buffer itself when it holds no
+        line break: then no multi-line literal occurs either)."""
         vm = self.view_matcher
         if b"\n" not in buf and b"\r" not in buf:
-            return vm.spans(buf)  # the view is the buffer
+            return vm.spans(buf)
         seen = VIEWS["wrap"].view(buf)
         found = vm.literal.spans(seen)
+        if not found:
+            out = vm.fragments.spans(buf) if not vm._merged and vm.fragments._grams is not None else []
+            if self._raw_scan is not None:
+                out += self._raw_scan.spans(buf)
+            return out
+        parts = vm.split_triggers(seen, found) if vm.triggers else _matcher._NO_PARTS
+        if parts:
+            only = vm._trigger_only
+            found = [(u, e) for u, e in found if seen[u:e] not in only]
         grams: list[tuple[int, int]] = []
         if vm._merged:
             g, gram_set, both = _matcher.FragmentFinder.GRAM, vm._gram_set, vm._gram_also_literal
@@ -379,28 +436,94 @@ class ThroughLineBreaks(_matcher._Engine):
                     rest.append((u, e))
             found = rest
         out: list[tuple[int, int]] = []
-        if found or grams:
-            # View index of each line break: the lengths of the lines before it
-            # (C-speed split and sums); view byte k is raw byte k + breaks before it.
-            pieces = _BREAKS.split(buf) if b"\r" in buf else buf.split(b"\n")
-            at = list(accumulate(map(len, pieces[:-1])))
-            wrap = self._wrap
-            for u, e in found:
-                s, t = u + bisect_right(at, u), e + bisect_right(at, e - 1)
-                if t - s == e - u or seen[u:e] in wrap:
-                    out.append((s, t))
+        every = found + grams
+        for hits in parts.values():
+            every += hits
+        raw = _raw_offsets(buf, [u for u, _ in every] + [e - 1 for _, e in every])
+        wrap = self._wrap
+        for u, e in found:
+            s, t = raw[u], raw[e - 1] + 1
+            if t - s == e - u or seen[u:e] in wrap:
+                out.append((s, t))
+        if grams:
             hits = []
             for u, e in grams:
-                s, t = u + bisect_right(at, u), e + bisect_right(at, e - 1)
+                s, t = raw[u], raw[e - 1] + 1
                 if t - s == e - u:
                     hits.append((s, t))
             if hits:
                 out += vm.fragments.spans(buf, hits)
+        for u, e in parts.get("broken", ()):
+            s, t = raw[u], raw[e - 1] + 1
+            if t - s == e - u:  # a piece holds no break: one the view shows across a deleted break is none
+                for p, i in self._pieces[buf[s:t]]:
+                    if s >= i and buf.startswith(p, s - i):
+                        out.append((s - i, s - i + len(p)))
         if not vm._merged and vm.fragments._grams is not None:
             out += vm.fragments.spans(buf)  # grams scanned apart: on the raw bytes
-        if self.raw_matcher is not None:
-            out += self.raw_matcher.spans(buf)
+        if self._raw_scan is not None:
+            out += self._raw_scan.spans(buf)
         return out
+
+
+class Gates:
+    """The views' gates in one raw scan: the dump view's candidate lines
+    (:data:`.dumps._CANDIDATE`, a multi-line regex) and the ``%XX`` view's
+    triggers (:meth:`PercentView.triggers`, literals with their start), told
+    apart by their Hyperscan ids. Measured (64 KiB, k = 10 and 100): the
+    triggers cost as much apart as beside the candidate regex, but scanned
+    with the literals in the line-break view they slowed that scan by 14-18 us
+    on text without ``%`` (and their hits needed mapping back to raw bytes).
+    The portable engine scans each gate apart (``re``, pyahocorasick)."""
+
+    def __init__(self, lines: bool, percent: set[bytes], engine: type):
+        self._db = None
+        self._lines = self._percent = None
+        if engine is _matcher.HyperscanMatcher:
+            import pyperscan as ps
+
+            patterns, long, self._fold = _matcher.HyperscanMatcher.expressions(percent, tag=True)
+            assert not long  # a trigger is a few bytes
+            if lines:
+                patterns.append(ps.Pattern(b"^" + _CANDIDATE, ps.Flag.MULTILINE, tag=False))
+            self._db = ps.BlockDatabase(*patterns)
+            self._local = threading.local()
+            self._scan_result = ps.Scan
+        else:
+            self._lines = CandidateLines(False) if lines else None
+            self._percent = _matcher.build(percent, engine, hold=False) if percent else None
+
+    def scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]]]:
+        """``(starts of the candidate lines, or None past CandidateLines.LIMIT; %XX trigger hits)``."""
+        if self._db is None:
+            lines = self._lines.starts(buf) if self._lines is not None else []
+            hits = self._percent.spans(buf) if self._percent is not None and b"%" in buf else []
+            return lines, hits
+        pair = getattr(self._local, "pair", None)
+        if pair is None:  # a scanner per thread (it owns a scratch space)
+            go_on = self._scan_result.Continue
+
+            def report(acc, tag, start, end):
+                (acc[1] if tag else acc[0]).append((start, end))
+                return go_on
+
+            acc: tuple[list, list] = ([], [])
+            pair = self._local.pair = (self._db.build(acc, report), acc)
+        scanner, (ends, hits) = pair
+        ends.clear()
+        hits.clear()
+        scanner.scan(buf)
+        lines: list[int] | None = []
+        if ends:
+            lines = (None if len(ends) > CandidateLines.LIMIT
+                     else sorted({buf.rfind(b"\n", 0, e) + 1 for _, e in ends}))
+            ends.clear()
+        if hits:
+            fold = self._fold
+            out = [h for h in hits if buf[h[0]:h[1]] in fold] if fold is not None else hits.copy()
+            hits.clear()
+            return lines, out
+        return lines, []
 
 
 def build(literals: set[bytes], windows: dict[bytes, list[int]], width: int,
@@ -461,12 +584,13 @@ class Viewed(_matcher._Engine):
         self._wrap_in_base = isinstance(base, ThroughLineBreaks)
         #: Every byte of a line-break view pattern (an encoding's alphabet, a folded secret's bytes).
         self._wrap_bytes = bytes(sorted(set(b"".join(families.get("wrap", ())))))
-        # The %XX view runs only around its triggers (see PercentView.triggers).
-        self._percent_triggers = None
+        # The %XX view runs only around its triggers (see PercentView.triggers),
+        # the dump view only on candidate lines: both found by one raw scan.
+        percent = set()
         if "percent" in families:
-            pats = families["percent"]
-            self._percent_reach = max(len(p) for p in pats) + PercentView.reach
-            self._percent_triggers = _matcher.build(PercentView.triggers(pats), engine, hold=False)
+            self._percent_reach = max(len(p) for p in families["percent"]) + PercentView.reach
+            percent = PercentView.triggers(families["percent"])
+        self._gates = Gates(self._dump is not None, percent, engine) if (percent or self._dump) else None
         self._steps = self._steps_for()
 
     def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
@@ -484,14 +608,19 @@ class Viewed(_matcher._Engine):
         return self.scan(buf, False)[0]
 
     def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
-        best, found = self.base.scan(buf, final)
-        if self._dump is not None:
-            h = self._dump.scan(buf, final, found)
-            if h > best:
-                best = h
+        base = self.base
+        found = base.spans(buf)  # the literals (in the line-break view): one scan
+        best = 0 if final else base.hold(buf)
+        percent = None
+        if self._gates is not None:  # the views' gates: one raw scan
+            lines, percent = self._gates.scan(buf)
+            if self._dump is not None:
+                h = self._dump.scan(buf, final, found, lines)
+                if h > best:
+                    best = h
         for step, lead, args in self._steps:
             if lead is None or lead in buf:
-                h = step(self, *args, buf, final, found)
+                h = step(self, *args, buf, final, found, percent)
                 if h > best:
                     best = h
         return best, found
@@ -512,23 +641,26 @@ class Viewed(_matcher._Engine):
                 steps.append((Viewed._view_step, getattr(view, "lead", None), (view, m, proper, full)))
         return steps
 
-    def _wrap_step(self, view: View, proper, buf: bytes, final: bool, found: list[tuple[int, int]]) -> int:
+    def _wrap_step(self, view: View, proper, buf: bytes, final: bool, found: list[tuple[int, int]],
+                   percent) -> int:
         """The line-break view: its spans come from the base's one scan of the
         view; the hold needs only the view of the tail."""
         return 0 if final else self._wrap_hold(view, proper, buf)
 
     def _percent_step(self, view: View, m, proper, full, buf: bytes, final: bool,
-                      found: list[tuple[int, int]]) -> int:
+                      found: list[tuple[int, int]], percent) -> int:
         """The %XX view of a buffer that holds a ``%``: its triggers are its gate
         (no regular expression over the whole buffer: ``re`` runs at ~1 ns a
         byte here, a Hyperscan scan of the triggers at ~0.4)."""
+        if not percent and (final or buf.find(b"%", max(0, len(buf) - 3)) < 0):
+            return 0  # no trigger, no token at the end: nothing to view, nothing held
         cut = 0 if final else view.incomplete(buf)
         if cut and not view.relevant(buf):  # no complete token: only an incomplete one at the end
             return cut + proper.hold(buf[: len(buf) - cut])
-        return self._percent_scan(view, m, proper, full, buf, final, found)
+        return self._percent_scan(view, m, proper, full, buf, final, found, percent)
 
     def _view_step(self, view: View, m, proper, full, buf: bytes, final: bool,
-                   found: list[tuple[int, int]]) -> int:
+                   found: list[tuple[int, int]], percent) -> int:
         """A view over the whole buffer (CSI when it holds an ESC, whitespace runs)."""
         size = len(buf)
         cut = 0 if final else view.incomplete(buf)
@@ -548,7 +680,7 @@ class Viewed(_matcher._Engine):
         return cut
 
     def _percent_scan(self, view: View, m, proper, full, buf: bytes, final: bool,
-                      found: list[tuple[int, int]]) -> int:
+                      found: list[tuple[int, int]], percent) -> int:
         """The %XX view over the windows that can hold an occurrence; returns its hold.
 
         An occurrence with a ``%XX`` token holds a trigger (two view-adjacent
@@ -561,7 +693,7 @@ class Viewed(_matcher._Engine):
         """
         size, reach = len(buf), self._percent_reach
         windows: list[list[int]] = []
-        for s, e in sorted(self._percent_triggers.spans(buf)):
+        for s, e in sorted(percent):
             if windows and s <= windows[-1][1] + reach:
                 windows[-1][1] = max(windows[-1][1], e)
             else:
