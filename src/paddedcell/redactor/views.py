@@ -381,10 +381,11 @@ class ThroughLineBreaks(_matcher._Engine):
                 self._pieces.setdefault(piece[: self.PIECE], []).append((p, at))
             else:
                 scanned_raw.add(p)
-        self.view_matcher = _matcher.Matcher(plain | wrap, w_plain, width, engine,
+        self.view_matcher = _matcher.Matcher(plain | wrap, w_plain, width, engine, hold=False,
                                              triggers={"broken": set(self._pieces)})
-        #: For the hold: every multi-line literal and window.
-        self.raw_matcher = _matcher.Matcher(broken, w_broken, width, engine) if (broken or w_broken) else None
+        #: Every multi-line literal and window (their patterns, for the hold).
+        self.raw_matcher = (_matcher.Matcher(broken, w_broken, width, engine, hold=False)
+                            if (broken or w_broken) else None)
         #: For spans: those not found through a piece, scanned on the raw bytes.
         self._raw_scan = (_matcher.Matcher(scanned_raw, w_broken, width, engine, hold=False)
                           if (scanned_raw or w_broken) else None)
@@ -394,6 +395,12 @@ class ThroughLineBreaks(_matcher._Engine):
             every |= set(self.raw_matcher.patterns)
         self.patterns = sorted(every)
         self.name = engine.name
+        # One index for the hold over both (one call a feed, not two); the
+        # fixed-column wrapped forms are held through the line-break view.
+        held = set(self.view_matcher.patterns)
+        if self.raw_matcher is not None:
+            held |= set(self.raw_matcher.patterns)
+        self._prefix = _matcher.PrefixIndex(held, engine, direct=max(16, width + 1))
 
     def __getattr__(self, name):  # the view matcher's parts (literal, fragments, ...), for tests
         if name == "view_matcher":
@@ -401,10 +408,7 @@ class ThroughLineBreaks(_matcher._Engine):
         return getattr(self.view_matcher, name)
 
     def hold(self, buf: bytes) -> int:
-        h = self.view_matcher.hold(buf)
-        if self.raw_matcher is not None:
-            h = max(h, self.raw_matcher.hold(buf))
-        return h
+        return self._prefix.hold(buf)
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
         """One engine scan of the view (of the buffer itself when it holds no
