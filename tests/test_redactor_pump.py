@@ -68,6 +68,21 @@ async def run_counted(tmp_path, counter: WorkPerStep, spec: LaunchSpec):
     return s
 
 
+async def run_writer(tmp_path, text: str, piece: int, pty: bool = False):
+    """A session (secret SECRET) whose command writes ``text`` in ``piece``-byte writes;
+    ``(session, every piece of output shown)``."""
+    source = tmp_path / "out.txt"
+    source.write_text(text)
+    writer = tmp_path / "write.py"
+    writer.write_text("import os, sys\ndata = open(sys.argv[1], 'rb').read()\ni = 0\n"
+                      f"while i < len(data):\n    i += os.write(1, data[i:i + {piece}])\n")
+    shown: list[bytes] = []
+    s = await run_counted(tmp_path, WorkPerStep(), LaunchSpec(
+        command=f"{sys.executable} {writer} {source}", secrets=[SECRET], timeout_seconds=60,
+        pty=pty, on_output=lambda stream, data: shown.append(data)))
+    return s, shown
+
+
 @pytest.mark.parametrize("pty", [False, True], ids=["pipes", "pty"])
 async def test_a_flood_is_sanitized_and_redacted_in_worker_threads(tmp_path, monkeypatch, pty):
     counter = WorkPerStep()
@@ -108,15 +123,7 @@ async def test_batches_read_by_the_workers_mask_exactly_what_the_redactor_masks(
         pieces.append(SECRET)
         total += gap
     text = "\n".join(pieces) + "\ntail\n"
-    source = tmp_path / "out.txt"
-    source.write_text(text)
-    writer = tmp_path / "write.py"
-    writer.write_text("import os, sys\ndata = open(sys.argv[1], 'rb').read()\ni = 0\n"
-                      "while i < len(data):\n    i += os.write(1, data[i:i + 12_345])\n")
-    shown = []
-    s = await run_counted(tmp_path, WorkPerStep(), LaunchSpec(
-        command=f"{sys.executable} {writer} {source}", secrets=[SECRET], timeout_seconds=60,
-        on_output=lambda stream, data: shown.append(data)))
+    s, shown = await run_writer(tmp_path, text, 12_345)
     assert s.outcome.exit_code == 0
     expected = StreamRedactor([SECRET])
     want = expected.feed(text.encode()) + expected.flush()
@@ -246,15 +253,7 @@ async def test_a_session_masks_secrets_straddling_terminal_reads_as_the_redactor
         pieces.append(f"x{i}" * (gap // 2))
         pieces.append(SECRET)
     text = " ".join(pieces) + " tail"
-    source = tmp_path / "out.txt"
-    source.write_text(text)
-    writer = tmp_path / "write.py"
-    writer.write_text("import os, sys\ndata = open(sys.argv[1], 'rb').read()\ni = 0\n"
-                      "while i < len(data):\n    i += os.write(1, data[i:i + 1_111])\n")
-    shown = []
-    s = await run_counted(tmp_path, WorkPerStep(), LaunchSpec(
-        command=f"{sys.executable} {writer} {source}", secrets=[SECRET], timeout_seconds=60,
-        pty=pty, on_output=lambda stream, data: shown.append(data)))
+    s, shown = await run_writer(tmp_path, text, 1_111, pty=pty)
     assert s.outcome.exit_code == 0
     expected = StreamRedactor([SECRET])
     want = expected.feed(text.encode()) + expected.flush()

@@ -70,6 +70,26 @@ class Handoff:
             self._show(items[0] if len(items) == 1 else b"".join(items))
 
 
+def read_ready(fd: int, buffer: memoryview) -> tuple[int, bool, bool]:
+    """Read what ``fd`` has ready into ``buffer`` (until EAGAIN or full): ``(bytes read,
+    eof, drained)``; eof at the end of the stream (EOF, or EIO on a PTY: every holder of
+    the terminal is gone), drained when a read found nothing more (EAGAIN)."""
+    got = 0
+    while got < len(buffer):
+        try:
+            n = os.readv(fd, [buffer[got:]])
+        except BlockingIOError:
+            return got, False, True
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+            n = 0
+        if not n:
+            return got, True, False
+        got += n
+    return got, False, False
+
+
 def read_terminal(fd: int, stop_fd: int, buffer: memoryview,
                   filter_batch: Callable[[memoryview], bytes], handoff: Handoff,
                   slot: ContextManager = contextlib.nullcontext()) -> None:
@@ -82,21 +102,9 @@ def read_terminal(fd: int, stop_fd: int, buffer: memoryview,
     poller.register(fd, select.POLLIN)
     poller.register(stop_fd, select.POLLIN)
     while True:
-        got, eof, shown = 0, False, b""
+        shown = b""
         with slot:
-            while got < len(buffer):
-                try:
-                    n = os.readv(fd, [buffer[got:]])
-                except BlockingIOError:
-                    break
-                except OSError as exc:
-                    if exc.errno != errno.EIO:
-                        raise
-                    n = 0
-                if not n:
-                    eof = True
-                    break
-                got += n
+            got, eof, _ = read_ready(fd, buffer)
             if got:
                 shown = filter_batch(buffer[:got])
         if got and not handoff.put(shown):

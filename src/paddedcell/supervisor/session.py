@@ -46,7 +46,7 @@ from ..execspec.ansi import OutputSanitizer, show_controls
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
-from .readahead import Handoff, read_terminal
+from .readahead import Handoff, read_ready, read_terminal
 from .settings import SupervisorSettings
 from .spawn import Spawned
 
@@ -113,31 +113,31 @@ def classify(exit_code: int | None, signum: int | None, *, timed_out: bool,
 
 
 _FILTER_LIMITER: trio.lowlevel.RunVar = trio.lowlevel.RunVar("paddedcell_filter_limiter")
+_FILTER_SLOTS: trio.lowlevel.RunVar = trio.lowlevel.RunVar("paddedcell_filter_slots")
+
+
+def _per_run(var: trio.lowlevel.RunVar, make: Callable[[], Any]) -> Any:
+    """``var``'s value in this Trio run, made by ``make`` the first time."""
+    try:
+        return var.get()
+    except LookupError:
+        value = make()
+        var.set(value)
+        return value
 
 
 def _filter_limiter(settings) -> trio.CapacityLimiter:
     """The worker threads that sanitize and filter output (one set per Trio run)."""
-    try:
-        return _FILTER_LIMITER.get()
-    except LookupError:
-        limiter = trio.CapacityLimiter(max(1, SupervisorSettings.of(settings).filter_threads))
-        _FILTER_LIMITER.set(limiter)
-        return limiter
-
-
-_FILTER_SLOTS: trio.lowlevel.RunVar = trio.lowlevel.RunVar("paddedcell_filter_slots")
+    threads = max(1, SupervisorSettings.of(settings).filter_threads)
+    return _per_run(_FILTER_LIMITER, lambda: trio.CapacityLimiter(threads))
 
 
 def _filter_slots(settings) -> threading.BoundedSemaphore:
     """Held by a terminal's reader thread while it reads and filters a batch (one set
     per Trio run): ``supervisor.filter_threads`` at once, however many terminals, so
     that few threads compete with the event loop for the GIL."""
-    try:
-        return _FILTER_SLOTS.get()
-    except LookupError:
-        slots = threading.BoundedSemaphore(max(1, SupervisorSettings.of(settings).filter_threads))
-        _FILTER_SLOTS.set(slots)
-        return slots
+    threads = max(1, SupervisorSettings.of(settings).filter_threads)
+    return _per_run(_FILTER_SLOTS, lambda: threading.BoundedSemaphore(threads))
 
 
 class Session:
@@ -361,21 +361,7 @@ class Session:
         drained when a read found nothing more (EAGAIN). Bounded, so sessions take turns
         at the limiter's threads; nothing is read past it (back-pressure)."""
         buf = _batch_buffer()
-        got, eof, drained = 0, False, False
-        while got < len(buf):
-            try:
-                n = os.readv(fd, [buf[got:]])
-            except BlockingIOError:
-                drained = True
-                break
-            except OSError as exc:
-                if exc.errno != errno.EIO:  # PTY: EIO = every slave holder is gone
-                    raise
-                n = 0
-            if not n:
-                eof = True
-                break
-            got += n
+        got, eof, drained = read_ready(fd, buf)
         # The sanitizer copies the view before anything else sees it.
         return (self._filter(stream, buf[:got]) if got else b""), eof, drained
 
