@@ -13,11 +13,12 @@ import os
 
 from . import admin, crypto
 from .admin import AdminPaths
-from .errors import Busy, Forbidden, IntegrityError, NoSuchKey, VaultError
+from .errors import Busy, Forbidden, IntegrityError, NoSuchKey, UnsafePermissions, VaultError
 from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
                     remove_stale_temps)
 from .settings import VaultSettings
-from .store import STORE_FILE, OpenStore, StoreRef, check_key_name, locate, workspace_of
+from .store import (STORE_FILE, OpenStore, StoreRef, check_key_name, linked_below, locate,
+                    workspace_of)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,10 +85,24 @@ def _store_ref(settings: Any, agent_id: str, workspace: str) -> StoreRef:
     return locate(VaultSettings.of(settings).path_template, agent_id, workspace)
 
 
+def _real_store_ref(settings: Any, agent_id: str, workspace: str) -> StoreRef:
+    """The store to write: never through a symbolic link the agent made in its workspace
+    (the writer would create and write the store wherever it points, as itself)."""
+    ref = _store_ref(settings, agent_id, workspace)
+    link = linked_below(workspace, ref.directory)
+    if link is not None:
+        raise UnsafePermissions(f"refusing the store of agent {agent_id}: {link} is a symbolic "
+                                "link (the store must be a real directory in the workspace); "
+                                f"remove it (rm {link}) and try again")
+    return ref
+
+
 def _read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | None:
     paths = _paths(settings)
     admin.require_ready(paths)
     ref = _store_ref(settings, agent_id, workspace)
+    if linked_below(workspace, ref.directory) is not None:
+        return None  # not this workspace's store: where the agent's link points
     try:
         check_private(ref.directory)
     except FileNotFoundError:
@@ -225,7 +240,7 @@ def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[Open
     """Read-modify-write the agent's store under its exclusive lock, in one atomic replace."""
     paths = _paths(settings)
     admin.require_ready(paths)
-    ref = _store_ref(settings, agent_id, workspace)
+    ref = _real_store_ref(settings, agent_id, workspace)
 
     def missing() -> NoSuchKey:
         if missing_key is None:

@@ -30,6 +30,7 @@ on every write, which gives concurrent writers a serial order to check.
 from __future__ import annotations
 
 import os
+import stat
 
 from . import crypto
 from .errors import IntegrityError, NoSuchKey, VaultError
@@ -105,6 +106,26 @@ def locate(path_template: str, agent_id: str, workspace: str) -> StoreRef:
     path = path_template.replace("{AGENT_WORKSPACE}", os.path.normpath(workspace))
     path = path.replace("{AGENT_ID}", agent_id)
     return StoreRef(agent_id, os.path.abspath(os.path.expanduser(path)))
+
+
+def linked_below(workspace: str, directory: str, lstat=os.lstat) -> str | None:
+    """The first symbolic link on the way from ``workspace`` (not included) down to
+    ``directory``, or None (also where ``directory`` is not below ``workspace``, or a
+    step does not exist yet). The agent owns its workspace: a ``.paddedcell`` it made a
+    link to ``/etc`` would have the daemon, or a human's ``pass_mgr``, create and write
+    the store there, as itself (issue 19: write where the agent cannot)."""
+    workspace, directory = os.path.normpath(workspace), os.path.normpath(directory)
+    if not directory.startswith(workspace.rstrip("/") + "/"):
+        return None
+    path = workspace
+    for part in directory[len(workspace.rstrip("/")) + 1:].split("/"):
+        path = os.path.join(path, part)
+        try:
+            if stat.S_ISLNK(lstat(path).st_mode):
+                return path
+        except FileNotFoundError:
+            return None
+    return None
 
 
 def workspace_of(path_template: str, agent_id: str, directory: str) -> str | None:
