@@ -1,9 +1,11 @@
-"""A root daemon gives away nothing it did not create (issue 19, supervisor/sandbox_plan.py).
+"""A root daemon gives an agent only a workspace that is plainly its own (issue 19,
+supervisor/sandbox_plan.py).
 
-It used to chown the whole workspace it was given, files inside too, to the agent's uid:
-a config naming a shared directory, or a path a hostile agent got accepted, handed that
-tree to the agent. Now a workspace the agent's uid cannot write is refused with one
-line saying what to do, and every owner stays as it was.
+It used to chown any workspace it was given, files inside too, to the agent's uid: a
+config naming a shared directory, or a path a hostile agent got accepted, handed that tree
+to the agent. Now a workspace with another user's file in it, or in a system tree, is
+refused with one line saying what to do, and every owner stays as it was; root's own fresh
+directory (``mkdir ws``, the demo, OpenClaw run as root) is handed over with no step.
 """
 
 from __future__ import annotations
@@ -72,3 +74,57 @@ def test_a_workspace_the_agent_cannot_write_is_refused_and_keeps_every_owner():
     finally:
         daemon.stop()
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_roots_own_workspace_is_handed_over_without_following_links_or_hard_links():
+    """A first-time root user's workspace (root made it and everything in it) just works:
+    the tree becomes the agent's, but a symlink to /etc is chowned as a link (/etc keeps
+    its owner), a file with a second name elsewhere keeps root, and the store stays root's."""
+    top = Path(tempfile.mkdtemp(prefix="pc-wsgive-", dir="/tmp"))
+    home, ws = top / "home", top / "ws"
+    home.mkdir(mode=0o700)
+    ws.mkdir(mode=0o755)
+    (ws / "notes.txt").write_text("root's notes\n")
+    (ws / "sub").mkdir()
+    (ws / "etc").symlink_to("/etc")
+    (top / "elsewhere").write_text("another name\n")
+    os.link(top / "elsewhere", ws / "linked")
+    etc_before = {p: (os.lstat(p).st_uid, os.lstat(p).st_gid) for p in ("/etc", "/etc/passwd")}
+    daemon = Daemon(home)
+    try:
+        result = daemon.call("/exec", {"command": "echo more >> notes.txt && touch sub/new && id -u",
+                                       "agentId": "a1", "agentWorkspace": str(ws),
+                                       "awaitResults": True, "timeoutSeconds": 30})
+        out = result["content"][0]["text"]
+        uid = ws.stat().st_uid
+        assert uid != 0 and str(uid) in out, out
+        assert (ws / "notes.txt").read_text().endswith("more\n")
+        assert (ws / "sub" / "new").stat().st_uid == uid
+        assert (ws / "etc").lstat().st_uid == uid
+        assert {p: (os.lstat(p).st_uid, os.lstat(p).st_gid) for p in etc_before} == etc_before
+        assert (top / "elsewhere").stat().st_uid == 0
+    finally:
+        daemon.stop()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_workspace_in_a_system_tree_is_never_handed_over():
+    """Root's own directory under /run (a system tree) is refused, owners unchanged."""
+    top = Path(tempfile.mkdtemp(prefix="pc-wssys-", dir="/tmp"))
+    ws = Path(tempfile.mkdtemp(prefix="pc-wssys-", dir="/run"))
+    home = top / "home"
+    home.mkdir(mode=0o700)
+    ws.chmod(0o755)
+    (ws / "root.txt").write_text("root's\n")
+    daemon = Daemon(home)
+    try:
+        result = daemon.call("/exec", {"command": "touch pwned; echo ran", "agentId": "a1",
+                                       "agentWorkspace": str(ws), "awaitResults": True,
+                                       "timeoutSeconds": 30})
+        out = result["content"][0]["text"]
+        assert "ran" not in out and "chown" in out and not (ws / "pwned").exists(), out
+        assert ws.stat().st_uid == 0 and (ws / "root.txt").stat().st_uid == 0
+    finally:
+        daemon.stop()
+        shutil.rmtree(top, ignore_errors=True)
+        shutil.rmtree(ws, ignore_errors=True)

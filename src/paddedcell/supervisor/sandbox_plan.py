@@ -18,8 +18,9 @@ call :func:`prepare`, so both get the same settings. The plan is an allow-list:
 
 ``PADDEDCELL_HOME`` and every registered store are covered wherever they fall
 under something bound. Under a root daemon the command runs as the agent's own
-unprivileged uid (:func:`agent_ids`); the daemon hands it the home it made for it, never
-a workspace (one the uid cannot write is refused: :func:`workspace_unusable`), and its
+unprivileged uid (:func:`agent_ids`); the daemon hands it the home it made for it, and a
+workspace only where nothing in it is anyone else's (:func:`hand_over_workspace`; any other
+one the uid cannot write is refused: :func:`workspace_unusable`), and its
 ``/etc/passwd`` and ``/etc/group`` name that uid (:func:`agent_identity`).
 """
 
@@ -326,13 +327,70 @@ def _known_name(uid: int) -> str:
 _within = ns.within
 
 
+#: System trees a workspace never is, nor lies in: the daemon hands none of it to an agent.
+SYSTEM_TREES = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot",
+                "/proc", "/sys", "/dev", "/run", "/var", "/opt", "/snap")
+#: ... except these, where anyone may make a directory of their own.
+SYSTEM_TREE_EXCEPTIONS = ("/var/tmp",)
+
+
+def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> bool:
+    """Give a root daemon's agent a workspace that is plainly for it: the tree is chowned
+    to the agent's uid when nothing in it belongs to anyone but the daemon and that uid,
+    and it is no system tree, holds no user's home, no ``PADDEDCELL_HOME`` and no part of
+    PaddedCell. ``.paddedcell`` (the store) stays the daemon's, as does a file with more
+    than one name (a hard link could be another file's); symlinks are chowned, never
+    followed. Anything else keeps every owner (the caller then refuses the workspace if
+    the uid cannot write it). A first-time root user's workspace (made by ``mkdir``, by
+    the demo, by OpenClaw as root) works without a step; ``/srv/shared`` with a
+    colleague's file in it is never given away. Returns whether it was handed over."""
+    st = os.lstat(workspace)
+    if st.st_uid == owner[0]:
+        return True
+    daemon_uid = os.geteuid()
+    if st.st_uid != daemon_uid or not stat.S_ISDIR(st.st_mode) or workspace == "/":
+        return False
+    if any(_within(workspace, t) for t in SYSTEM_TREES) and not any(
+            _within(workspace, t) for t in SYSTEM_TREE_EXCEPTIONS):
+        return False
+    home = os.path.realpath(settings.home_text)
+    homes = {os.path.realpath(entry.pw_dir) for entry in pwd.getpwall() if entry.pw_dir}
+    own = [os.path.realpath(p) for p in _installation()]
+    if workspace in homes or any(_within(p, workspace) for p in [home, *homes, *own]):
+        return False
+    ours = (daemon_uid, owner[0])
+    entries: list[tuple[str, os.stat_result]] = []
+    for top, dirs, files in os.walk(workspace):
+        if top == workspace and ".paddedcell" in dirs:
+            dirs.remove(".paddedcell")
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            entry = os.lstat(path)
+            if entry.st_uid not in ours:
+                log.warning("sandbox: the agent workspace %s holds %s, owned by uid %d: it is "
+                            "not handed to the agent's uid %d", workspace, path, entry.st_uid,
+                            owner[0])
+                return False
+            entries.append((path, entry))
+    log.info("sandbox: handing the workspace %s to uid %d (agent commands run as it)",
+             workspace, owner[0])
+    for path, entry in entries:
+        if entry.st_uid == owner[0]:
+            continue
+        if stat.S_ISDIR(entry.st_mode) or stat.S_ISLNK(entry.st_mode) or (
+                stat.S_ISREG(entry.st_mode) and entry.st_nlink == 1):
+            os.lchown(path, *owner)
+    os.lchown(workspace, *owner)
+    return True
+
+
 def workspace_unusable(workspace: str, uid: int, gid: int,
                        stat_of: Callable[[str], os.stat_result] = os.stat) -> str | None:
     """Why ``uid``/``gid`` (no other groups) cannot work in ``workspace``, or None.
 
-    The daemon never gives an agent's uid a directory (issue 19: a config or a path an
-    agent got accepted could name ``/etc`` or another user's tree): the workspace must
-    already let the uid list, enter and write it (``rwx`` by its owner, group or other
+    Asked where :func:`hand_over_workspace` would not give the workspace away (issue 19: a
+    config or a path an agent got accepted could name ``/etc`` or another user's tree): the
+    workspace must already let the uid list, enter and write it (``rwx`` by its owner, group or other
     bits; ACLs are not read). The directories above it do not count: inside namespaces
     the sandbox's own root leads to it, and without them the command starts in it. Pure
     but for ``stat_of``; said as the one-line fix an operator needs."""
@@ -341,9 +399,9 @@ def workspace_unusable(workspace: str, uid: int, gid: int,
     if (st.st_mode >> shift) & 0o7 == 0o7:
         return None
     return (f"the agent's uid {uid} cannot write its workspace {workspace} (mode "
-            f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}) and the daemon gives away "
-            f"nothing it did not create: give the agent that directory (chown {uid}:{gid} "
-            f"{workspace}; -R for files it must change) or name a workspace it owns")
+            f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}) and the daemon gives an agent "
+            f"no system tree nor one holding other users' files: give the agent that directory "
+            f"(chown {uid}:{gid} {workspace}; -R for files it must change) or name a workspace it owns")
 
 
 def _installation() -> list[str]:
@@ -498,7 +556,9 @@ def prepare(settings, sandbox: Sandbox, *, agent_id: str | None, workspace: str 
     owner = (run_as or agent_ids(settings, agent_id)) if root else None
     workdir = os.path.normpath(os.path.abspath(workdir))
     if owner is not None and run_as is None and workspace and os.path.isdir(workspace):
-        why = workspace_unusable(os.path.normpath(os.path.abspath(workspace)), *owner)
+        workspace = os.path.normpath(os.path.abspath(workspace))
+        why = (None if hand_over_workspace(workspace, owner, settings)
+               else workspace_unusable(workspace, *owner))
         if why:
             raise SandboxUnavailable(f"agent commands refused: {why}")
     workspace = os.path.normpath(os.path.abspath(workspace or workdir))
