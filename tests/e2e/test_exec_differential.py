@@ -139,6 +139,7 @@ def tool_results_in_transcript(stack, session: str) -> list[dict[str, Any]]:
 
 def play(stack, group: str, steps: list[Step], *, settle: float = 0.0) -> dict[str, Any]:
     """Run ``steps`` on both sides; both sides' normalised observations."""
+    stack.ensure_unlocked()  # the shared stack's leak cases may have locked the vault (file order)
     seen = {}
     for name, exec_tool, process_tool in (NATIVE, OURS):
         side = Side(name, exec_tool, process_tool)
