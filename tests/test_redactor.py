@@ -27,14 +27,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecret
     pytest.param((matcher.HyperscanMatcher, False), id="hyperscan-large-set-paths", marks=NEEDS_HYPERSCAN)])
 def engine(request, monkeypatch):
     """Run every test on the fast engine and on the portable one, and once
-    with the paths a large pattern set takes (short tails bisected, literals
-    and fragment grams scanned apart)."""
+    with the path a large pattern set takes (literals and fragment grams
+    scanned apart)."""
     from paddedcell.redactor import stream as stream_module
 
     cls, small = request.param
     monkeypatch.setattr(matcher, "ENGINE", cls)
     if not small:
-        monkeypatch.setattr(matcher.PrefixIndex, "PREFIX_SET_LIMIT", 0)
         monkeypatch.setattr(matcher.Matcher, "MERGE_LIMIT", 0)
     stream_module._cache.clear()
     yield cls

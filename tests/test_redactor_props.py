@@ -218,38 +218,3 @@ def test_the_fast_engine_folds_case_pairs_and_confirms_each_hit():
     assert e._confirm is not None  # the three hex forms are one caseless expression
     text = b"6a6B7c 6A6b7C 6A6B7C plain-secret plain-Secret 6a6b7c"
     assert sorted(e.spans(text)) == [(0, 6), (14, 20), (34, 46), (47, 53)]
-
-
-FAMILIES = [b"0123456789, ", b"abcdefXYZ", b"%2F:-", b" \nxy"]
-
-
-@st.composite
-def classed(draw):
-    """Patterns from a few byte families (number lists with spaces, letters, …),
-    and text over all of them ending in a prefix of a pattern or not."""
-    patterns = []
-    for _ in range(draw(st.integers(1, 8))):
-        family = draw(st.sampled_from(FAMILIES))
-        patterns.append(draw(text_over(family, 1, 30)))
-    text = draw(text_over(b"".join(FAMILIES), 0, 90))
-    if draw(st.booleans()):
-        p = draw(st.sampled_from(patterns))
-        text += p[: draw(st.integers(1, len(p)))]
-    return patterns, text
-
-
-@settings(max_examples=150, deadline=None)
-@given(classed(), st.sampled_from([8, 16, 40]), st.sampled_from([1, 2, 3, 8]))
-def test_prefix_index_bounds_the_tail_by_byte_class_exactly(case, direct, classes):
-    """A held tail is a prefix of one pattern, so it lies in that pattern's byte
-    class: bounding it per class (not by the union) finds the same hold."""
-    patterns, text = case
-    saved, matcher.PrefixIndex.CLASSES = matcher.PrefixIndex.CLASSES, classes
-    try:
-        index = matcher.PrefixIndex(patterns, matcher.ENGINE, direct=direct)
-    finally:
-        matcher.PrefixIndex.CLASSES = saved
-    assert len(index._classes) <= classes
-    assert all(any(set(p) <= set(c) for c in index._classes) for p in patterns)
-    for cut in range(len(text) + 1):
-        assert index.hold(text[:cut]) == _naive_prefix_hold(text[:cut], patterns), cut

@@ -1,193 +1,152 @@
 """The hold: the longest suffix of a buffer that is a prefix of some pattern.
 
 A streaming redactor keeps that many trailing bytes back (they may still
-start an occurrence); :class:`PrefixIndex` answers it exactly. Moved here
-from :mod:`.matcher` (issue 21), which imports it from here; ``engine`` (a
-matcher class of :mod:`.matcher`, for the heads scan) is now required, as
-every caller gave it: the default (``FindMatcher``) would be an import circle.
+start an occurrence); :class:`PrefixIndex` answers it exactly, for every
+buffer and pattern set, in a few C calls per buffer (issue 21: it was half
+of a 4 KiB feed's cost). ``engine`` is a matcher class of :mod:`.matcher`
+(which imports this module), used for the heads scan.
 """
 
 from __future__ import annotations
 
-import heapq
 from bisect import bisect_left
 from typing import Iterable
 
-
-def _text_weights() -> list[tuple[int, int]]:
-    """How often bytes occur in ordinary text (a rough guess; only the order
-    matters), as ``(weight, mask of the bytes of that weight)``: what a byte
-    class costs the hold, whose tail runs back over bytes of one class.
-    Spaces and lower-case letters are the dear ones."""
-    weight = [1] * 256
-    for group, w in ((b" ", 150), (b"etaoinshr", 60), (b"bcdfgjklmpquvwxyz", 20), (b"\n.,-_/:;='\"()", 8),
-                     (b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ", 3)):
-        for c in group:
-            weight[c] = w
-    return [(w, sum(1 << c for c in range(256) if weight[c] == w)) for w in set(weight)]
+#: Bytes frequent in text, most frequent first: those a group of patterns
+#: never holds end its tails (found from the end at memrchr speed).
+COMMON_BYTES = b"\n \t\r,.:;=\"'()<>[]{}|"
+#: Line breaks: patterns holding one (forms wrapped at a column) get their own
+#: heads group, so a line break still ends the other patterns' tails.
+BREAKS = b"\r\n"
 
 
-_WEIGHT_LEVELS = _text_weights()
-#: Groups of bytes a class either touches or not (each byte's group number):
-#: patterns are first pooled by the groups they touch (at most 128 pools:
-#: number lists, hex, base64 …).
-_GROUP_OF = bytes(next((i for i, g in enumerate((
-    b" ", b"abcdef", b"ghijklmnopqrstuvwxyz", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"0123456789", b",")) if c in g), 6)
-    for c in range(256))
+class _Group:
+    """Heads of one group of patterns: the heads matcher, each head's longest
+    pattern, the longest tail it can start, and the bytes that end such a tail."""
 
+    __slots__ = ("heads", "longest", "reach", "stops")
 
-def alphabet_classes(patterns: Iterable[bytes], limit: int) -> tuple[bytes, ...]:
-    """At most ``limit`` byte sets, each pattern's bytes all inside one of them.
-
-    Patterns are pooled by the byte groups they touch (:data:`_GROUP_OF`), then
-    pools are merged, two at a time, where the union weighs least more in
-    text (:func:`_text_weights`) than the heavier of the two, until ``limit``
-    are left: forms of letters merge with each other, number lists (digits,
-    space, comma) with each other, and text's spaces and letters end a held
-    tail's class run within a few bytes.
-    """
-    pools: dict[frozenset[int], set[int]] = {}
-    for p in patterns:
-        pools.setdefault(frozenset(p.translate(_GROUP_OF)), set()).update(p)
-    masks = {i: sum(1 << c for c in pool) for i, pool in enumerate(pools.values())}
-    weights = {i: _weight(m) for i, m in masks.items()}
-    pairs = []  # (cost, i, j): a heap, entries of merged pools skipped when popped
-
-    def offer(i: int, j: int) -> None:
-        heapq.heappush(pairs, (_weight(masks[i] | masks[j]) - max(weights[i], weights[j]), i, j))
-
-    for i in masks:
-        for j in masks:
-            if i < j:
-                offer(i, j)
-    fresh = len(masks)
-    while len(masks) > max(1, limit):
-        _, i, j = heapq.heappop(pairs)
-        if i not in masks or j not in masks:
-            continue
-        merged = masks.pop(i) | masks.pop(j)
-        del weights[i], weights[j]
-        masks[fresh], weights[fresh] = merged, _weight(merged)
-        for other in masks:
-            if other != fresh:
-                offer(other, fresh)
-        fresh += 1
-    return tuple(bytes(c for c in range(256) if m >> c & 1) for m in masks.values())
-
-
-def _weight(mask: int) -> int:
-    """Text weight of a byte set given as a 256-bit mask."""
-    return sum(w * (mask & level).bit_count() for w, level in _WEIGHT_LEVELS)
+    def __init__(self, heads, longest: dict[bytes, int], reach: int, stops: bytes):
+        self.heads, self.longest, self.reach, self.stops = heads, longest, reach, stops
 
 
 class PrefixIndex:
-    """Longest suffix of a buffer that is a prefix of some pattern.
+    """Longest suffix of a buffer, shorter than the longest pattern, that is a
+    prefix of some pattern.
 
     Sorted patterns answer "is ``t`` a prefix of some pattern" with one
     bisection: every pattern starting with ``t`` sorts at or right after ``t``.
     That needs no memory beyond the pattern list, unlike a trie of every
     prefix (tens of millions of nodes at 10 000 secrets with their forms and
-    fragments).
+    fragments). What makes a hold cheap is asking it rarely:
 
-    Where the tail can start: after the last byte that no pattern holds,
-    and, when that leaves a tail long enough for the heads scan, after the
-    last byte outside some pattern's byte class (:func:`alphabet_classes`):
-    a held tail is a prefix of one pattern, so its bytes are all in that
-    pattern's class.
+    * Tails of ``HEAD`` bytes or more start with some pattern's first ``HEAD``
+      bytes: one scan of the window that can hold such a tail, by a matcher of
+      the same engine over those heads, yields the only candidates (no Python
+      loop over positions: every byte of a token-heavy log starts some 4-gram
+      of some secret). The window is the last ``reach`` bytes (the longest
+      pattern), cut after the last byte the group's patterns never hold among
+      :data:`COMMON_BYTES` (``rfind``: a line break, a space...). A head whose
+      patterns are all shorter than the tail it would start is skipped; the
+      others are bisected, longest tail first.
+    * Shorter tails (7 bytes at most) walk back from the end through one dict
+      of the substrings of up to 3 bytes that end within a pattern's first 7
+      (a tail ending otherwise extends to nothing held: random text stops
+      after 1-3 lookups), then the 4-byte prefixes; a 5- to 7-byte tail whose
+      first 4 bytes are a prefix is bisected.
 
-    Which tails to bisect: a tail of ``HEAD`` bytes or more can only be a
-    prefix of a pattern whose first ``HEAD`` bytes it starts with, so a second
-    matcher of the same engine over those heads, scanned across the last
-    ``maxlen`` bytes, yields the only candidates, in C (a Python loop over
-    every position of a 600-byte window cost more than the scan itself:
-    every byte of a token-heavy log starts some 4-gram of some secret). The
-    ``HEAD - 1`` shortest tails are bisected directly. Candidates are tried
-    longest first, and the first that is a prefix is the answer.
+    Memory: the sorted patterns, a head per pattern of 8 bytes or more (in the
+    heads matcher and a dict of their longest pattern), and the short dict
+    (under 10 entries per pattern; ~110 000 at 1 000 secrets).
     """
 
-    __slots__ = ("_sorted", "_first", "_alphabet", "_classes", "_heads", "_direct", "_prefixes", "_head4",
-                 "_short3", "maxlen")
+    __slots__ = ("_sorted", "_groups", "_short", "maxlen")
 
     HEAD = 8
-    #: Largest set of short prefixes kept (entries): ~25 MiB.
-    PREFIX_SET_LIMIT = 250_000
-    #: Most byte classes bounding a long tail (see :func:`alphabet_classes`).
-    CLASSES = 8
+    #: Most bytes each group's tail is cut at (one ``rfind`` each per hold).
+    STOPS = 2
 
-    def __init__(self, patterns: Iterable[bytes], engine: type, direct: int = HEAD):
-        self._sorted = sorted(set(patterns))
-        first = bytearray(256)
-        for p in self._sorted:
-            first[p[0]] = 1
-        self._first = bytes(first)
-        classes = alphabet_classes(self._sorted, self.CLASSES)
-        #: Every byte some pattern holds: a held tail holds no other.
-        self._alphabet = bytes(sorted(set(b"".join(classes))))
-        #: Byte classes each holding one pattern's bytes whole: a held tail,
-        #: a prefix of one pattern, lies in one class.
-        self._classes = classes or (b"",)
-        self.maxlen = max((len(p) for p in self._sorted), default=0)
-        # Tails shorter than ``direct`` are bisected directly; fragment windows
-        # (short and ~30 per secret) then need no heads of their own.
-        self._direct = direct = max(direct, self.HEAD)
-        heads = {p[: self.HEAD] for p in self._sorted if len(p) >= direct}
-        self._heads = engine(heads) if heads else None
-        # Few patterns: every prefix shorter than ``direct`` in a set (one hash
-        # per short tail instead of a bisection; ~3x faster on 4 KiB reads).
-        self._prefixes = None
-        if len(self._sorted) * (direct - 1) <= self.PREFIX_SET_LIMIT:
-            self._prefixes = {p[:k] for p in self._sorted for k in range(1, min(len(p), direct - 1) + 1)}
-            self._head4 = self._short3 = frozenset()
-        else:  # many patterns: a 4-byte head filter before each bisection
-            self._head4 = {p[:4] for p in self._sorted if len(p) >= 4}
-            self._short3 = {p[:k] for p in self._sorted for k in range(1, min(len(p), 3) + 1)}
+    def __init__(self, patterns: Iterable[bytes], engine: type):
+        self._sorted = ordered = sorted(set(patterns))
+        self.maxlen = maxlen = max((len(p) for p in ordered), default=0)
+        head = self.HEAD
+        parts: dict[bool, list[bytes]] = {}
+        for p in ordered:
+            if len(p) >= head:
+                parts.setdefault(any(c in p for c in BREAKS), []).append(p)
+        self._groups: list[_Group] = []
+        for _, members in sorted(parts.items()):
+            longest: dict[bytes, int] = {}
+            alphabet: set[int] = set()
+            for p in members:
+                alphabet.update(p)
+                h = p[:head]
+                if longest.get(h, 0) < len(p):
+                    longest[h] = len(p)
+            reach = min(maxlen - 1, max(longest.values()))
+            if reach >= head:  # else no tail of HEAD bytes counts
+                stops = bytes(c for c in COMMON_BYTES if c not in alphabet)[: self.STOPS]
+                self._groups.append(_Group(engine(longest), longest, reach, stops))
+        # Short tails: each key a substring of up to 3 bytes ending within a
+        # pattern's first 7 (value 0), or a prefix of up to 4 bytes shorter
+        # than the longest pattern (value 1).
+        short: dict[bytes, int] = {}
+        top = maxlen - 1
+        for p in ordered:
+            q = p[: head - 1]
+            for j in range(1, len(q) + 1):
+                for k in range(max(0, j - 3), j):
+                    short.setdefault(q[k:j], 0)
+            for k in range(1, min(len(p), 4, top) + 1):
+                short[p[:k]] = 1
+        self._short = short
 
     def hold(self, buf: bytes) -> int:
         n = len(buf)
-        if not n:
+        best = 0
+        for g in self._groups:
+            lo = n - g.reach
+            if lo < 0:
+                lo = 0
+            for c in g.stops:
+                j = buf.rfind(c, lo) + 1
+                if j > lo:
+                    lo = j
+            m = n - lo
+            if m > best and m >= 8:
+                window = buf[lo:] if lo else buf
+                hits = g.heads.spans(window)
+                if hits:
+                    longest = g.longest
+                    for s in sorted([s for s, e in hits if m - s <= longest[window[s:e]]]):
+                        if m - s <= best:
+                            break
+                        if self._is_prefix(window, s):
+                            best = m - s
+                            break
+        if best:
+            return best
+        return self._short_hold(buf, n)
+
+    def _short_hold(self, buf: bytes, n: int) -> int:
+        """The hold when no tail of ``HEAD`` bytes or more is held."""
+        short = self._short
+        one = short.get(buf[-1:])
+        if one is None:  # also n == 0: b"" is no key
             return 0
-        # The tail starts after the last byte that no pattern holds (C speed:
-        # in text, a space or punctuation a few bytes from the end); when the
-        # last ``direct`` bytes are all such bytes, after the last byte outside
-        # some pattern's class (a union of classes takes in, say, the space of
-        # decimal lists and the letters of the secrets). rstrip costs a memchr
-        # per byte it strips, so only the short window and the class runs.
-        direct = self._direct
-        lo = n - direct
-        if lo > 0:
-            kept = len(buf[lo:].rstrip(self._alphabet))
-            if kept:
-                lo = max(lo + kept, n - self.maxlen + 1)
-            else:
-                lo = max(0, n - self.maxlen + 1)
-                window = buf[lo:]
-                lo += min([len(window.rstrip(c)) for c in self._classes])
-        else:
-            lo = max(0, n - self.maxlen + 1)
-            lo += len(buf[lo:].rstrip(self._alphabet))
-        if lo >= n:
-            return 0
-        short = max(lo, n - direct + 1)  # tails from here on are shorter than direct
-        if self._heads is not None and short - lo > 0:
-            window = buf[lo:]
-            starts = sorted({s for s, _ in self._heads.spans(window) if lo + s < short})
-            for s in starts:
-                if self._is_prefix(buf, lo + s):
-                    return n - lo - s
-        prefixes, first = self._prefixes, self._first
-        if prefixes is not None:
-            for i in range(short, n):
-                if first[buf[i]] and buf[i:] in prefixes:
-                    return n - i
-            return 0
-        head4, short3 = self._head4, self._short3
-        for i in range(short, n - 3):
-            if first[buf[i]] and buf[i : i + 4] in head4 and self._is_prefix(buf, i):
-                return n - i
-        for i in range(max(short, n - 3), n):
-            if first[buf[i]] and buf[i:] in short3:
-                return n - i
-        return 0
+        two = short.get(buf[-2:]) if n >= 2 else None
+        if two is None:
+            return one
+        three = short.get(buf[-3:]) if n >= 3 else None
+        if three is None:
+            return 2 if two else one
+        top = min(n, self.maxlen - 1, self.HEAD - 1)
+        for k in range(top, 4, -1):
+            if short.get(buf[-k : 4 - k]) and self._is_prefix(buf, n - k):
+                return k
+        if top >= 4 and short.get(buf[-4:]):
+            return 4
+        return 3 if three else 2 if two else one
 
     def _is_prefix(self, buf: bytes, i: int) -> bool:
         """Is ``buf[i:]`` a prefix of some pattern?"""

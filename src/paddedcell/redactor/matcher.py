@@ -402,13 +402,12 @@ class Matcher(_Engine):
         # The hold's index, built now unless ``hold`` is False (a matcher for
         # spans alone: a view's, the dump triggers), then on a first hold.
         self._prefix: PrefixIndex | None = None
-        self._index_args = (engine, max(16, width + 1))
+        self._index_engine = engine
         if hold:
             self._index()
 
     def _index(self) -> PrefixIndex:
-        engine, direct = self._index_args
-        self._prefix = index = PrefixIndex(self.patterns, engine, direct=direct)
+        self._prefix = index = PrefixIndex(self.patterns, self._index_engine)
         return index
 
     def hold(self, buf: bytes) -> int:
