@@ -14,9 +14,10 @@ from paddedcell.redactor.holds import PrefixIndex
 from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
 
 
-def naive_hold(buf: bytes, patterns) -> int:
-    """Longest suffix of ``buf`` shorter than the longest pattern that starts a pattern."""
-    longest = max(map(len, patterns), default=0)
+def naive_hold(buf: bytes, patterns, raised: int = 0) -> int:
+    """Longest suffix of ``buf`` shorter than the longest pattern (plus ``raised``)
+    that starts a pattern."""
+    longest = max(map(len, patterns), default=0) + raised
     for length in range(min(len(buf), longest - 1), 0, -1):
         if any(p.startswith(buf[-length:]) for p in patterns):
             return length
@@ -88,8 +89,11 @@ def test_the_hold_is_the_longest_suffix_that_starts_a_pattern(engine, data):
     patterns = data.draw(pattern_sets())
     text = data.draw(texts(patterns))
     index = PrefixIndex(patterns, engine)
+    # Views and dumps raise maxlen by one (a whole p[:-1] is held there).
+    raised = data.draw(st.integers(0, 1))
+    index.maxlen += raised
     for cut in range(len(text) + 1):
-        assert index.hold(text[:cut]) == naive_hold(text[:cut], patterns), (patterns, text[:cut])
+        assert index.hold(text[:cut]) == naive_hold(text[:cut], patterns, raised), (patterns, text[:cut])
 
 
 def test_long_hex_forms_and_many_patterns_sharing_heads(engine):

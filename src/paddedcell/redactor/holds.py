@@ -14,7 +14,7 @@ from typing import Iterable
 
 #: Bytes frequent in text, most frequent first: those a group of patterns
 #: never holds end its tails (found from the end at memrchr speed).
-COMMON_BYTES = b"\n \t\r,.:;=\"'()<>[]{}|"
+COMMON_BYTES = b" etaoinsrhl\n\tdcumfpgwybvkxjqz.,:;=\"'()\r"
 #: Line breaks: patterns holding one (forms wrapped at a column) get their own
 #: heads group, so a line break still ends the other patterns' tails.
 BREAKS = b"\r\n"
@@ -83,29 +83,26 @@ class PrefixIndex:
                 h = p[:head]
                 if longest.get(h, 0) < len(p):
                     longest[h] = len(p)
-            reach = min(maxlen - 1, max(longest.values()))
-            if reach >= head:  # else no tail of HEAD bytes counts
-                stops = bytes(c for c in COMMON_BYTES if c not in alphabet)[: self.STOPS]
-                self._groups.append(_Group(engine(longest), longest, reach, stops))
+            stops = bytes(c for c in COMMON_BYTES if c not in alphabet)[: self.STOPS]
+            self._groups.append(_Group(engine(longest), longest, max(longest.values()), stops))
         # Short tails: each key a substring of up to 3 bytes ending within a
-        # pattern's first 7 (value 0), or a prefix of up to 4 bytes shorter
-        # than the longest pattern (value 1).
+        # pattern's first 7 (value 0), or a prefix of up to 4 bytes (value 1).
         short: dict[bytes, int] = {}
-        top = maxlen - 1
         for p in ordered:
             q = p[: head - 1]
             for j in range(1, len(q) + 1):
                 for k in range(max(0, j - 3), j):
                     short.setdefault(q[k:j], 0)
-            for k in range(1, min(len(p), 4, top) + 1):
+            for k in range(1, min(len(p), 4) + 1):
                 short[p[:k]] = 1
         self._short = short
 
     def hold(self, buf: bytes) -> int:
         n = len(buf)
         best = 0
+        top = self.maxlen - 1  # read here: a caller may raise maxlen (views count a whole p[:-1])
         for g in self._groups:
-            lo = n - g.reach
+            lo = n - min(g.reach, top)
             if lo < 0:
                 lo = 0
             for c in g.stops:
@@ -126,21 +123,22 @@ class PrefixIndex:
                             break
         if best:
             return best
-        return self._short_hold(buf, n)
+        return self._short_hold(buf, min(n, top, self.HEAD - 1))
 
-    def _short_hold(self, buf: bytes, n: int) -> int:
-        """The hold when no tail of ``HEAD`` bytes or more is held."""
+    def _short_hold(self, buf: bytes, top: int) -> int:
+        """The hold when no tail of ``HEAD`` bytes or more is held: the
+        longest held tail of at most ``top`` bytes."""
         short = self._short
-        one = short.get(buf[-1:])
-        if one is None:  # also n == 0: b"" is no key
+        one = short.get(buf[-1:]) if top >= 1 else None  # b"" is no key either
+        if one is None:
             return 0
-        two = short.get(buf[-2:]) if n >= 2 else None
+        two = short.get(buf[-2:]) if top >= 2 else None
         if two is None:
             return one
-        three = short.get(buf[-3:]) if n >= 3 else None
+        three = short.get(buf[-3:]) if top >= 3 else None
         if three is None:
             return 2 if two else one
-        top = min(n, self.maxlen - 1, self.HEAD - 1)
+        n = len(buf)
         for k in range(top, 4, -1):
             if short.get(buf[-k : 4 - k]) and self._is_prefix(buf, n - k):
                 return k
