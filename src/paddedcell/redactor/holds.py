@@ -9,6 +9,7 @@ of a 4 KiB feed's cost). ``engine`` is a matcher class of :mod:`.matcher`
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from typing import Iterable
 
@@ -20,14 +21,64 @@ COMMON_BYTES = b" etaoinsrhl\n\tdcumfpgwybvkxjqz.,:;=\"'()\r"
 BREAKS = b"\r\n"
 
 
+class _Heads:
+    """Where ``HEAD``-byte heads end in a buffer.
+
+    On the fast engine, one pyperscan database of the heads, each ``\\xHH``
+    escaped (NUL bytes), without start-of-match tracking (a head's start is
+    its end less ``HEAD``), scanned with one scanner per thread (a scanner's
+    scratch space is not shared) and a callback that appends the end: ~0.3 us
+    for a 4 KiB window's worth, against ~1.2 through ``spans``, whose list of
+    pairs, thread lookup and case confirmation a hold does not need. Other
+    engines: their ``spans``.
+    """
+
+    __slots__ = ("_db", "_local", "_matcher")
+
+    def __init__(self, heads: Iterable[bytes], engine: type):
+        self._matcher = self._db = None
+        if engine.name == "pyperscan":
+            import pyperscan
+
+            self._db = pyperscan.BlockDatabase(
+                *(pyperscan.Pattern(b"".join([b"\\x%02x" % c for c in h])) for h in heads))
+            self._local = threading.local()
+        else:
+            self._matcher = engine(heads)
+
+    def ends(self, buf: bytes) -> list[int]:
+        if self._db is None:
+            return sorted(e for _, e in self._matcher.spans(buf))
+        pair = getattr(self._local, "pair", None)
+        if pair is None:
+            import pyperscan
+
+            found: list[int] = []
+            go_on = pyperscan.Scan.Continue
+
+            def on_match(add, _tag, _start, end):
+                add(end)
+                return go_on
+
+            pair = self._local.pair = (self._db.build(found.append, on_match), found)
+        scanner, found = pair
+        scanner.scan(buf)
+        if not found:
+            return found
+        ends = found.copy()  # in end order
+        found.clear()
+        return ends
+
+
 class _Group:
-    """Heads of one group of patterns: the heads matcher, each head's longest
-    pattern, the longest tail it can start, and the bytes that end such a tail."""
+    """Heads of one group of patterns: their scanner (None: looked up, the
+    group's patterns are short), each head's longest pattern, the longest of
+    them, the bytes that end a tail of the group, and every byte it holds."""
 
-    __slots__ = ("heads", "longest", "reach", "stops")
+    __slots__ = ("heads", "longest", "reach", "stops", "alphabet")
 
-    def __init__(self, heads, longest: dict[bytes, int], reach: int, stops: bytes):
-        self.heads, self.longest, self.reach, self.stops = heads, longest, reach, stops
+    def __init__(self, heads, longest: dict[bytes, int], reach: int, stops: bytes, alphabet: bytes):
+        self.heads, self.longest, self.reach, self.stops, self.alphabet = heads, longest, reach, stops, alphabet
 
 
 class PrefixIndex:
@@ -41,14 +92,16 @@ class PrefixIndex:
     fragments). What makes a hold cheap is asking it rarely:
 
     * Tails of ``HEAD`` bytes or more start with some pattern's first ``HEAD``
-      bytes: one scan of the window that can hold such a tail, by a matcher of
-      the same engine over those heads, yields the only candidates (no Python
-      loop over positions: every byte of a token-heavy log starts some 4-gram
-      of some secret). The window is the last ``reach`` bytes (the longest
-      pattern), cut after the last byte the group's patterns never hold among
-      :data:`COMMON_BYTES` (``rfind``: a line break, a space...). A head whose
-      patterns are all shorter than the tail it would start is skipped; the
-      others are bisected, longest tail first.
+      bytes: one scan of the window that can hold such a tail, over those
+      heads (:class:`_Heads`), yields the only candidates (no Python loop over
+      positions: every byte of a token-heavy log starts some 4-gram of some
+      secret). Per group of patterns (with a line break or not; fragment
+      windows, :attr:`SHORT_REACH`, apart): skipped when one of the last 8
+      bytes is outside the group's bytes; the window is the last ``reach``
+      bytes (its longest pattern), cut after the last byte the group never
+      holds among :data:`COMMON_BYTES` (``rfind``: a line break, a space...).
+      A head whose patterns are all shorter than the tail it would start is
+      skipped; the others are bisected, longest tail first.
     * Shorter tails (7 bytes at most) walk back from the end through one dict
       of the substrings of up to 3 bytes that end within a pattern's first 7
       (a tail ending otherwise extends to nothing held: random text stops
@@ -65,15 +118,22 @@ class PrefixIndex:
     HEAD = 8
     #: Most bytes each group's tail is cut at (one ``rfind`` each per hold).
     STOPS = 2
+    #: Patterns this long or shorter (fragment windows) have their own group,
+    #: whose heads are looked up at the few places a tail can start (no scan):
+    #: a held tail of a secret holds the heads of ~30 of its windows, each a
+    #: callback if scanned with the long patterns' heads (and skipped there:
+    #: too short for it), and 32 000 window heads at 1 000 secrets cost ~2 s
+    #: to compile.
+    SHORT_REACH = 15
 
     def __init__(self, patterns: Iterable[bytes], engine: type):
         self._sorted = ordered = sorted(set(patterns))
         self.maxlen = maxlen = max((len(p) for p in ordered), default=0)
         head = self.HEAD
-        parts: dict[bool, list[bytes]] = {}
+        parts: dict[tuple[bool, bool], list[bytes]] = {}
         for p in ordered:
             if len(p) >= head:
-                parts.setdefault(any(c in p for c in BREAKS), []).append(p)
+                parts.setdefault((any(c in p for c in BREAKS), len(p) <= self.SHORT_REACH), []).append(p)
         self._groups: list[_Group] = []
         for _, members in sorted(parts.items()):
             longest: dict[bytes, int] = {}
@@ -84,7 +144,9 @@ class PrefixIndex:
                 if longest.get(h, 0) < len(p):
                     longest[h] = len(p)
             stops = bytes(c for c in COMMON_BYTES if c not in alphabet)[: self.STOPS]
-            self._groups.append(_Group(engine(longest), longest, max(longest.values()), stops))
+            reach = max(longest.values())
+            scanned = _Heads(longest, engine) if reach > self.SHORT_REACH else None
+            self._groups.append(_Group(scanned, longest, reach, stops, bytes(sorted(alphabet))))
         # Short tails: each key a substring of up to 3 bytes ending within a
         # pattern's first 7 (value 0), or a prefix of up to 4 bytes (value 1).
         short: dict[bytes, int] = {}
@@ -101,7 +163,10 @@ class PrefixIndex:
         n = len(buf)
         best = 0
         top = self.maxlen - 1  # read here: a caller may raise maxlen (views count a whole p[:-1])
+        head = self.HEAD
         for g in self._groups:
+            if buf[-head:].rstrip(g.alphabet):
+                continue  # a byte among the last 8 no pattern of the group holds
             lo = n - min(g.reach, top)
             if lo < 0:
                 lo = 0
@@ -110,15 +175,17 @@ class PrefixIndex:
                 if j > lo:
                     lo = j
             m = n - lo
-            if m > best and m >= 8:
+            if m > best and m >= head:
                 window = buf[lo:] if lo else buf
-                hits = g.heads.spans(window)
-                if hits:
+                # Few places (the short group): a dict lookup each; else one scan.
+                ends = g.heads.ends(window) if g.heads is not None else range(head, m + 1)
+                if ends:
                     longest = g.longest
-                    for s in sorted([s for s, e in hits if m - s <= longest[window[s:e]]]):
+                    for e in ends:  # longest tail first
+                        s = e - head
                         if m - s <= best:
                             break
-                        if self._is_prefix(window, s):
+                        if m - s <= longest.get(window[s:e], 0) and self._is_prefix(window, s):
                             best = m - s
                             break
         if best:
