@@ -128,7 +128,7 @@ class PrefixIndex:
 
     def __init__(self, patterns: Iterable[bytes], engine: type):
         self._sorted = ordered = sorted(set(patterns))
-        self.maxlen = maxlen = max((len(p) for p in ordered), default=0)
+        self.maxlen = max((len(p) for p in ordered), default=0)
         head = self.HEAD
         parts: dict[tuple[bool, bool], list[bytes]] = {}
         for p in ordered:
