@@ -400,7 +400,7 @@ class ThroughLineBreaks(_matcher._Engine):
         held = set(self.view_matcher.patterns)
         if self.raw_matcher is not None:
             held |= set(self.raw_matcher.patterns)
-        self._prefix = _matcher.PrefixIndex(held, engine, direct=max(16, width + 1))
+        self._prefix = _matcher.PrefixIndex(held, engine)
 
     def __getattr__(self, name):  # the view matcher's parts (literal, fragments, ...), for tests
         if name == "view_matcher":
