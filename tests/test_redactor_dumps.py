@@ -374,3 +374,27 @@ def test_many_candidate_lines_scan_the_whole_buffer_with_the_same_output(monkeyp
     stream._cache.clear()
     assert outputs[0] == outputs[1] == naive_redact(text, patterns_for([SECRET]), M)
     assert M in outputs[0]
+
+
+def test_the_candidate_limit_grows_with_the_buffer():
+    """Past CandidateLines.LIMIT candidate lines per 64 KiB begun the whole buffer
+    is scanned for triggers (a dump); below it, line by line: a pump's 1 MiB feed of
+    text with a few dozen candidate-shaped lines is still read line by line, and a
+    dump of a secret among them is masked either way."""
+    from paddedcell.redactor import matcher
+    from paddedcell.redactor.dumps import CandidateLines
+
+    lines = CandidateLines(matcher.ENGINE is matcher.HyperscanMatcher)
+    chunk = b"some text\n0a1b 2c3d\n"
+    small = chunk * (CandidateLines.LIMIT + 1)
+    assert lines.starts(small) is None
+    big = small + b"x" * (1 << 20) + b"\n"
+    assert lines.starts(big) == [i * len(chunk) + 10 for i in range(CandidateLines.LIMIT + 1)]
+    if shutil.which("xxd") is None:
+        pytest.skip("xxd not installed")
+    secret = b"Zq8xv2NmP4tR7yWb"
+    dump = subprocess.run(["xxd"], input=b"key=" + secret + b";\n", capture_output=True, check=True).stdout
+    assert b"5a71 3878" in dump  # "Zq8x"
+    for data in (small + dump, big + dump):
+        out = redact(data, [secret])
+        assert b"5a71" not in out and out.count(b"######") == 1

@@ -377,12 +377,19 @@ _SCAN: list = ["scan"]
 class CandidateLines:
     """Starts of the lines of a buffer that may be dump lines (:data:`_CANDIDATE`),
     in one C-speed scan (Hyperscan, multi-line ``^``/``$``; else :mod:`re` from each line break);
-    None when there are more than :attr:`LIMIT` (a dump: scan it all).
+    None when there are more than :attr:`LIMIT` per 64 KiB begun (a dump: scan it all).
 
     Text without such lines then costs this scan alone, not the trigger scan
-    of a few thousand literals (and with pyahocorasick, ~50x less)."""
+    of a few thousand literals (and with pyahocorasick, ~50x less). The limit
+    grows with the buffer: the pump feeds up to 1 MiB, where random printable
+    text has ~60 candidate lines, and a limit of 32 sent the trigger scan over
+    the whole MiB."""
 
     LIMIT = 32
+
+    def limit(self, buf: bytes) -> int:
+        """Most candidate lines read one by one in ``buf``."""
+        return self.LIMIT * (1 + len(buf) // 65536)
 
     def __init__(self, hyperscan: bool):
         self._db = None
@@ -394,7 +401,7 @@ class CandidateLines:
             self._scan = ps.Scan
 
     def starts(self, buf: bytes) -> list[int] | None:
-        limit = self.LIMIT
+        limit = self.limit(buf)
         if self._db is None:
             out = [0] if _CANDIDATE_AT_START.match(buf) else []
             for m in _CANDIDATE_AFTER_BREAK.finditer(buf):
@@ -408,15 +415,16 @@ class CandidateLines:
 
             def report(add, _tag, _start, end):
                 add(end)
-                return stop if len(ends) > self.LIMIT else go_on
+                return stop if len(ends) > ends[0] else go_on
 
-            ends: list[int] = []
+            ends: list[int] = [0]  # this thread's limit, then the ends found
             pair = self._local.pair = (self._db.build(ends.append, report), ends)
         scanner, ends = pair
-        ends.clear()
+        del ends[1:]
+        ends[0] = limit + 1
         stopped = scanner.scan(buf) == self._scan.Terminate
-        out = None if stopped else sorted({buf.rfind(b"\n", 0, e) + 1 for e in ends})
-        ends.clear()
+        out = None if stopped else sorted({buf.rfind(b"\n", 0, e) + 1 for e in ends[1:]})
+        del ends[1:]
         return out
 
 

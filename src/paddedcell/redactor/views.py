@@ -482,7 +482,8 @@ class Gates:
 
     def __init__(self, lines: bool, percent: set[bytes], engine: type):
         self._db = None
-        self._lines = self._percent = None
+        self._percent = None
+        self._lines = CandidateLines(False) if lines else None  # (its limit, with Hyperscan)
         if engine is _matcher.HyperscanMatcher:
             import pyperscan as ps
 
@@ -494,11 +495,10 @@ class Gates:
             self._local = threading.local()
             self._scan_result = ps.Scan
         else:
-            self._lines = CandidateLines(False) if lines else None
             self._percent = _matcher.build(percent, engine, hold=False) if percent else None
 
     def scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]]]:
-        """``(starts of the candidate lines, or None past CandidateLines.LIMIT; %XX trigger hits)``."""
+        """``(starts of the candidate lines, or None past CandidateLines.limit; %XX trigger hits)``."""
         if self._db is None:
             lines = self._lines.starts(buf) if self._lines is not None else []
             hits = self._percent.spans(buf) if self._percent is not None and b"%" in buf else []
@@ -519,7 +519,7 @@ class Gates:
         scanner.scan(buf)
         lines: list[int] | None = []
         if ends:
-            lines = (None if len(ends) > CandidateLines.LIMIT
+            lines = (None if len(ends) > self._lines.limit(buf)
                      else sorted({buf.rfind(b"\n", 0, e) + 1 for _, e in ends}))
             ends.clear()
         if hits:
