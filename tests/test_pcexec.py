@@ -226,6 +226,24 @@ def test_sigterm_to_pcexec_ends_the_command_tree(vault_home, tmp_path):
     assert not alive(child)
 
 
+def test_a_reader_that_goes_away_ends_the_command_quietly(vault_home):
+    """`pcexec CMD | head -2`: when stdout's reader is gone, pcexec ends the command as
+    a shell's SIGPIPE would and exits 128 + SIGPIPE, with no traceback (it used to print
+    the supervisor's BrokenPipeError and wait for the command's TERM)."""
+    home, ws = vault_home
+    env = base_env(home, AGENT_ID=AGENT, AGENT_WORKSPACE=str(ws))
+    for pty in ([], ["--pty"]):
+        started = time.monotonic()
+        done = subprocess.run(
+            ["bash", "-c", f'{BIN / "pcexec"} {" ".join(pty)} "seq 1 100000000" | head -2; '
+                           'echo "rc=${PIPESTATUS[0]}" >&2'],
+            env=env, capture_output=True, text=True, timeout=60, cwd=str(ws))
+        assert done.stdout.split() == ["1", "2"], (pty, done.stdout[:200])
+        assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr, done.stderr
+        assert f"rc={128 + 13}" in done.stderr, (pty, done.stderr)
+        assert time.monotonic() - started < 30
+
+
 def test_locked_vault_fails_closed(tmp_path):
     # After an admin-password leak the agent's store cannot be read, so its
     # secrets cannot be masked: nothing runs for that agent.

@@ -68,12 +68,20 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
     _borrow_guard(settings)
     become_subreaper()
 
+    outcome: dict[str, Any] = {}
+
     def live(stream: str, data: bytes) -> None:
         out = sys.stderr.buffer if stream == "stderr" else sys.stdout.buffer
-        out.write(data)
-        out.flush()
-
-    outcome: dict[str, Any] = {}
+        try:
+            out.write(data)
+            out.flush()
+        except BrokenPipeError:
+            # Our reader is gone (`pcexec CMD | head`): end the command as a shell's
+            # SIGPIPE ends a writer, and exit quietly with 128 + SIGPIPE.
+            _to_devnull(out)
+            if "stopped" not in outcome:
+                outcome["stopped"] = signal.SIGPIPE
+                outcome["scope"].cancel()
 
     async def stop_on_signal(scope: trio.CancelScope) -> None:
         # Cancelling ends the session's whole tree (TERM, grace, KILL) before we exit.
@@ -85,6 +93,7 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
+            outcome["scope"] = nursery.cancel_scope
             nursery.start_soon(stop_on_signal, nursery.cancel_scope)
             supervisor = Supervisor(settings, nursery, audit=AuditLog.for_settings(settings),
                                     forward=forward_to_daemon(settings),
@@ -321,6 +330,16 @@ def cli(workdir, env_pairs, timeout_seconds, pty, yield_ms, background, as_json,
         body.setdefault("workdir", os.getcwd())
         sys.exit(_run_daemon(body, as_json, False))
     _exit_now(_run_foreground(body, as_json))
+
+
+def _to_devnull(stream) -> None:
+    """Point a closed pipe's file descriptor at /dev/null: what is still buffered for it,
+    and the interpreter's last flush, then go nowhere instead of raising again."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, stream.fileno())
+    finally:
+        os.close(null)
 
 
 def _exit_now(code: int) -> None:
