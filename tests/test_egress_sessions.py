@@ -333,10 +333,13 @@ _LOADED = ("h11", "paddedcell.egress.connection", "paddedcell.egress.relay",
 def _foreground_pcexec_modules(tmp_path: Path, command: str, **env: str) -> tuple[str, list[str]]:
     """Run ``pcexec COMMAND`` in the foreground (its own supervisor, sandbox and proxy, as
     a user runs it); the command's output and which proxy modules that process loaded."""
-    code = ("import runpy, sys\n"
+    code = ("import sys\n"
+            "from paddedcell.cli import pcexec\n"
+            # pcexec ends with os._exit (no interpreter teardown): here, a SystemExit instead.
+            "pcexec._exit_now = sys.exit\n"
             f"sys.argv = ['pcexec', {command!r}]\n"
             "try:\n"
-            "    runpy.run_module('paddedcell.cli.pcexec', run_name='__main__')\n"
+            "    pcexec.main()\n"
             "except SystemExit:\n"
             "    pass\n"
             f"print('LOADED', *[m for m in {_LOADED!r} if m in sys.modules], file=sys.stderr)\n")

@@ -246,10 +246,14 @@ def limited(tmp_path_factory):
     home, ws, wv = root / "home", root / "ws-a1", root / "ws-victim"
     for d in (home, ws, wv):
         d.mkdir(mode=0o700)
-    give_workspace(home, "a1", ws)
-    give_workspace(home, "victim", wv)
+    # Agent uids of their own (RLIMIT_NPROC counts every process of a uid on the host: a
+    # session another test left behind under the default range's first uid would count).
+    uids = "1700000000:65536"
+    give_workspace(home, "a1", ws, supervisor__sandbox_uid_range=uids)
+    give_workspace(home, "victim", wv, supervisor__sandbox_uid_range=uids)
     daemon = Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX_PROCESSES="64",
-                    PADDEDCELL_SUPERVISOR_SANDBOX_MEMORY_BYTES=str(256 * 1024 * 1024))
+                    PADDEDCELL_SUPERVISOR_SANDBOX_MEMORY_BYTES=str(256 * 1024 * 1024),
+                    PADDEDCELL_SUPERVISOR_SANDBOX_UID_RANGE=uids)
     yield {"home": home, "ws": ws, "wv": wv, "daemon": daemon}
     daemon.stop()
 
@@ -261,7 +265,7 @@ def test_a_fork_bomb_and_a_memory_hog_leave_the_daemon_and_other_sessions_alive(
                                  "agentId": "a1", "agentWorkspace": str(limited["ws"]),
                                  "background": True})["details"]["sessionId"]
     try:
-        pid_by_argv0("pc-fork-bomb")
+        pid_by_argv0("pc-fork-bomb", timeout=60)  # a loaded CI machine starts it late
         time.sleep(2)
         hog = ("b = []\ntry:\n    while True: b.append(bytearray(16 << 20))\n"
                "except MemoryError:\n    print('HOG-STOPPED', len(b) * 16, 'MiB')\n")
