@@ -57,6 +57,7 @@ import struct
 import threading
 from bisect import bisect_right
 from itertools import accumulate
+from typing import Iterable
 
 #: A line longer than this (bytes, ``\\r`` included) is not a dump line
 #: (``xxd -c 64`` lines are 227 bytes).
@@ -391,6 +392,11 @@ class CandidateLines:
         """Most candidate lines read one by one in ``buf``."""
         return self.LIMIT * (1 + len(buf) // 65536)
 
+    @staticmethod
+    def line_starts(buf: bytes, ends: Iterable[int]) -> list[int]:
+        """The start of each line a candidate match ends in, once, in order."""
+        return sorted({buf.rfind(b"\n", 0, e) + 1 for e in ends})
+
     def __init__(self, hyperscan: bool):
         self._db = None
         if hyperscan:
@@ -423,7 +429,7 @@ class CandidateLines:
         del ends[1:]
         ends[0] = limit + 1
         stopped = scanner.scan(buf) == self._scan.Terminate
-        out = None if stopped else sorted({buf.rfind(b"\n", 0, e) + 1 for e in ends[1:]})
+        out = None if stopped else self.line_starts(buf, ends[1:])
         del ends[1:]
         return out
 

@@ -520,7 +520,7 @@ class Gates:
         lines: list[int] | None = []
         if ends:
             lines = (None if len(ends) > self._lines.limit(buf)
-                     else sorted({buf.rfind(b"\n", 0, e) + 1 for _, e in ends}))
+                     else CandidateLines.line_starts(buf, [e for _, e in ends]))
             ends.clear()
         if hits:
             fold = self._fold
