@@ -359,29 +359,37 @@ def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> boo
     if workspace in homes or any(_within(p, workspace) for p in [home, *homes, *own]):
         return False
     ours = (daemon_uid, owner[0])
-    entries: list[tuple[str, os.stat_result]] = []
-    for top, dirs, files in os.walk(workspace):
-        if top == workspace and ".paddedcell" in dirs:
-            dirs.remove(".paddedcell")
-        for name in dirs + files:
-            path = os.path.join(top, name)
-            entry = os.lstat(path)
-            if entry.st_uid not in ours:
-                log.warning("sandbox: the agent workspace %s holds %s, owned by uid %d: it is "
-                            "not handed to the agent's uid %d", workspace, path, entry.st_uid,
-                            owner[0])
-                return False
-            entries.append((path, entry))
+    for path, _, name, entry in _entries_below(workspace):
+        if entry.st_uid not in ours:
+            log.warning("sandbox: the agent workspace %s holds %s, owned by uid %d: it is "
+                        "not handed to the agent's uid %d", workspace, os.path.join(path, name),
+                        entry.st_uid, owner[0])
+            return False
     log.info("sandbox: handing the workspace %s to uid %d (agent commands run as it)",
              workspace, owner[0])
-    for path, entry in entries:
+    for _, dir_fd, name, entry in _entries_below(workspace):
         if entry.st_uid == owner[0]:
             continue
         if stat.S_ISDIR(entry.st_mode) or stat.S_ISLNK(entry.st_mode) or (
                 stat.S_ISREG(entry.st_mode) and entry.st_nlink == 1):
-            os.lchown(path, *owner)
+            os.chown(name, *owner, dir_fd=dir_fd, follow_symlinks=False)
     os.lchown(workspace, *owner)
     return True
+
+
+def _entries_below(workspace: str):
+    """``(directory path, its fd, name, its lstat)`` of everything below ``workspace`` but its
+    ``.paddedcell``, walked and named through directory descriptors (``os.fwalk``): a
+    directory the agent's uid swaps for a symlink meanwhile is never followed, so a
+    chown meant for the workspace cannot land on ``/etc``."""
+    for top, dirs, files, fd in os.fwalk(workspace):
+        if top == workspace and ".paddedcell" in dirs:
+            dirs.remove(".paddedcell")
+        for name in dirs + files:
+            try:
+                yield top, fd, name, os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # gone meanwhile
 
 
 def workspace_unusable(workspace: str, uid: int, gid: int,
