@@ -110,6 +110,17 @@ def base_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def daemon_cwd(home: Path) -> Path:
+    """A test daemon's working directory, which an exec without a workdir runs in: one of
+    its own beside ``home``, not the checkout's, which a clean clone in ``mktemp -d``
+    leaves 0700 (a root daemon's agent uid cannot enter it) and which an agent should not
+    be given anyway."""
+    cwd = home.parent / f"{home.name}-cwd"
+    cwd.mkdir(exist_ok=True)
+    cwd.chmod(0o755)
+    return cwd
+
+
 class Daemon:
     """A daemon in a temp PADDEDCELL_HOME, stopped with SIGTERM to its own pid."""
 
@@ -118,6 +129,7 @@ class Daemon:
         self.home = home
         self.env = base_env(home, **env)
         self.log = open(home / "daemon-test.log", "ab")
+        self.cwd = daemon_cwd(home)
 
         def limit() -> None:  # the soft limit: a session may raise its own again
             import resource
@@ -127,7 +139,7 @@ class Daemon:
 
         self.proc = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
                                      env=self.env, stdout=self.log, stderr=self.log,
-                                     start_new_session=True,
+                                     cwd=self.cwd, start_new_session=True,
                                      preexec_fn=limit if open_files else None)
         from paddedcell.daemon.client import DaemonClient
         self.client = DaemonClient(config.load(environ=self.env), timeout=60)

@@ -16,6 +16,7 @@ import pytest
 
 from paddedcell import config
 from paddedcell.daemon.client import DaemonClient, DaemonError
+from supervisor_helpers import daemon_cwd
 
 FAST = {
     "PADDEDCELL_RESTART_WATCHDOG_SECONDS": "0.1",
@@ -42,7 +43,7 @@ class Daemon:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "paddedcell.cli.main", "serve"],
                                          env=self.env, stdout=log, stderr=log,
-                                         start_new_session=True)
+                                         cwd=daemon_cwd(self.home), start_new_session=True)
         client = DaemonClient(self.settings, timeout=5)
         deadline = time.monotonic() + 15
         while not client.healthy():
