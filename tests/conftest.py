@@ -25,6 +25,20 @@ RUN_MARK = "PADDEDCELL_TEST_RUN"
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # one mark per run, shared by xdist workers
         os.environ.setdefault(RUN_MARK, uuid.uuid4().hex)
+    _let_agents_enter(config.rootpath)
+
+
+def _let_agents_enter(checkout: Path) -> None:
+    """As root, let other uids enter (not list) the checkout. Many tests run a command
+    without naming a workspace, so it runs in the test's working directory, the
+    checkout; under root that command runs as the agent's own uid (supervisor/
+    sandbox_plan.py), which must be able to enter it. A clean clone made by
+    ``git clone . "$(mktemp -d)"`` is 0700 at its top; ``$d/main`` would be 0755."""
+    if os.geteuid() != 0:
+        return
+    mode = checkout.stat().st_mode
+    if not mode & 0o001:
+        checkout.chmod(mode | 0o001)
 
 
 def _environ(pid: int) -> dict[str, str]:
