@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv demo test test-unprivileged bench binary binary-onefile clean
 
-venv: $(STAMP)
-
 # compileall: bytecode at install, as pip does for a wheel; where PYTHONDONTWRITEBYTECODE
 # is set an editable install would otherwise compile PaddedCell's modules on every start.
+# It runs at every `make venv` (a no-op when the bytecode is fresh): after a pull or a
+# rebase, the changed modules are compiled again, not at each CLI start.
+venv: $(STAMP)
+	@$(BIN)/python -m compileall -q src
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
