@@ -97,11 +97,18 @@ class ProcInfo:
 
 
 def read_stat(pid: int, proc: str = "/proc") -> ProcInfo | None:
+    # os.open/os.read, not open(): 3 system calls instead of 9 and no file object, for
+    # every process at every supervisor tick (the line is far shorter than 4 KiB).
     try:
-        with open(f"{proc}/{pid}/stat", "rb") as f:
-            raw = f.read()
+        fd = os.open(f"{proc}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        raw = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # The command name may contain spaces and parentheses: split after the last ')'.
     fields = raw[raw.rfind(b")") + 2:].split()
     try:

@@ -447,8 +447,11 @@ class Supervisor:
             if not trees and not any(not s.running for s in self.sessions.values()):
                 self._wake = trio.Event()
                 await self._wake.wait()
-            else:
-                await trio.sleep(interval)
+            # Also after a wake-up: the new session's tree was recorded at its spawn, so
+            # its first rescan waits a tick. A scan (~15-25 ms for 600 processes) at once
+            # would stall its output's start, and a foreground run shorter than a tick
+            # needs none.
+            await trio.sleep(interval)
 
 
 def _can_read(session: Session, workspace: str | None) -> bool:
