@@ -416,3 +416,21 @@ def test_a_spare_built_before_a_source_was_replaced_is_not_used(tmp_path):
             time.sleep(0.5)
     finally:
         daemon.stop()
+
+
+def test_a_probe_started_early_is_collected_once_with_the_same_answer(monkeypatch):
+    """pcexec forks the availability probe before its imports (sandbox.start_probe);
+    available() then collects that child (reaped, not probed again) and answers as a
+    probe of its own does."""
+    fresh = sandbox.available()
+    monkeypatch.setattr(sandbox, "_AVAILABLE", {})
+    monkeypatch.setattr(sandbox, "_PROBES", {})
+    sandbox.start_probe()
+    sandbox.start_probe()  # one probe at a time
+    (pid, _), = sandbox._PROBES.values()
+    assert sandbox.available() == fresh
+    assert sandbox._PROBES == {}
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped by the collection
+    sandbox.finish_probe()  # nothing left: a no-op
+    assert sandbox.available() == fresh

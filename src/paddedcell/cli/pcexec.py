@@ -51,6 +51,22 @@ def _fail(message: str, as_json: bool, code: int = EXIT_REFUSED) -> None:
 
 def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
     """Run in this process: no daemon, live redacted output, the command's exit code."""
+    settings = config.load()
+    if settings["supervisor.sandbox"] in ("auto", "namespaces"):
+        # The namespace sandbox's availability probe (a forked child, ~15-40 ms, mostly
+        # in the kernel) runs while this process imports Trio and the supervisor; the
+        # spawn collects it (sandbox.available), else the finally below does.
+        from ..supervisor import sandbox
+
+        sandbox.start_probe()
+    try:
+        return _supervise(body, as_json, settings)
+    finally:
+        if settings["supervisor.sandbox"] in ("auto", "namespaces"):
+            sandbox.finish_probe()
+
+
+def _supervise(body: dict[str, Any], as_json: bool, settings) -> int:
     import trio
 
     from ..audit import AuditLog
@@ -59,7 +75,6 @@ def _run_foreground(body: dict[str, Any], as_json: bool) -> int:
     from ..supervisor import Supervisor, become_subreaper
     from ..supervisor.service import ExecRefused, ExecService
 
-    settings = config.load()
     try:
         request = parse_exec_request(body, settings)
     except RequestError as exc:

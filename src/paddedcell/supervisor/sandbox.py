@@ -872,16 +872,32 @@ def available() -> tuple[bool, str]:
 
     Probed once per process: a forked child builds a real, small sandbox the way
     :func:`enter` does (namespaces, binds, ``/proc``, ``devpts``, loopback, the
-    privilege drop), without a command.
+    privilege drop), without a command. A probe :func:`start_probe` began is
+    collected here.
     """
     switch_user = host_root()
-    if switch_user in _AVAILABLE:
-        return _AVAILABLE[switch_user]
+    if switch_user not in _AVAILABLE:
+        start_probe()
+        finish_probe()
+    return _AVAILABLE[switch_user]
+
+
+#: A started probe not yet collected, by ``switch_user``: ``(pid, read end of its pipe)``.
+_PROBES: dict[bool, tuple[int, int]] = {}
+
+
+def start_probe() -> None:
+    """Fork the availability probe and return at once; :func:`available` (or
+    :func:`finish_probe`) collects it. A foreground ``pcexec`` starts it first thing,
+    so that the probe (~15-40 ms, mostly in the kernel) runs while it imports."""
+    switch_user = host_root()
+    if switch_user in _AVAILABLE or switch_user in _PROBES:
+        return
     try:
         _libc()  # loaded here: the pre-exec child must not search for libc
     except OSError as exc:
         _AVAILABLE[switch_user] = (False, f"no libc: {exc}")
-        return _AVAILABLE[switch_user]
+        return
     uid = 65534 if switch_user else os.getuid()  # nobody: a uid to switch to, as root
     plan = Plan(mounts=base_mounts(uid, "size=1m"), network="none", uid=uid,
                 gid=65534 if switch_user else os.getgid(), switch_user=switch_user)
@@ -906,6 +922,16 @@ def available() -> tuple[bool, str]:
         os.setpgid(pid, pid)  # the same as the child's own call, whichever runs first
     except OSError:
         pass
+    _PROBES[switch_user] = (pid, r)
+
+
+def finish_probe() -> None:
+    """Wait for a started probe (if any) and record its answer; also what a process
+    that started one and then needs no sandbox calls, so that the child is reaped."""
+    switch_user = host_root()
+    if switch_user not in _PROBES:
+        return
+    pid, r = _PROBES.pop(switch_user)
     why, finished = _read_until_eof(r, PROBE_SECONDS)
     os.close(r)
     if not finished:
@@ -913,12 +939,14 @@ def available() -> tuple[bool, str]:
             os.killpg(pid, signal.SIGKILL)  # the leader and init
         except OSError:
             pass
-    _, status = os.waitpid(pid, 0)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:  # reaped by a waitpid(-1) elsewhere: its report decides
+        status = 0 if finished and not why.strip() else 1 << 8
     if not finished:
         _AVAILABLE[switch_user] = (False, f"the namespace probe did not finish within "
                                           f"{PROBE_SECONDS:g} s")
-        return _AVAILABLE[switch_user]
+        return
     ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     text = why.decode(errors="replace").strip().removeprefix("paddedcell: sandbox: ")
     _AVAILABLE[switch_user] = (ok, "" if ok else (text or "namespace set-up failed"))
-    return _AVAILABLE[switch_user]
