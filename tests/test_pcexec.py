@@ -286,3 +286,33 @@ def test_an_escape_sequence_inside_a_secret_does_not_unmask_it(vault_home):
     aggregated = json.loads(result.stdout)["details"]["aggregated"]
     assert aggregated == "######", aggregated
     assert SECRETS["api_key"] not in result.stdout
+
+
+def test_pcexec_imports_trio_without_running_ldconfig():
+    """Trio looks up libpthread at import (to name its threads); under glibc pcexec answers
+    that lookup itself instead of letting ctypes fork ``ldconfig -p`` at every start, and
+    Trio still names its threads."""
+    import os
+    import sys
+
+    if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
+        pytest.skip("the lookup is answered only under glibc")
+    probe = """
+import ctypes.util, subprocess
+ran = []
+real = subprocess.Popen.__init__
+def spy(self, args, *a, **k):
+    ran.append(args)
+    real(self, args, *a, **k)
+subprocess.Popen.__init__ = spy
+from paddedcell.cli.pcexec import _import_trio
+_import_trio()
+from trio._core import _thread_cache
+assert _thread_cache.set_os_thread_name is not None, "no thread names"
+print(len([a for a in ran if "ldconfig" in str(a)]))
+assert ctypes.util.find_library("c")
+print(len([a for a in ran if "ldconfig" in str(a)]))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1"]  # none while importing Trio; the restored lookup ran it
