@@ -19,6 +19,7 @@ COMMON_BYTES = b" etaoinsrhl\n\tdcumfpgwybvkxjqz.,:;=\"'()\r"
 #: Line breaks: patterns holding one (forms wrapped at a column) get their own
 #: heads group, so a line break still ends the other patterns' tails.
 BREAKS = b"\r\n"
+_PRINTABLE = frozenset(range(0x20, 0x7F))
 
 
 class _Heads:
@@ -73,7 +74,8 @@ class _Heads:
 class _Group:
     """Heads of one group of patterns: their scanner (None: looked up, the
     group's patterns are short), each head's longest pattern, the longest of
-    them, the bytes that end a tail of the group, and every byte it holds."""
+    them, the bytes that end a tail of the group, and every byte it holds
+    (None when that is every printable byte: no gate)."""
 
     __slots__ = ("heads", "longest", "reach", "stops", "alphabet")
 
@@ -146,7 +148,9 @@ class PrefixIndex:
             stops = bytes(c for c in COMMON_BYTES if c not in alphabet)[: self.STOPS]
             reach = max(longest.values())
             scanned = _Heads(longest, engine) if reach > self.SHORT_REACH else None
-            self._groups.append(_Group(scanned, longest, reach, stops, bytes(sorted(alphabet))))
+            # A group holding every printable byte is not gated by its bytes (text always passes).
+            gate = None if alphabet.issuperset(_PRINTABLE) else bytes(sorted(alphabet))
+            self._groups.append(_Group(scanned, longest, reach, stops, gate))
         # Short tails: each key a substring of up to 3 bytes ending within a
         # pattern's first 7 (value 0), or a prefix of up to 4 bytes (value 1).
         short: dict[bytes, int] = {}
@@ -164,8 +168,9 @@ class PrefixIndex:
         best = 0
         top = self.maxlen - 1  # read here: a caller may raise maxlen (views count a whole p[:-1])
         head = self.HEAD
+        last = buf[-head:]
         for g in self._groups:
-            if buf[-head:].rstrip(g.alphabet):
+            if g.alphabet is not None and last.rstrip(g.alphabet):
                 continue  # a byte among the last 8 no pattern of the group holds
             lo = n - min(g.reach, top)
             if lo < 0:

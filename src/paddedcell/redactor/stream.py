@@ -211,17 +211,40 @@ class StreamRedactor:
 
     def _advance(self, buf: bytes, final: bool) -> bytes:
         engine = self._engine
-        base, pos, is_open, mask = self._base, self._pos, self._open, self.mask
+        base, pos, is_open = self._base, self._pos, self._open
         end = base + len(buf)
         # 1.-2. One scan: the cut (bytes before it cannot start an occurrence
         #    any more) and every occurrence in the buffer, merged into runs.
         hold, found = engine.scan(buf, final) if buf else (0, [])
         cut = end - hold
-        runs = _merge(found) if found else []
+        if found:
+            out, pos, is_open = self._emit(buf, _merge(found), base, pos, is_open, cut)
+        elif pos < cut:  # most feeds: plain bytes alone, buf itself when nothing is held (no copy)
+            out, pos, is_open = buf[pos - base : cut - base], cut, False
+        else:
+            out = b""
+        # 5. Keep the scan buffer from the cut: the live tail, plus any masked
+        #    bytes after it, which an occurrence still in progress may overlap.
+        #    A pattern form's token (``%XX``, a CSI sequence) that straddles
+        #    the cut is kept whole, so that the next scan tokenizes the
+        #    stream as a whole-stream scan would (see .views).
+        keep = engine.sync(buf, cut - base) if cut < end or engine.sync_always else cut - base
+        self._buf = buf[keep:]
+        self._base = base + keep
+        self._pos = pos
+        self._open = is_open
+        return out
+
+    def _emit(self, buf: bytes, runs: list[tuple[int, int]], base: int, pos: int, is_open: bool,
+              cut: int) -> tuple[bytes, int, bool]:
+        """Steps 3-4 of :meth:`_advance` when something was found: the output
+        up to the cut (plain bytes and one mask per new run), and the new
+        ``pos`` and ``open``."""
+        mask = self.mask
         # 3. Emit plain bytes up to each run, one mask per new run. Slices
         #    are memoryviews so that the join below is the only copy.
         out = []
-        view = memoryview(buf) if runs else buf
+        view = memoryview(buf)
         for s, t in runs:
             s += base
             t += base
@@ -245,23 +268,10 @@ class StreamRedactor:
                 break
         # 4. Plain bytes between the last run and the cut.
         if pos < cut:
-            # Without runs this is buf itself when nothing is held: no copy.
             out.append(view[pos - base : cut - base])
             is_open = False
             pos = cut
-        # 5. Keep the scan buffer from the cut: the live tail, plus any masked
-        #    bytes after it, which an occurrence still in progress may overlap.
-        #    A pattern form's token (``%XX``, a CSI sequence) that straddles
-        #    the cut is kept whole, so that the next scan tokenizes the
-        #    stream as a whole-stream scan would (see .views).
-        keep = engine.sync(buf, cut - base) if cut < end or engine.sync_always else cut - base
-        self._buf = buf[keep:]
-        self._base = base + keep
-        self._pos = pos
-        self._open = is_open
-        if len(out) == 1 and type(out[0]) is bytes:
-            return out[0]
-        return b"".join(out)
+        return b"".join(out), pos, is_open
 
 
 #: Built matchers by secret set: a supervisor redacts every command of an agent

@@ -177,7 +177,7 @@ class WrapView(View):
         return b""
 
     def view(self, part):
-        if part.count(b"\n", 0, 1024) > 64:  # dense (`yes ''`): replace() pays per break
+        if part.count(b"\n", 0, 128) > 8:  # dense (`yes ''`): replace() pays per break; count() is ~1 ns a byte
             return part.translate(None, b"\r\n")
         part = part.replace(b"\n", b"")  # memchr-fast; translate() is 4x slower here
         return part.replace(b"\r", b"") if b"\r" in part else part
@@ -401,6 +401,10 @@ class ThroughLineBreaks(_matcher._Engine):
         if self.raw_matcher is not None:
             held |= set(self.raw_matcher.patterns)
         self._prefix = _matcher.PrefixIndex(held, engine)
+        self._view = VIEWS["wrap"].view
+        self._literal_spans = self.view_matcher.literal.spans
+        #: Fragment grams in a database of their own (many patterns), scanned on the raw bytes.
+        self._grams_apart = not self.view_matcher._merged and self.view_matcher.fragments._grams is not None
 
     def __getattr__(self, name):  # the view matcher's parts (literal, fragments, ...), for tests
         if name == "view_matcher":
@@ -416,10 +420,10 @@ class ThroughLineBreaks(_matcher._Engine):
         vm = self.view_matcher
         if b"\n" not in buf and b"\r" not in buf:
             return vm.spans(buf)
-        seen = VIEWS["wrap"].view(buf)
-        found = vm.literal.spans(seen)
+        seen = self._view(buf)
+        found = self._literal_spans(seen)
         if not found:
-            out = vm.fragments.spans(buf) if not vm._merged and vm.fragments._grams is not None else []
+            out = vm.fragments.spans(buf) if self._grams_apart else []
             if self._raw_scan is not None:
                 out += self._raw_scan.spans(buf)
             return out
@@ -463,7 +467,7 @@ class ThroughLineBreaks(_matcher._Engine):
                 for p, i in self._pieces[buf[s:t]]:
                     if s >= i and buf.startswith(p, s - i):
                         out.append((s - i, s - i + len(p)))
-        if not vm._merged and vm.fragments._grams is not None:
+        if self._grams_apart:
             out += vm.fragments.spans(buf)  # grams scanned apart: on the raw bytes
         if self._raw_scan is not None:
             out += self._raw_scan.spans(buf)
@@ -596,6 +600,13 @@ class Viewed(_matcher._Engine):
             percent = PercentView.triggers(families["percent"])
         self._gates = Gates(self._dump is not None, percent, engine) if (percent or self._dump) else None
         self._steps = self._steps_for()
+        #: ``(view, its hold index)`` of the line-break view in the base's scan, or None.
+        self._base_wrap = next(((v, proper) for (v, _), proper in zip(self.views, self._proper)
+                           if v.name == "wrap" and self._wrap_in_base), None)
+        #: The views whose tokens the scan buffer must not start inside.
+        self._synced = [v for v, _ in self.views if v.needs_sync]
+        #: Whether the base moves the buffer start itself (a Union of matchers).
+        self._base_syncs = type(base).sync is not _matcher._Engine.sync
 
     def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
         if name == "base":
@@ -627,6 +638,10 @@ class Viewed(_matcher._Engine):
                 h = step(self, *args, buf, final, found, percent)
                 if h > best:
                     best = h
+        if self._base_wrap is not None and not final:  # the line-break view's spans are the base's
+            h = self._wrap_hold(*self._base_wrap, buf)
+            if h > best:
+                best = h
         return best, found
 
     def _steps_for(self) -> list:
@@ -634,22 +649,18 @@ class Viewed(_matcher._Engine):
         returns the view's hold and runs only on a buffer holding ``lead`` (the
         first byte of every token of the view, found at memchr speed), then
         passes its own gate first: a view that cannot match in a buffer costs
-        that gate alone. (Functions, not bound methods: no reference cycle.)"""
+        that gate alone. (Functions, not bound methods: no reference cycle.)
+        The line-break view inside the base's scan has no step: only its hold
+        (:meth:`_wrap_hold`, :attr:`_base_wrap`)."""
         steps = []
         for (view, m), proper, full in zip(self.views, self._proper, self._full):
             if view.name == "wrap" and self._wrap_in_base:
-                steps.append((Viewed._wrap_step, None, (view, proper)))
+                continue
             elif view.name == "percent":
                 steps.append((Viewed._percent_step, view.lead, (view, m, proper, full)))
             else:
                 steps.append((Viewed._view_step, getattr(view, "lead", None), (view, m, proper, full)))
         return steps
-
-    def _wrap_step(self, view: View, proper, buf: bytes, final: bool, found: list[tuple[int, int]],
-                   percent) -> int:
-        """The line-break view: its spans come from the base's one scan of the
-        view; the hold needs only the view of the tail."""
-        return 0 if final else self._wrap_hold(view, proper, buf)
 
     def _percent_step(self, view: View, m, proper, full, buf: bytes, final: bool,
                       found: list[tuple[int, int]], percent) -> int:
@@ -764,8 +775,9 @@ class Viewed(_matcher._Engine):
         # not is a raw suffix, and the base's raw hold covers the encoded
         # forms too. Spanning one needs encoding characters after the last
         # break and right before it.
-        last = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
-        if last < 0 or buf[last + 1 :].translate(None, self._wrap_bytes):
+        last = buf.rfind(b"\n")
+        last = max(last, buf.rfind(b"\r", last + 1))  # a \r after the last \n, if any
+        if last < 0 or buf[last + 1 :].rstrip(self._wrap_bytes):
             return 0
         j, stop = last, max(-1, last - 8)
         while j > stop and buf[j] in b"\r\n":
@@ -805,24 +817,27 @@ class Viewed(_matcher._Engine):
     def sync(self, buf: bytes, i: int) -> int:
         """The start of the token (of any view) that holds offset ``i``, or ``i``;
         repeated, since moving back for one view may land inside another's token."""
-        i = self.base.sync(buf, i)
-        moved = True
+        if self._base_syncs:
+            i = self.base.sync(buf, i)
+        n = len(buf)
+        moved = 0 < i < n
         while moved:
             moved = False
-            for view, _ in self.views:
-                if not view.needs_sync or i <= 0 or i >= len(buf):
-                    continue
-                a = max(0, i - 2 * view.reach)
-                if buf.find(view.lead, a, min(len(buf), i + view.reach)) < 0:
+            for view in self._synced:
+                if i <= 0:
+                    break
+                reach = view.reach
+                a = max(0, i - 2 * reach)
+                b = min(n, i + reach)
+                if buf.find(view.lead, a, b) < 0:
                     continue  # no token can start near i
-                for m in view.token.finditer(buf, a, min(len(buf), i + view.reach)):
+                for m in view.token.finditer(buf, a, b):
                     s, e = m.span()
                     if s >= i:
                         break
-                    if s < i < e and (a == 0 or s >= a + view.reach):
+                    if s < i < e and (a == 0 or s >= a + reach):
                         i, moved = s, True
                         break
-        dump = getattr(self, "_dump", None)
-        if dump is not None:
-            i = dump.sync(buf, i)  # a line break: inside no other view's token
+        if self._dump is not None:
+            i = self._dump.sync(buf, i)  # a line break: inside no other view's token
         return i
