@@ -10,7 +10,6 @@ than ``max_values`` JSON values (what the channel then walks). Pure but for the 
 from __future__ import annotations
 
 import json
-import pickle
 import sys
 from typing import Any
 
@@ -71,6 +70,8 @@ async def parse_in_child(raw: bytes, max_values: int) -> Any:
             stdin=raw, capture_stdout=True, capture_stderr=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the line parser exited with {done.returncode}")
+    import pickle  # here: only long lines come this way, and every pcexec start imports us
+
     return pickle.loads(done.stdout)
 
 
@@ -87,6 +88,8 @@ def _limiter() -> trio.CapacityLimiter:
 
 
 def main() -> None:
+    import pickle
+
     pickle.dump(parsed_or_why(sys.stdin.buffer.read(), int(sys.argv[1])), sys.stdout.buffer,
                 protocol=pickle.HIGHEST_PROTOCOL)
 
