@@ -305,7 +305,7 @@ def test_sync_and_tail_layout_agree_with_the_whole_stream(family, data, at):
     assert view.view(data) == whole
     tokens, starts, length = view.layout(data, 0, len(data))
     assert length == len(whole)
-    from paddedcell.redactor.views import _to_raw
+    from paddedcell.redactor.views import _start_of_last, _to_raw
 
     assert [_to_raw(tokens, starts, 0, k) for k in range(length)] == where
     at = min(at, len(data))
@@ -322,6 +322,8 @@ def test_sync_and_tail_layout_agree_with_the_whole_stream(family, data, at):
         assert not any(a < s < b for a, b in where + deleted)
     for h in range(1, length + 1):  # the hold's raw start, laid out over a window at the end only
         assert Viewed._tail_start(view, data, len(data), h) == where[length - h][0]
+        if family == "wrap":  # ... or counted back through the line breaks
+            assert _start_of_last(data, len(data), h) == where[length - h][0]
 
 
 def test_forms_of_a_secret_added_mid_stream():

@@ -332,6 +332,23 @@ def _raw_offsets(buf: bytes, positions: list[int]) -> dict[int, int]:
     return out
 
 
+def _start_of_last(buf: bytes, n: int, h: int) -> int:
+    """Raw offset of the ``h``-th byte from the end of the line-break view of
+    ``buf[:n]`` (``buf`` less its ``\r``/``\n``): widened back by what is
+    missing, breaks counted at C speed, no layout of the tail."""
+    p = n - h
+    while True:
+        k = n - p - buf.count(b"\n", p, n) - buf.count(b"\r", p, n)  # view bytes in [p, n)
+        if k >= h:
+            break
+        if p <= 0:
+            raise AssertionError("view hold longer than the view")
+        p = max(0, p - (h - k))
+    while buf[p] in (10, 13):  # k == h: the first view byte at or after p
+        p += 1
+    return p
+
+
 def _has_break(p: bytes) -> bool:
     return b"\n" in p or b"\r" in p
 
@@ -793,7 +810,7 @@ class Viewed(_matcher._Engine):
                 break
             width *= 2
         h = proper.hold(seen)
-        return size - self._tail_start(view, buf, size, h) if h else 0
+        return size - _start_of_last(buf, size, h) if h else 0
 
     @staticmethod
     def _tail_start(view: View, buf: bytes, n: int, h: int) -> int:
