@@ -185,6 +185,57 @@ def test_url_gate_tokens_of_other_bytes_and_of_the_secrets_bytes():
         assert_exact_under_every_split(text, secret, expected)
 
 
+def _trigger_literals(patterns: list[bytes]) -> set[bytes]:
+    """The %XX view's triggers by their definition: two adjacent bytes of a
+    pattern, at least one of them ``%XX`` (each hex digit in either case)."""
+    def forms(c: int, encoded: bool) -> set[bytes]:
+        if not encoded:
+            return {bytes((c,))}
+        hi, lo = b"%02x" % c, b"%02X" % c
+        return {b"%" + bytes((x, y)) for x in {hi[0], lo[0]} for y in {hi[1], lo[1]}}
+
+    out: set[bytes] = set()
+    for p in patterns:
+        for c, d in zip(p, p[1:]):
+            for ec, ed in ((True, False), (False, True), (True, True)):
+                out |= {x + y for x in forms(c, ec) for y in forms(d, ed)}
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(secrets=st.lists(st.binary(min_size=8, max_size=12).map(lambda b: bytes(b"aZ%4q"[c % 5] for c in b)),
+                        min_size=1, max_size=3),
+       text=st.lists(st.sampled_from([b"%", b"4", b"5", b"1", b"a", b"A", b"Z", b"q", b"%5a", b"%5A", b"%61",
+                                      b"%25", b"%34", b"%71", b"%7"]), max_size=40).map(b"".join))
+def test_percent_gate_finds_every_trigger_literal_and_nothing_else(engine, secrets, text):
+    """The gate finds the triggers from their %XX tokens: its spans are exactly
+    where a search for every trigger literal finds one (tokens of pattern
+    bytes beside pattern bytes, literal or encoded, ``%`` and hex digits among
+    the secrets' bytes; trigger edges at both ends of the buffer)."""
+    from paddedcell.redactor.views import PercentGate
+
+    literals = _trigger_literals(secrets)
+    want = {(i, i + len(t)) for t in literals for i in range(len(text)) if text.startswith(t, i)}
+    got = PercentGate(secrets, engine).hits(text) if b"%" in text else []
+    assert set(got) == want
+
+
+@pytest.mark.parametrize("text", [
+    b"%5A" + SECRET[1:],                                        # the first byte alone encoded: trigger at the start
+    SECRET[:-1] + b"%61",                                       # the last byte alone encoded: trigger at the end
+    b"%5a%71" + SECRET[2:],                                     # two tokens in a row
+    b"%%%5A" + SECRET[1:-1] + b"%61%",                          # stray % right beside the edge tokens
+    b"%5A%5A" + SECRET[1:] + b" %61%61" + SECRET[:-1] + b"%61",  # a token of a secret byte beside no pair of it
+])
+def test_percent_gate_edges_at_every_split(text):
+    """Occurrences whose only trigger sits at the very edge of the occurrence
+    (its first or last byte encoded), beside stray ``%`` and tokens of the
+    secret's bytes that are no trigger: exact at every split, held == oracle per byte."""
+    expected = naive_redact(text, patterns_for([SECRET]))
+    assert expected.count(M) >= 1
+    assert_exact_under_every_split(text, SECRET, expected)
+
+
 # -- (d) SGR/CSI inside a secret -----------------------------------------------
 
 def test_grep_color_inside_a_secret_is_one_mask():

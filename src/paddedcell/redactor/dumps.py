@@ -457,7 +457,8 @@ class DumpFinder:
         self._proper.maxlen += 1
         self._longest = max(map(len, patterns))
         self._triggers = _matcher.build(triggers(patterns), engine, hold=False)
-        self._lines = CandidateLines(engine is _matcher.HyperscanMatcher)
+        #: The candidate lines' scan (shared with :class:`.views.Gates`).
+        self.candidates = CandidateLines(engine is _matcher.HyperscanMatcher)
 
     def scan(self, buf: bytes, final: bool, found: list[tuple[int, int]], lines=_SCAN) -> int:
         """Add the occurrences in ``buf`` to ``found``; return the hold (0 when final).
@@ -565,7 +566,7 @@ class DumpFinder:
         scanned, joined by NUL bytes (no trigger holds one); many (a dump):
         the whole buffer."""
         if starts is _SCAN:
-            starts = self._lines.starts(buf)
+            starts = self.candidates.starts(buf)
         if starts is None:
             return self._triggers.spans(buf)
         if not starts:

@@ -64,11 +64,12 @@ one scan with the literals (:class:`ThroughLineBreaks`), so a buffer costs one
 ``bytes.replace`` more than before; the ``%XX`` and CSI views cost a
 transform and a scan each, the CSI view only on buffers holding an ESC, the
 ``%XX`` view only over windows around its *triggers* (two adjacent bytes of a
-secret, at least one of them ``%XX``: a few thousand short literals) and over
-the last few dozen bytes for the hold only when a trigger is near the end.
-The triggers and the dump view's candidate lines are found by one raw scan
-(:class:`Gates`), so a feed costs two engine scans (the literals', the
-gates') and the hold's short one, whatever the views. Each view is one step
+secret, at least one of them ``%XX``: found from the ``%XX`` tokens of
+secret bytes, on buffers holding ``%``) and over the last few dozen bytes for
+the hold only when a trigger is near the end. The triggers and the dump
+view's candidate lines are found by raw scans (:class:`Gates`), so a feed
+costs the literals' engine scan, the candidate lines' (with a dump view),
+the ``%XX`` tokens' on a buffer holding ``%`` and the hold's short one. Each view is one step
 of :meth:`Viewed.scan` behind its gate (see :meth:`Viewed._steps_for`). Only memchr-speed checks (``in`` of one
 byte) come before a Hyperscan scan: ``re`` and ``bytes.find`` of two bytes or
 more run at ~1 ns a byte here, a pyperscan scan at ~0.2-0.4 and ~1 us a call.
@@ -91,7 +92,7 @@ from bisect import bisect_right
 from typing import Iterable
 
 from . import matcher as _matcher
-from .dumps import _CANDIDATE, PAIR_LIMIT, CandidateLines, DumpFinder
+from .dumps import PAIR_LIMIT, CandidateLines, DumpFinder
 from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
 #: Whitespace as ``bytes.split()`` sees it.
@@ -201,23 +202,6 @@ class PercentView(View):
     def view(self, part):
         decoded = self._decoded
         return self.token.sub(lambda m: decoded[m.group()], part)
-
-    @staticmethod
-    def triggers(patterns: Iterable[bytes]) -> set[bytes]:
-        """What an occurrence with a ``%XX`` token must contain: two adjacent
-        bytes of a pattern, at least one of them ``%XX`` (either hex case)."""
-        def forms(c: int, encoded: bool) -> set[bytes]:
-            if not encoded:
-                return {bytes((c,))}
-            hi, lo = b"%02x" % c, b"%02X" % c
-            return {b"%" + bytes((x, y)) for x in {hi[0], lo[0]} for y in {hi[1], lo[1]}}
-
-        pairs = {(p[i], p[i + 1]) for p in patterns for i in range(len(p) - 1)}
-        out: set[bytes] = set()
-        for c, d in pairs:
-            for ec, ed in ((True, False), (False, True), (True, True)):
-                out |= {x + y for x in forms(c, ec) for y in forms(d, ed)}
-        return out
 
     def incomplete(self, buf):
         if buf[-1:] == b"%":
@@ -491,64 +475,95 @@ class ThroughLineBreaks(_matcher._Engine):
         return out
 
 
-class Gates:
-    """The views' gates in one raw scan: the dump view's candidate lines
-    (:data:`.dumps._CANDIDATE`, a multi-line regex) and the ``%XX`` view's
-    triggers (:meth:`PercentView.triggers`, literals with their start), told
-    apart by their Hyperscan ids. Measured (64 KiB, k = 10 and 100): the
-    triggers cost as much apart as beside the candidate regex, but scanned
-    with the literals in the line-break view they slowed that scan by 14-18 us
-    on text without ``%`` (and their hits needed mapping back to raw bytes).
-    The portable engine scans each gate apart (``re``, pyahocorasick)."""
+class PercentGate:
+    """Where the ``%XX`` view can match: its *triggers*, two adjacent bytes of a
+    pattern written with at least one of them as ``%XX`` (either hex case).
 
-    def __init__(self, lines: bool, percent: set[bytes], engine: type):
+    An occurrence with a ``%XX`` token holds one (patterns have 8 bytes or
+    more, so every byte has a neighbour in the pattern); one without a token
+    is the secret itself, a literal the base finds. Every trigger holds a
+    ``%XX`` token of a pattern byte, so the triggers are found from those
+    tokens alone: one small regex (``%`` and the pattern bytes' hex, any
+    case; a scan only on a buffer holding ``%``), each hit's decoded byte
+    checked against the patterns' adjacent pairs with the byte before it,
+    literal or ``%XX``, and the literal byte after it (a ``%XX`` after it is
+    a token of a pattern byte too, checked with this one before it). The spans found are exactly those a search for
+    every trigger literal finds (every ``%HH`` is a token: a token holds no
+    ``%`` after its first byte). Measured (64 KiB of random printable text,
+    1 % ``%``): the regex costs 9-11 us, a Hyperscan scan of the trigger
+    literals (a few thousand 3-6-byte strings) 32-35 us, both ~2 us on text
+    without ``%``; a hit costs ~1 us of Python, and random text has 3-8."""
+
+    def __init__(self, patterns: Iterable[bytes], engine: type):
+        patterns = list(patterns)
+        self._pairs = frozenset(p[i : i + 2] for p in patterns for i in range(len(p) - 1))
+        tokens = b"%(?:" + b"|".join(sorted({b"%02x" % c for p in patterns for c in p})) + b")"
         self._db = None
-        self._percent = None
-        self._lines = CandidateLines(False) if lines else None  # (its limit, with Hyperscan)
         if engine is _matcher.HyperscanMatcher:
             import pyperscan as ps
 
-            patterns, long, self._fold = _matcher.HyperscanMatcher.expressions(percent, tag=True)
-            assert not long  # a trigger is a few bytes
-            if lines:
-                patterns.append(ps.Pattern(b"^" + _CANDIDATE, ps.Flag.MULTILINE, tag=False))
-            self._db = ps.BlockDatabase(*patterns)
+            self._db = ps.BlockDatabase(ps.Pattern(tokens, ps.Flag.CASELESS))  # 3 bytes: no start needed
             self._local = threading.local()
-            self._scan_result = ps.Scan
+            self._go_on = ps.Scan.Continue
         else:
-            self._percent = _matcher.build(percent, engine, hold=False) if percent else None
+            self._re = re.compile(tokens, re.I)
+
+    def _token_ends(self, buf: bytes) -> list[int]:
+        if self._db is None:
+            return [m.end() for m in self._re.finditer(buf)]
+        pair = getattr(self._local, "pair", None)
+        if pair is None:  # a scanner per thread (it owns a scratch space)
+            go_on = self._go_on
+
+            def report(add, _tag, _start, end):
+                add(end)
+                return go_on
+
+            ends: list[int] = []
+            pair = self._local.pair = (self._db.build(ends.append, report), ends)
+        scanner, ends = pair
+        scanner.scan(buf)
+        out = ends.copy()
+        ends.clear()
+        return out
+
+    def hits(self, buf: bytes) -> list[tuple[int, int]]:
+        """The triggers' spans in ``buf`` (call only when ``buf`` holds a ``%``)."""
+        out: list[tuple[int, int]] = []
+        decoded, pairs, n = PercentView._decoded, self._pairs, len(buf)
+        for e in self._token_ends(buf):
+            s = e - 3
+            c = decoded[buf[s:e]]
+            if s:
+                if buf[s - 1 : s] + c in pairs:
+                    out.append((s - 1, e))
+                d = decoded.get(buf[s - 3 : s]) if s >= 3 else None
+                if d is not None and d + c in pairs:
+                    out.append((s - 3, e))
+            if e < n and c + buf[e : e + 1] in pairs:
+                out.append((s, e + 1))
+        return out
+
+
+class Gates:
+    """The views' gates: the dump view's candidate lines (:class:`.dumps.CandidateLines`,
+    one multi-line regex scan) and the ``%XX`` view's triggers (:class:`PercentGate`,
+    only on a buffer holding ``%``: a memchr), each its own raw scan. Measured
+    (64 KiB): in one Hyperscan database with the trigger literals the
+    candidate regex cost 44-68 us on random text against 18-27 apart, and the
+    token-heavy log (no ``%``) paid the literals' 22 us there too. Scanned with
+    the literals in the line-break view (session 6) the triggers slowed that
+    scan by 14-18 us on text without ``%``, and their hits needed mapping back."""
+
+    def __init__(self, lines: CandidateLines | None, percent: set[bytes], engine: type):
+        self._lines = lines
+        self._percent = PercentGate(percent, engine) if percent else None
 
     def scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]]]:
         """``(starts of the candidate lines, or None past CandidateLines.limit; %XX trigger hits)``."""
-        if self._db is None:
-            lines = self._lines.starts(buf) if self._lines is not None else []
-            hits = self._percent.spans(buf) if self._percent is not None and b"%" in buf else []
-            return lines, hits
-        pair = getattr(self._local, "pair", None)
-        if pair is None:  # a scanner per thread (it owns a scratch space)
-            go_on = self._scan_result.Continue
-
-            def report(acc, tag, start, end):
-                (acc[1] if tag else acc[0]).append((start, end))
-                return go_on
-
-            acc: tuple[list, list] = ([], [])
-            pair = self._local.pair = (self._db.build(acc, report), acc)
-        scanner, (ends, hits) = pair
-        ends.clear()
-        hits.clear()
-        scanner.scan(buf)
-        lines: list[int] | None = []
-        if ends:
-            lines = (None if len(ends) > self._lines.limit(buf)
-                     else CandidateLines.line_starts(buf, [e for _, e in ends]))
-            ends.clear()
-        if hits:
-            fold = self._fold
-            out = [h for h in hits if buf[h[0]:h[1]] in fold] if fold is not None else hits.copy()
-            hits.clear()
-            return lines, out
-        return lines, []
+        lines = self._lines.starts(buf) if self._lines is not None else []
+        hits = self._percent.hits(buf) if self._percent is not None and b"%" in buf else []
+        return lines, hits
 
 
 def build(literals: set[bytes], windows: dict[bytes, list[int]], width: int,
@@ -609,13 +624,13 @@ class Viewed(_matcher._Engine):
         self._wrap_in_base = isinstance(base, ThroughLineBreaks)
         #: Every byte of a line-break view pattern (an encoding's alphabet, a folded secret's bytes).
         self._wrap_bytes = bytes(sorted(set(b"".join(families.get("wrap", ())))))
-        # The %XX view runs only around its triggers (see PercentView.triggers),
-        # the dump view only on candidate lines: both found by one raw scan.
-        percent = set()
-        if "percent" in families:
-            self._percent_reach = max(len(p) for p in families["percent"]) + PercentView.reach
-            percent = PercentView.triggers(families["percent"])
-        self._gates = Gates(self._dump is not None, percent, engine) if (percent or self._dump) else None
+        # The %XX view runs only around its triggers (see PercentGate),
+        # the dump view only on candidate lines (see Gates).
+        percent = families.get("percent", set())
+        if percent:
+            self._percent_reach = max(len(p) for p in percent) + PercentView.reach
+        lines = self._dump.candidates if self._dump is not None else None
+        self._gates = Gates(lines, percent, engine) if (percent or lines is not None) else None
         self._steps = self._steps_for()
         #: ``(view, its hold index)`` of the line-break view in the base's scan, or None.
         self._base_wrap = next(((v, proper) for (v, _), proper in zip(self.views, self._proper)
@@ -683,7 +698,7 @@ class Viewed(_matcher._Engine):
                       found: list[tuple[int, int]], percent) -> int:
         """The %XX view of a buffer that holds a ``%``: its triggers are its gate
         (no regular expression over the whole buffer: ``re`` runs at ~1 ns a
-        byte here, a Hyperscan scan of the triggers at ~0.4)."""
+        byte here, a Hyperscan scan of its tokens at ~0.15)."""
         if not percent and (final or buf.find(b"%", max(0, len(buf) - 3)) < 0):
             return 0  # no trigger, no token at the end: nothing to view, nothing held
         cut = 0 if final else view.incomplete(buf)
@@ -720,8 +735,8 @@ class Viewed(_matcher._Engine):
         bytes of its triggers: the windows are the trigger clusters widened by
         ``reach``. One without a token is the secret itself, a literal the
         base finds. The hold looks at the end alone (a proper prefix is
-        shorter than ``reach`` raw bytes). Text without triggers costs one
-        scan for a few thousand short literals.
+        shorter than ``reach`` raw bytes). Text without triggers costs the
+        gate's scan (:class:`PercentGate`).
         """
         size, reach = len(buf), self._percent_reach
         windows: list[list[int]] = []
