@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import shutil
 import subprocess
 
@@ -135,6 +136,19 @@ def test_a_partial_line_is_held_only_while_it_may_become_a_dump_line():
     assert r.held == len(b"00000000: 5a71 38")
     assert r.feed(b"7a\n$ ") == b"00000000: 5a71 387a\n$ "
     assert r.flush() == b""
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from([b" ", b"  ", b"\t", b"-", b"0", b"7", b"a", b"F", b"x", b":", b",", b"|", b">",
+                                 b"*", b"nul", b"sp", b"T", b"z", b"%"]), max_size=14).map(b"".join))
+def test_may_become_is_its_plain_regex(partial):
+    """dumps._MAY_BECOME (possessive, for speed) accepts what its plain,
+    backtracking form does: the language the docstring describes."""
+    from paddedcell.redactor import dumps
+
+    plain = re.compile(rb"[ \t]*-|[ \t]*(?:-?[0-9A-Fa-f](?:[0-9A-Fa-fxX:, ]|-(?=[0-9]|$))*(?:(?: {2}|\||>).*)?)?|\*"
+                       rb"|[0-9A-Fa-f]{4,16}(?: {1,2}(?:%s)|   [!-~])*(?: {1,3}[a-z0-9]{0,3})?" % dumps._NAMES, re.S)
+    assert (dumps._MAY_BECOME.fullmatch(partial) is None) == (plain.fullmatch(partial) is None)
 
 
 # -- property: generated layouts, any chunking, held == oracle ----------------------

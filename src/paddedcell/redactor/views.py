@@ -508,30 +508,32 @@ class PercentGate:
         else:
             self._re = re.compile(tokens, re.I)
 
-    def _token_ends(self, buf: bytes) -> list[int]:
-        if self._db is None:
-            return [m.end() for m in self._re.finditer(buf)]
-        pair = getattr(self._local, "pair", None)
-        if pair is None:  # a scanner per thread (it owns a scratch space)
-            go_on = self._go_on
+    def _scanner(self) -> tuple:
+        """This thread's ``(scanner, list its token ends are appended to)`` (a scratch space each)."""
+        go_on = self._go_on
 
-            def report(add, _tag, _start, end):
-                add(end)
-                return go_on
+        def report(add, _tag, _start, end):
+            add(end)
+            return go_on
 
-            ends: list[int] = []
-            pair = self._local.pair = (self._db.build(ends.append, report), ends)
-        scanner, ends = pair
-        scanner.scan(buf)
-        out = ends.copy()
-        ends.clear()
-        return out
+        ends: list[int] = []
+        pair = self._local.pair = (self._db.build(ends.append, report), ends)
+        return pair
 
     def hits(self, buf: bytes) -> list[tuple[int, int]]:
         """The triggers' spans in ``buf`` (call only when ``buf`` holds a ``%``)."""
+        if self._db is None:
+            ends = [m.end() for m in self._re.finditer(buf)]
+        else:
+            scanner, found = getattr(self._local, "pair", None) or self._scanner()
+            scanner.scan(buf)
+            if not found:
+                return []
+            ends = found.copy()
+            found.clear()
         out: list[tuple[int, int]] = []
         decoded, pairs, n = PercentView._decoded, self._pairs, len(buf)
-        for e in self._token_ends(buf):
+        for e in ends:
             s = e - 3
             c = decoded[buf[s:e]]
             if s:
