@@ -195,9 +195,9 @@ class HyperscanMatcher(_Engine):
         self._continue = pyperscan.Scan.Continue
 
     @classmethod
-    def expressions(cls, patterns: Iterable[bytes], tag=None) -> tuple[list, list[bytes], frozenset[bytes] | None]:
+    def expressions(cls, patterns: Iterable[bytes]) -> tuple[list, list[bytes], frozenset[bytes] | None]:
         """``(pyperscan patterns, those too long for Hyperscan, the set a hit
-        must be in or None)`` for these literals, each with ``tag``."""
+        must be in or None)`` for these literals."""
         import pyperscan
 
         groups: dict[bytes, list[bytes]] = {}
@@ -217,13 +217,13 @@ class HyperscanMatcher(_Engine):
                 if len(regex) > cls.EXPRESSION_LIMIT:
                     long.append(members[0])
                 else:
-                    compiled.append(pyperscan.Pattern(regex, som, tag=tag))
+                    compiled.append(pyperscan.Pattern(regex, som))
                 continue
             regex = _as_regex(key)
             if len(regex) > cls.EXPRESSION_LIMIT:
                 long += members
             else:
-                compiled.append(pyperscan.Pattern(regex, som, caseless, tag=tag))
+                compiled.append(pyperscan.Pattern(regex, som, caseless))
                 folded = True
         return compiled, long, (frozenset(p for m in groups.values() for p in m) if folded else None)
 

@@ -811,7 +811,9 @@ class Viewed(_matcher._Engine):
         # break and right before it.
         last = buf.rfind(b"\n")
         last = max(last, buf.rfind(b"\r", last + 1))  # a \r after the last \n, if any
-        if last < 0 or buf[last + 1 :].rstrip(self._wrap_bytes):
+        if last < 0 or size - last >= proper.maxlen:
+            return 0  # a suffix spanning the break is longer than the last line: held by no pattern
+        if buf[last + 1 :].rstrip(self._wrap_bytes):
             return 0
         j, stop = last, max(-1, last - 8)
         while j > stop and buf[j] in b"\r\n":
