@@ -58,6 +58,7 @@ import socket
 import stat
 import struct
 import termios
+import threading
 from dataclasses import dataclass, field, replace
 
 log = logging.getLogger("paddedcell.supervisor")
@@ -876,14 +877,16 @@ def available() -> tuple[bool, str]:
     collected here.
     """
     switch_user = host_root()
-    if switch_user not in _AVAILABLE:
-        start_probe()
-        finish_probe()
-    return _AVAILABLE[switch_user]
+    with _PROBE_LOCK:  # threads asking at once wait for one answer
+        if switch_user not in _AVAILABLE:
+            start_probe()
+            finish_probe()
+        return _AVAILABLE[switch_user]
 
 
 #: A started probe not yet collected, by ``switch_user``: ``(pid, read end of its pipe)``.
 _PROBES: dict[bool, tuple[int, int]] = {}
+_PROBE_LOCK = threading.RLock()
 
 
 def start_probe() -> None:
@@ -891,8 +894,12 @@ def start_probe() -> None:
     :func:`finish_probe`) collects it. A foreground ``pcexec`` starts it first thing,
     so that the probe (~15-40 ms, mostly in the kernel) runs while it imports."""
     switch_user = host_root()
-    if switch_user in _AVAILABLE or switch_user in _PROBES:
-        return
+    with _PROBE_LOCK:
+        if switch_user not in _AVAILABLE and switch_user not in _PROBES:
+            _start_probe(switch_user)
+
+
+def _start_probe(switch_user: bool) -> None:
     try:
         _libc()  # loaded here: the pre-exec child must not search for libc
     except OSError as exc:
@@ -929,9 +936,12 @@ def finish_probe() -> None:
     """Wait for a started probe (if any) and record its answer; also what a process
     that started one and then needs no sandbox calls, so that the child is reaped."""
     switch_user = host_root()
-    if switch_user not in _PROBES:
-        return
-    pid, r = _PROBES.pop(switch_user)
+    with _PROBE_LOCK:
+        if switch_user in _PROBES:
+            _finish_probe(switch_user, *_PROBES.pop(switch_user))
+
+
+def _finish_probe(switch_user: bool, pid: int, r: int) -> None:
     why, finished = _read_until_eof(r, PROBE_SECONDS)
     os.close(r)
     if not finished:
