@@ -185,39 +185,34 @@ def test_url_gate_tokens_of_other_bytes_and_of_the_secrets_bytes():
         assert_exact_under_every_split(text, secret, expected)
 
 
-def _trigger_literals(patterns: list[bytes]) -> set[bytes]:
-    """The %XX view's triggers by their definition: two adjacent bytes of a
-    pattern, at least one of them ``%XX`` (each hex digit in either case)."""
-    def forms(c: int, encoded: bool) -> set[bytes]:
-        if not encoded:
-            return {bytes((c,))}
-        hi, lo = b"%02x" % c, b"%02X" % c
-        return {b"%" + bytes((x, y)) for x in {hi[0], lo[0]} for y in {hi[1], lo[1]}}
-
-    out: set[bytes] = set()
-    for p in patterns:
-        for c, d in zip(p, p[1:]):
-            for ec, ed in ((True, False), (False, True), (True, True)):
-                out |= {x + y for x in forms(c, ec) for y in forms(d, ed)}
-    return out
-
-
-@settings(max_examples=200, deadline=None)
-@given(secrets=st.lists(st.binary(min_size=8, max_size=12).map(lambda b: bytes(b"aZ%4q"[c % 5] for c in b)),
+@settings(max_examples=300, deadline=None)
+@given(secrets=st.lists(st.binary(min_size=1, max_size=12).map(lambda b: bytes(b"aZ%4q"[c % 5] for c in b)),
                         min_size=1, max_size=3),
        text=st.lists(st.sampled_from([b"%", b"4", b"5", b"1", b"a", b"A", b"Z", b"q", b"%5a", b"%5A", b"%61",
                                       b"%25", b"%34", b"%71", b"%7"]), max_size=40).map(b"".join))
-def test_percent_gate_finds_every_trigger_literal_and_nothing_else(engine, secrets, text):
-    """The gate finds the triggers from their %XX tokens: its spans are exactly
-    where a search for every trigger literal finds one (tokens of pattern
-    bytes beside pattern bytes, literal or encoded, ``%`` and hex digits among
-    the secrets' bytes; trigger edges at both ends of the buffer)."""
-    from paddedcell.redactor.views import PercentGate
+@example(secrets=[b"qaZ4q4q4"], text=b"xxqa%5Ax4x4x")  # only the two bytes before it make a triple
+@example(secrets=[b"qaZ4q4q4"], text=b"xxxq%61Z4xxx")  # only the bytes on either side
+@example(secrets=[b"qaZ4q4q4"], text=b"xxx4%5A4qxxx")  # only the two bytes after it
+def test_percent_gate_reports_every_token_in_a_run_of_pattern_bytes(engine, secrets, text):
+    """Against the view of the whole buffer: every ``%XX`` token whose byte is
+    in ``w`` view-consecutive bytes of a pattern (w = 3, or the shortest
+    pattern's length; 2 for a token among the last two view bytes) is a
+    trigger, and only tokens of pattern bytes are (short patterns, ``%`` and
+    hex digits among the secrets' bytes, tokens at both ends of the buffer)."""
+    from paddedcell.redactor.views import PercentGate, PercentView
 
-    literals = _trigger_literals(secrets)
-    want = {(i, i + len(t)) for t in literals for i in range(len(text)) if text.startswith(t, i)}
-    got = PercentGate(secrets, engine).hits(text) if b"%" in text else []
-    assert set(got) == want
+    view = VIEWS["percent"]
+    tokens, starts, _ = view.layout(text, 0, len(text))
+    seen = view.view(text)
+    width = min(3, *map(len, secrets))
+    want = set()
+    for (s, e, v, _), k in zip(tokens, starts):
+        w = width if k < len(seen) - 2 else min(width, 2)
+        if any(seen[j:j + w] in p for p in secrets for j in range(max(0, k - w + 1), min(k, len(seen) - w) + 1)):
+            want.add((s, e))
+    got = set(PercentGate(secrets, engine).hits(text)) if b"%" in text else set()
+    assert want <= got
+    assert all(PercentView._decoded[text[s:e]][0] in b"".join(secrets) for s, e in got)
 
 
 @pytest.mark.parametrize("text", [
@@ -226,6 +221,9 @@ def test_percent_gate_finds_every_trigger_literal_and_nothing_else(engine, secre
     b"%5a%71" + SECRET[2:],                                     # two tokens in a row
     b"%%%5A" + SECRET[1:-1] + b"%61%",                          # stray % right beside the edge tokens
     b"%5A%5A" + SECRET[1:] + b" %61%61" + SECRET[:-1] + b"%61",  # a token of a secret byte beside no pair of it
+    b"Z%71x Zq%38x q%38x%5A" + SECRET[1:],                      # tokens in a pair of the secret, not in a triple
+    b"say " + SECRET[:-1] + b"%61 and more",                    # the last byte encoded, text after it
+    b"said %5A" + SECRET[1:] + b" and more",                    # the first byte encoded, text before it
 ])
 def test_percent_gate_edges_at_every_split(text):
     """Occurrences whose only trigger sits at the very edge of the occurrence
@@ -234,6 +232,26 @@ def test_percent_gate_edges_at_every_split(text):
     expected = naive_redact(text, patterns_for([SECRET]))
     assert expected.count(M) >= 1
     assert_exact_under_every_split(text, SECRET, expected)
+
+
+@pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
+@pytest.mark.parametrize("secret, text", [(b"Z", b"x%5A y%5a"), (b"Zq", b"x%5Aq y%5a%71 Z%71%"),
+                                          (b"Zq8", b"x%5Aq8 y%5a%718%38 Zq%38 %5Aq")])
+def test_percent_gate_with_secrets_shorter_than_three_bytes(secret, text):
+    """``variant_min_length`` may be 1: a pattern of one or two bytes holds no
+    three consecutive bytes, so the gate's width is the shortest pattern's;
+    byte by byte held == oracle, and every split."""
+    patterns = patterns_for([secret], variant_min_length=1)
+    expected = naive_redact(text, patterns)
+    for cut in range(1, len(text)):
+        r = StreamRedactor([secret], variant_min_length=1)
+        assert r.feed(text[:cut]) + r.feed(text[cut:]) + r.flush() == expected, cut
+    r, seen, out = StreamRedactor([secret], variant_min_length=1), b"", b""
+    for i in range(len(text)):
+        out += r.feed(text[i : i + 1])
+        seen += text[i : i + 1]
+        assert r.held == naive_held(seen, patterns), seen
+    assert out + r.flush() == expected
 
 
 # -- (d) SGR/CSI inside a secret -----------------------------------------------

@@ -63,9 +63,9 @@ Costs (measured, see the issue 9 and 21 notes): the line-break view shares its
 one scan with the literals (:class:`ThroughLineBreaks`), so a buffer costs one
 ``bytes.replace`` more than before; the ``%XX`` and CSI views cost a
 transform and a scan each, the CSI view only on buffers holding an ESC, the
-``%XX`` view only over windows around its *triggers* (two adjacent bytes of a
-secret, at least one of them ``%XX``: found from the ``%XX`` tokens of
-secret bytes, on buffers holding ``%``) and over the last few dozen bytes for
+``%XX`` view only over windows around its *triggers* (``%XX`` tokens of a
+secret byte inside three view-consecutive bytes of a secret, two at the
+buffer's end; on buffers holding ``%``) and over the last few dozen bytes for
 the hold only when a trigger is near the end. The triggers and the dump
 view's candidate lines are found by raw scans (:class:`Gates`), so a feed
 costs the literals' engine scan, the candidate lines' (with a dump view),
@@ -476,27 +476,36 @@ class ThroughLineBreaks(_matcher._Engine):
 
 
 class PercentGate:
-    """Where the ``%XX`` view can match: its *triggers*, two adjacent bytes of a
-    pattern written with at least one of them as ``%XX`` (either hex case).
+    """Where the ``%XX`` view can match: the ``%XX`` tokens that are *triggers*.
 
-    An occurrence with a ``%XX`` token holds one (patterns have 8 bytes or
-    more, so every byte has a neighbour in the pattern); one without a token
-    is the secret itself, a literal the base finds. Every trigger holds a
-    ``%XX`` token of a pattern byte, so the triggers are found from those
-    tokens alone: one small regex (``%`` and the pattern bytes' hex, any
-    case; a scan only on a buffer holding ``%``), each hit's decoded byte
-    checked against the patterns' adjacent pairs with the byte before it,
-    literal or ``%XX``, and the literal byte after it (a ``%XX`` after it is
-    a token of a pattern byte too, checked with this one before it). The spans found are exactly those a search for
-    every trigger literal finds (every ``%HH`` is a token: a token holds no
-    ``%`` after its first byte). Measured (64 KiB of random printable text,
-    1 % ``%``): the regex costs 9-11 us, a Hyperscan scan of the trigger
-    literals (a few thousand 3-6-byte strings) 32-35 us, both ~2 us on text
-    without ``%``; a hit costs ~1 us of Python, and random text has 3-8."""
+    A token is one when the byte it shows, with the view bytes around it
+    (a ``%HH`` is always a token: a token holds no ``%`` after its first
+    byte), makes three consecutive bytes of a pattern; for a token among the
+    last two view bytes of the buffer, two. Exact: an occurrence with a
+    token holds three consecutive pattern bytes around each of its tokens
+    (patterns have 8 bytes or more; for shorter ones the width is their
+    length), so each of its tokens is a trigger, and :meth:`Viewed._percent_scan`
+    views the trigger clusters widened by the longest pattern; the hold
+    needs a trigger in a held view suffix of two bytes or more that holds a
+    token (a proper prefix of a pattern at the end), which pairs at the end
+    and triples elsewhere give. One without a token is the secret itself, a
+    literal the base finds.
+
+    Found in two steps: one small regex (``%`` and the pattern bytes' hex,
+    any case; only on a buffer holding ``%``), then per token its view
+    bytes two on each side (the raw bytes when no other ``%`` is that near:
+    a few byte compares) against the patterns' pairs, then triples. Measured (64 KiB of random printable text, 1 % ``%``): the
+    regex costs 9-11 us where the trigger *literals* (every pair, one side
+    or both encoded: a few thousand 3-6-byte strings) cost 32-35; at k = 100
+    pairs let 5.3 tokens per 64 KiB through (a viewed window each, ~7 us),
+    triples 0.1."""
 
     def __init__(self, patterns: Iterable[bytes], engine: type):
         patterns = list(patterns)
+        #: Consecutive pattern bytes a trigger shows (3, or the shortest pattern's length).
+        self._width = min(3, *map(len, patterns))
         self._pairs = frozenset(p[i : i + 2] for p in patterns for i in range(len(p) - 1))
+        self._triples = frozenset(p[i : i + 3] for p in patterns for i in range(len(p) - 2))
         tokens = b"%(?:" + b"|".join(sorted({b"%02x" % c for p in patterns for c in p})) + b")"
         self._db = None
         if engine is _matcher.HyperscanMatcher:
@@ -521,7 +530,7 @@ class PercentGate:
         return pair
 
     def hits(self, buf: bytes) -> list[tuple[int, int]]:
-        """The triggers' spans in ``buf`` (call only when ``buf`` holds a ``%``)."""
+        """The spans of the tokens that are triggers (call only when ``buf`` holds a ``%``)."""
         if self._db is None:
             ends = [m.end() for m in self._re.finditer(buf)]
         else:
@@ -532,19 +541,47 @@ class PercentGate:
             ends = found.copy()
             found.clear()
         out: list[tuple[int, int]] = []
-        decoded, pairs, n = PercentView._decoded, self._pairs, len(buf)
+        decoded, pairs, triples, width, n = PercentView._decoded, self._pairs, self._triples, self._width, len(buf)
         for e in ends:
             s = e - 3
-            c = decoded[buf[s:e]]
-            if s:
-                if buf[s - 1 : s] + c in pairs:
-                    out.append((s - 1, e))
-                d = decoded.get(buf[s - 3 : s]) if s >= 3 else None
-                if d is not None and d + c in pairs:
-                    out.append((s - 3, e))
-            if e < n and c + buf[e : e + 1] in pairs:
-                out.append((s, e + 1))
+            if width > 1:
+                # the view bytes beside it: a %HH is a token; else the raw byte
+                c = decoded[buf[s:e]]
+                before = decoded.get(buf[s - 3 : s]) if s >= 3 else None
+                after = decoded.get(buf[e : e + 3])
+                if not ((before or buf[s - 1 : s]) + c in pairs or c + (after or buf[e : e + 1]) in pairs):
+                    continue
+                if width > 2 and e < n - 3:
+                    if s >= 4 and 37 not in (buf[s - 4], buf[s - 3], buf[e], buf[e + 1]):
+                        # no other token within two view bytes ('%' is 37): they are the raw bytes
+                        w = buf[s - 2 : s] + c + buf[e : e + 2]
+                        if not (w[:3] in triples or w[1:4] in triples or w[2:] in triples):
+                            continue
+                    elif not self._in_triple(buf, s, e):
+                        continue
+            out.append((s, e))
         return out
+
+    def _in_triple(self, buf: bytes, s: int, e: int) -> bool:
+        """Whether the token ``buf[s:e]`` is in three view-consecutive bytes of a pattern."""
+        decoded, n = PercentView._decoded, len(buf)
+        before = after = b""
+        at = s
+        for _ in (0, 1):  # two view bytes before it: a %HH is a token, else a raw byte
+            d = decoded.get(buf[at - 3 : at]) if at >= 3 else None
+            if d is not None:
+                before, at = d + before, at - 3
+            elif at:
+                before, at = buf[at - 1 : at] + before, at - 1
+        at = e
+        for _ in (0, 1):  # and two after it
+            d = decoded.get(buf[at : at + 3])
+            if d is not None:
+                after, at = after + d, at + 3
+            elif at < n:
+                after, at = after + buf[at : at + 1], at + 1
+        seen, i = before + decoded[buf[s:e]] + after, len(before)
+        return any(seen[j : j + 3] in self._triples for j in range(max(0, i - 2), min(i, len(seen) - 3) + 1))
 
 
 class Gates:
@@ -732,10 +769,9 @@ class Viewed(_matcher._Engine):
                       found: list[tuple[int, int]], percent) -> int:
         """The %XX view over the windows that can hold an occurrence; returns its hold.
 
-        An occurrence with a ``%XX`` token holds a trigger (two view-adjacent
-        bytes of a pattern, one of them encoded) and lies within ``reach`` raw
-        bytes of its triggers: the windows are the trigger clusters widened by
-        ``reach``. One without a token is the secret itself, a literal the
+        Each ``%XX`` token of an occurrence is a trigger (:class:`PercentGate`),
+        and the occurrence lies within ``reach`` raw bytes of them: the
+        windows are the trigger clusters widened by ``reach``. One without a token is the secret itself, a literal the
         base finds. The hold looks at the end alone (a proper prefix is
         shorter than ``reach`` raw bytes). Text without triggers costs the
         gate's scan (:class:`PercentGate`).
@@ -758,7 +794,7 @@ class Viewed(_matcher._Engine):
         if not near and not cut:
             # No trigger near the end: no occurrence with a token there, and a
             # held view suffix of two bytes or more holding a token would hold
-            # one; so it is raw bytes (the base's hold), or one token alone,
+            # one (PercentGate: pairs at the end, triples before); so it is raw bytes (the base's hold), or one token alone,
             # the very last one, of a byte that starts a pattern.
             last = buf[size - 3 :]
             if not final and last[:1] == b"%" and view.token.fullmatch(last) and proper.hold(view._decoded[last]):
