@@ -474,7 +474,7 @@ class DumpFinder:
         limit = n if final else last + 1  # complete lines end before limit
         if limit > 0 and lines != []:
             self._spans(buf, limit, final, found, lines)
-        return 0 if final else self._hold(buf, last)
+        return 0 if final else self._hold(buf, last, lines)
 
     def _line(self, buf: bytes, start: int, limit: int) -> tuple[int, int]:
         """``(start, end)`` of the line at ``start`` (end: its ``\\n`` or ``limit``)."""
@@ -612,12 +612,20 @@ class DumpFinder:
                     if any(lines[k][3] for k in range(a, b + 1)):
                         found.append((lines[a][0], lines[b][1]))
 
-    def _hold(self, buf: bytes, last: int) -> int:
+    def _hold(self, buf: bytes, last: int, lines=_SCAN) -> int:
         n = len(buf)
         pending = buf[last + 1 :]
         held = len(pending) if may_become(pending) else 0
         if last < 0 or (pending and not held):
             return held
+        if lines is not None and lines is not _SCAN:
+            # Every line decode_line reads as bytes is a candidate (and a '*'
+            # line reads as the line before it): a last line that is neither
+            # ends no run, so nothing more is held. Saves its decode_line
+            # (~2.5 us), on most terminal reads (they end with a line break).
+            s = buf.rfind(b"\n", 0, last) + 1
+            if s not in lines and buf[s:last].rstrip(b"\r") != b"*":
+                return held
         # The last run may continue: its lines from the end, enough bytes back
         # in every reading the last line has (a squeezed line: its line before).
         starts, decoded, need = [], [], self._proper.maxlen
