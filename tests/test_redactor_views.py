@@ -122,6 +122,15 @@ def test_hex_dumps_wrapped_at_any_column(tool):
     assert SECRET.hex().encode() not in out.replace(b"\n", b"").lower()
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=24).map(lambda b: b.translate(bytes(b" \t\n\r\x0b\x0cab\x85\xa0"[c % 10] for c in range(256)))))
+def test_space_view_is_its_token_substitution(part):
+    """SpaceView.view (split and join, for speed) is the view its tokens define:
+    every whitespace run one space, at the ends too (and not NEL or NBSP)."""
+    view = VIEWS["space"]
+    assert view.view(part) == view.token.sub(b" ", part)
+
+
 # -- (c) per-byte URL encoding, either case ------------------------------------
 
 def mixed_url(secret: bytes, rng: random.Random) -> bytes:

@@ -100,6 +100,7 @@ WS = b" \t\n\r\x0b\x0c"
 #: A CSI sequence: ESC [ parameter bytes, intermediate bytes, final byte; at most 31 bytes.
 CSI = rb"\x1b\[[0-?]{0,24}[ -/]{0,4}[@-~]"
 _HEX = frozenset(b"0123456789abcdefABCDEF")
+_WS = frozenset(WS)
 
 
 class View:
@@ -164,7 +165,17 @@ class SpaceView(View):
         return b" "
 
     def view(self, part):
-        return self.token.sub(b" ", part)
+        """``token.sub(b" ", part)`` at C speed: ``re`` tries its class at every
+        byte (~30 ns: 2 ms per 64 KiB, paid by every feed with a line break
+        once a secret holds whitespace); ``split`` takes the same runs
+        (ASCII whitespace is :data:`WS`), only the ends need their space back."""
+        words = part.split()
+        if not words:
+            return b" " if part else b""
+        out = b" ".join(words)
+        if part[0] in _WS:
+            out = b" " + out
+        return out + b" " if part[-1] in _WS else out
 
 
 class WrapView(View):
