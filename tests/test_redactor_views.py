@@ -273,6 +273,31 @@ def test_grep_color_inside_a_secret_is_one_mask():
     assert check([SECRET], shown, "csi") == b"token=" + M + b" done\n"
 
 
+def test_a_long_secret_through_escapes_beside_tokens_sharing_its_head_or_its_tail():
+    """The views scan a pattern's last 40 bytes and compare the rest: a secret
+    longer than that with SGR inside, beside tokens that share its first 40
+    bytes (JWT headers) or its last 40 (another start), at the view's very
+    start: exact at every split, held == oracle per byte."""
+    head = b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ"
+    secret = head + b"zdWIiOiJhZ2VudCJ9.Zq8xv2NmP4tR7yWb3K"
+    coloured = secret[:20] + b"\x1b[01;31m\x1b[K" + secret[20:50] + b"\x1b[m" + secret[50:]
+    text = (coloured + b" " + head + b"b3RoZXIifQ.x\x1b[m " + b"Q\x1b[1m" + secret[-45:] + b"\n"
+            + head + b"\x1b[32m" + secret[len(head):])
+    variants = dataclasses.replace(Variants(), fragments=False)  # the decoys stay unmasked
+    patterns = patterns_for([secret], variants)
+    expected = naive_redact(text, patterns)
+    assert expected.count(M) == 2 and head in expected and secret[-40:] in expected
+    for cut in range(1, len(text)):
+        r = StreamRedactor([secret], variants=variants)
+        assert r.feed(text[:cut]) + r.feed(text[cut:]) + r.flush() == expected, cut
+    r, seen, out = StreamRedactor([secret], variants=variants), b"", b""
+    for i in range(len(text)):
+        out += r.feed(text[i : i + 1])
+        seen += text[i : i + 1]
+        assert r.held == naive_held(seen, patterns), seen
+    assert out + r.flush() == expected
+
+
 def test_grep_color_on_every_digit():
     if shutil.which("grep") is None:
         pytest.skip("grep not installed")
