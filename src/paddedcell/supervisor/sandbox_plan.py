@@ -368,8 +368,8 @@ def hand_over_workspace(workspace: str, owner: tuple[int, int], settings) -> boo
     log.info("sandbox: handing the workspace %s to uid %d (agent commands run as it)",
              workspace, owner[0])
     for _, dir_fd, name, entry in _entries_below(workspace):
-        if entry.st_uid == owner[0]:
-            continue
+        if entry.st_uid != daemon_uid:
+            continue  # the agent's already; or another uid's that appeared since the check: kept
         if stat.S_ISDIR(entry.st_mode) or stat.S_ISLNK(entry.st_mode) or (
                 stat.S_ISREG(entry.st_mode) and entry.st_nlink == 1):
             os.chown(name, *owner, dir_fd=dir_fd, follow_symlinks=False)
