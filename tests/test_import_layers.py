@@ -141,3 +141,24 @@ def test_the_checker_sees_a_circle_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _layer("paddedcell.supervisor.channel") > _layer("paddedcell.session.client")
     assert _layer("paddedcell.cli.pcexec") > _layer("paddedcell.supervisor.channel")
+
+
+def test_a_daemon_that_has_not_touched_a_vault_holds_no_cryptography(tmp_path):
+    """cryptography's Rust module is ~5.5 MiB of the daemon's idle RSS (the 40 MB row of
+    benchmarks/supervisor.py): the vault imports it at the first box it seals or opens,
+    not when the daemon's routes and its start-up guard check import the vault."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    code = ("import importlib, sys\nfrom paddedcell import config\nfrom paddedcell.daemon import app\n"
+            "for name in app.ROUTE_MODULES:\n    importlib.import_module(name)\n"
+            "app._say_guard(config.load())\n"
+            "print('paddedcell.vault' in sys.modules, 'cryptography' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
+    env["PADDEDCELL_HOME"] = str(home)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "False"]

@@ -12,7 +12,7 @@ gives every such failure the same words, whichever check it was (as Fernet's one
 This module is on the ``pass_mgr get`` path, and AES-GCM is all it needs: the
 password KDF and the X25519 admin wrap live in :mod:`.admin_crypto`. Why GMAC
 and not HMAC: ``hashes``/``hmac`` (or ``hashlib``) would add 5-12 ms to every
-``get``; see :data:`AESGCM` for the same reason. Why a small JSON reader and
+``get``; see :func:`_load_aesgcm` for the same reason. Why a small JSON reader and
 writer of our own: ``json`` imports ``re`` (and ``re`` imports ``enum``), about
 5 ms of every ``get``. They handle only the canonical subset the vault writes
 and hand anything else to ``json``, so results and error messages are the same.
@@ -29,15 +29,41 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-try:
-    # The public module (cryptography.hazmat.primitives.ciphers.aead) imports the
-    # whole ciphers package and typing first: ~14 ms of a ~40 ms `pass_mgr get`.
-    # It re-exports this very class; tests/test_vault.py checks they stay identical.
-    from cryptography.hazmat.bindings._rust import openssl as _rust_openssl
 
-    AESGCM = _rust_openssl.aead.AESGCM
-except (ImportError, AttributeError):  # another cryptography layout: the public path
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+#: cryptography's AES-GCM class, once a box was sealed or opened (:func:`_aesgcm`).
+_AESGCM: Any = None
+
+
+def _aesgcm(key: bytes) -> Any:
+    """cryptography's ``AESGCM(key)``."""
+    return (_AESGCM or _load_aesgcm())(key)
+
+
+def _load_aesgcm() -> Any:
+    """Import the AES-GCM class at the first box sealed or opened, so that a daemon that
+    has not yet touched a vault does not map cryptography's Rust module (~5.5 MiB of its
+    idle RSS). Not from the public module (cryptography.hazmat.primitives.ciphers.aead):
+    it imports the whole ciphers package and typing first, ~14 ms of a ~40 ms `pass_mgr
+    get`. It re-exports this very class; tests/test_vault.py checks they stay identical
+    (``crypto.AESGCM``)."""
+    global _AESGCM
+    try:
+        from cryptography.hazmat.bindings._rust import openssl as _rust_openssl
+
+        _AESGCM = _rust_openssl.aead.AESGCM
+    except (ImportError, AttributeError):  # another cryptography layout: the public path
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        _AESGCM = AESGCM
+    return _AESGCM
+
+
+def __getattr__(name: str) -> Any:
+    """``crypto.AESGCM``: the class, imported now if no box was sealed or opened yet."""
+    if name == "AESGCM":
+        return _AESGCM or _load_aesgcm()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: What we write. Format 2 files are ``HEADER + tag + "\n" + canonical JSON``: the tag
 #: (GMAC under a host subkey) is verified over the raw JSON bytes before they are
@@ -273,7 +299,7 @@ def _nonce() -> bytes:
 
 def seal(key: bytes, plaintext: bytes, associated: bytes) -> dict[str, str]:
     nonce = _nonce()
-    return {"nonce": b64e(nonce), "ct": b64e(AESGCM(key).encrypt(nonce, plaintext, associated))}
+    return {"nonce": b64e(nonce), "ct": b64e(_aesgcm(key).encrypt(nonce, plaintext, associated))}
 
 
 def unseal(key: bytes, box: Any, associated: bytes, what: str) -> bytes:
@@ -283,7 +309,7 @@ def unseal(key: bytes, box: Any, associated: bytes, what: str) -> bytes:
     if len(nonce) != NONCE_BYTES:
         raise damaged(what)
     try:
-        return AESGCM(key).decrypt(nonce, b64d(box.get("ct"), what), associated)
+        return _aesgcm(key).decrypt(nonce, b64d(box.get("ct"), what), associated)
     except Exception:  # InvalidTag, or a malformed input: either way the box is bad
         raise damaged(what) from None
 
@@ -291,7 +317,7 @@ def unseal(key: bytes, box: Any, associated: bytes, what: str) -> bytes:
 def tag(key: bytes, data: bytes) -> str:
     """GMAC of ``data``: base64 of nonce (12 bytes) + tag (16 bytes)."""
     nonce = _nonce()
-    return b64e(nonce + AESGCM(key).encrypt(nonce, b"", data))
+    return b64e(nonce + _aesgcm(key).encrypt(nonce, b"", data))
 
 
 def verify_tag(key: bytes, data: bytes, expected: Any, what: str) -> None:
@@ -299,7 +325,7 @@ def verify_tag(key: bytes, data: bytes, expected: Any, what: str) -> None:
     try:
         if len(raw) != NONCE_BYTES + 16:
             raise ValueError("bad tag length")
-        AESGCM(key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], data)
+        _aesgcm(key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], data)
     except Exception:
         raise damaged(what) from None
 
