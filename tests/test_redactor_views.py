@@ -224,6 +224,28 @@ def test_percent_gate_reports_every_token_in_a_run_of_pattern_bytes(engine, secr
     assert all(PercentView._decoded[text[s:e]][0] in b"".join(secrets) for s, e in got)
 
 
+@settings(max_examples=300, deadline=None)
+@given(secrets=st.lists(st.binary(min_size=3, max_size=12).map(lambda b: bytes(b"aZ%4q"[c % 5] for c in b)),
+                        min_size=1, max_size=3),
+       text=st.lists(st.sampled_from([b"x", b"yyyy", b"a", b"Z", b"q", b"4", b"%", b"aZ", b"Zq", b"qa", b"Z4",
+                                      b"%5a", b"%5A", b"%61", b"%71", b"%34", b"%25", b"%20"]),
+                     max_size=60).map(b"".join))
+@example(secrets=[b"qaZ4q4q4"], text=b"xyyqa%5Axyyyy%71yyyy%34yyx")  # lone tokens: only the bytes before one
+@example(secrets=[b"qaZ4q4q4"], text=b"xyyyy%71yyyyx4%34q4xyyyy%61yyx")  # on either side
+@example(secrets=[b"qaZ4q4q4"], text=b"xyyyy%71yyyyx%5A4qxyyyy%61yyx")  # after it
+@example(secrets=[b"qaZ4q4q4"], text=b"xyyyy%71a%5Axyyyy%34yyyy")  # two tokens, one raw byte between
+def test_percent_gate_windows_find_what_token_by_token_checks_find(engine, secrets, text):
+    """The gate's scan of the raw bytes around lone tokens (``PercentGate._around``)
+    passes exactly the tokens that checking every token one by one passes."""
+    from paddedcell.redactor.views import PercentGate, PercentView
+
+    gate = PercentGate(secrets, engine)
+    every = [e for e in range(3, len(text) + 1) if text[e - 3 : e] in PercentView._decoded
+             and PercentView._decoded[text[e - 3 : e]][0] in b"".join(secrets)]
+    got = gate.hits(text) if b"%" in text else []
+    assert got == gate._triggers(text, every)
+
+
 @pytest.mark.parametrize("text", [
     b"%5A" + SECRET[1:],                                        # the first byte alone encoded: trigger at the start
     SECRET[:-1] + b"%61",                                       # the last byte alone encoded: trigger at the end

@@ -89,6 +89,7 @@ from __future__ import annotations
 import re
 import threading
 from bisect import bisect_right
+from operator import sub
 from typing import Iterable
 
 from . import matcher as _matcher
@@ -502,14 +503,25 @@ class PercentGate:
     and triples elsewhere give. One without a token is the secret itself, a
     literal the base finds.
 
-    Found in two steps: one small regex (``%`` and the pattern bytes' hex,
-    any case; only on a buffer holding ``%``), then per token its view
-    bytes two on each side (the raw bytes when no other ``%`` is that near:
-    a few byte compares) against the patterns' pairs, then triples. Measured (64 KiB of random printable text, 1 % ``%``): the
-    regex costs 9-11 us where the trigger *literals* (every pair, one side
-    or both encoded: a few thousand 3-6-byte strings) cost 32-35; at k = 100
-    pairs let 5.3 tokens per 64 KiB through (a viewed window each, ~7 us),
-    triples 0.1."""
+    Found in two scans: one small regex (``%`` and the pattern bytes' hex,
+    any case; only on a buffer holding ``%``) for the tokens, then one scan
+    of the seven raw bytes around each token, joined, for the triples with
+    that token as their one token (``xy%HH``, ``x%HHz``, ``%HHyz``, lower
+    case; :attr:`_around`): a token with no other pattern byte's token
+    within two view bytes has raw bytes there, so it is a trigger only if
+    one of those matches, and that is checked (:meth:`_triggers`) only
+    for the few that do. Tokens with another such token that near, or near
+    either end of the buffer, are checked one by one. Measured (64 KiB of
+    random printable text, a ``%`` every 95 bytes, ~8 tokens of pattern
+    bytes): checking each token in Python cost 2-4 us a token on this
+    machine, more than the regex scan (12-17 us); the joined windows cost
+    one slice a token and a scan of ~60 bytes. Literals of the triples with
+    ``%HH`` for any of their bytes over the whole buffer cost 45 us (a few
+    thousand short literals), twice the regex. Above :data:`AROUND_LIMIT`
+    literals (k of a few hundred) every token is checked in Python."""
+
+    #: Most literals of :attr:`_around` (3 per triple; ~1.4 s to build 14 000).
+    AROUND_LIMIT = 16_000
 
     def __init__(self, patterns: Iterable[bytes], engine: type):
         patterns = list(patterns)
@@ -518,6 +530,11 @@ class PercentGate:
         self._pairs = frozenset(p[i : i + 2] for p in patterns for i in range(len(p) - 1))
         self._triples = frozenset(p[i : i + 3] for p in patterns for i in range(len(p) - 2))
         tokens = b"%(?:" + b"|".join(sorted({b"%02x" % c for p in patterns for c in p})) + b")"
+        #: The triples with one byte as its token, lower case, in one literal matcher (or None).
+        self._around = None
+        if self._width > 2 and 3 * len(self._triples) <= self.AROUND_LIMIT:
+            self._around = engine({(t[:i] + b"%%%02x" % t[i] + t[i + 1 :]).lower()
+                                   for t in self._triples for i in range(3)})
         self._db = None
         if engine is _matcher.HyperscanMatcher:
             import pyperscan as ps
@@ -541,7 +558,7 @@ class PercentGate:
         return pair
 
     def hits(self, buf: bytes) -> list[tuple[int, int]]:
-        """The spans of the tokens that are triggers (call only when ``buf`` holds a ``%``)."""
+        """The spans of the tokens that are triggers, in order (call only when ``buf`` holds a ``%``)."""
         if self._db is None:
             ends = [m.end() for m in self._re.finditer(buf)]
         else:
@@ -551,6 +568,27 @@ class PercentGate:
                 return []
             ends = found.copy()
             found.clear()
+        if not ends:
+            return []
+        if self._around is None or len(ends) < 3:  # (a join and a scan cost about two checks)
+            return self._triggers(buf, ends)
+        # Tokens near an end of the buffer, or within two view bytes of
+        # another token (end to end 3 or 4 apart): one by one.
+        n, alone, out = len(buf), ends, []
+        if ends[0] < 5 or ends[-1] > n - 4 or min(map(sub, ends[1:], ends)) <= 4:
+            near = {x for a, b in zip(ends, ends[1:]) if b - a <= 4 for x in (a, b)}
+            alone = [e for e in ends if 5 <= e <= n - 4 and e not in near]
+            out = self._triggers(buf, [e for e in ends if e < 5 or e > n - 4 or e in near])
+        if alone:
+            joined = b"\0".join([buf[e - 5 : e + 2] for e in alone]).lower()
+            hits = self._around.spans(joined)
+            if hits:
+                out += self._triggers(buf, sorted({alone[s // 8] for s, _ in hits}))
+                out.sort()
+        return out
+
+    def _triggers(self, buf: bytes, ends: list[int]) -> list[tuple[int, int]]:
+        """The spans of the tokens ending at ``ends`` that are triggers, checked one by one."""
         out: list[tuple[int, int]] = []
         decoded, pairs, triples, width, n = PercentView._decoded, self._pairs, self._triples, self._width, len(buf)
         for e in ends:
