@@ -242,6 +242,97 @@ async def test_the_reader_stops_reading_while_the_loop_lags():
         os.close(stop)
 
 
+# --- a masking pipe's read-ahead (readahead.read_batches) ----------------------------
+
+
+def unread(fd: int) -> int:
+    """Bytes waiting in the pipe ``fd`` (FIONREAD)."""
+    import fcntl
+    import struct
+    import termios
+
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def read_all_batches(r: int, use, size: int) -> None:
+    """``read_batches`` turns until the end of the stream, waiting while it is drained."""
+    import select
+
+    from paddedcell.supervisor.readahead import read_batches
+
+    buffers = (memoryview(bytearray(size)), memoryview(bytearray(size)))
+    while True:
+        eof, drained = read_batches(r, buffers, use, 3)
+        if eof:
+            return
+        if drained:
+            select.select([r], [], [])
+
+
+async def test_read_ahead_batches_mask_exactly_what_the_redactor_masks():
+    # A writer's odd pieces, secrets straddling the buffers' edges at many offsets: batch
+    # after batch (each read while the one before was used), in order, as one feed.
+    size = 4096
+    text = b"".join(b"y" * gap + SECRET.encode() for gap in range(size - 40, size + 40, 7)) * 3
+    redactor = StreamRedactor([SECRET])
+    shown: list[bytes] = []
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+
+    def write() -> None:
+        for i in range(0, len(text), 1_111):
+            os.write(w, text[i:i + 1_111])
+        os.close(w)
+
+    def use(view) -> bool:
+        shown.append(redactor.feed(bytes(view)))
+        return True
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, write)
+            await trio.to_thread.run_sync(read_all_batches, r, use, size)
+    finally:
+        os.close(r)
+    one_shot = StreamRedactor([SECRET])
+    assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush()
+    assert len(shown) >= len(text) // size
+
+
+def test_the_next_batch_is_read_while_this_one_is_used():
+    # While ``use`` holds batch 1 the helper empties the pipe (into the other buffer);
+    # batch 2 is those bytes. Nothing arrives while batch 2 is used: drained, no 3rd batch.
+    from paddedcell.supervisor.readahead import read_batches
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    seen: list[bytes] = []
+
+    def use(view) -> bool:
+        seen.append(bytes(view))
+        if len(seen) == 1:
+            os.write(w, b"second")
+            deadline = time.monotonic() + 30  # a fail-safe, not a timing: one look at least
+            while unread(r) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert unread(r) == 0  # read while this batch was in use
+        return True
+
+    try:
+        os.write(w, b"first")
+        buffers = (memoryview(bytearray(64)), memoryview(bytearray(64)))
+        assert read_batches(r, buffers, use, 8) == (False, True)
+        assert seen == [b"first", b"second"]
+        os.close(w)
+        w = None
+        assert read_batches(r, buffers, use, 8) == (True, False)
+        assert seen == [b"first", b"second"]
+    finally:
+        os.close(r)
+        if w is not None:
+            os.close(w)
+
+
 @pytest.mark.parametrize("pty", [False, True], ids=["pipes", "pty"])
 async def test_a_session_masks_secrets_straddling_terminal_reads_as_the_redactor_does(tmp_path, pty):
     # Through the session: a writer's odd-sized pieces, secrets at offsets around the

@@ -15,8 +15,9 @@ Output work runs in worker threads (``trio.to_thread`` under one limiter of
 answers routes, and the engine's scans (which release the GIL) use the other
 cores. A stream that masks secrets is read by the worker too: it reads what is
 ready (up to ``REDACTED_BATCH``) into its own buffer and sanitizes and filters
-it in one call, one thread round trip per batch, and the loop's thread does not
-wake for every read to fight it for the GIL. Without a secret the loop reads;
+it in one call, while a helper thread reads the next batch into a second buffer
+(:func:`.readahead.read_batches`), and the loop's thread does not wake for every
+read to fight it for the GIL. Without a secret the loop reads;
 plain ASCII without escapes, which needs no work, stays on the loop, anything
 else goes to a worker. A stream's batches are filtered in order, one at a time;
 ``add_secrets`` waits for the batch in progress (a lock).
@@ -46,7 +47,7 @@ from ..execspec.ansi import OutputSanitizer, show_controls
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
-from .readahead import Handoff, read_ready, read_terminal
+from .readahead import Handoff, read_batches, read_terminal
 from .settings import SupervisorSettings
 from .spawn import Spawned
 
@@ -66,13 +67,11 @@ PTY_READ_AHEAD = 80 * 1024
 #: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
-#: Bytes a worker reads (until EAGAIN) and filters in one call before it hands the
-#: output to the loop: one thread round trip and one redactor feed per batch. What the
-#: pipe holds: the command refills it while the batch is filtered, and the next read
-#: takes it at once; a bigger batch reads on while the command writes, the two in
-#: turn (128 MiB with 10 secrets: pump wall 0.55-0.63 s at 256 KiB against 0.64-0.81
-#: at 512 KiB-1 MiB and 0.73 at 128 KiB). Only ``filter_threads`` batches are in
-#: flight at once, whatever the number of sessions.
+#: Bytes a worker filters in one call before it hands the output to the loop: one
+#: redactor feed per batch. What the pipe holds; the next batch is read meanwhile
+#: (64 MiB with 10 secrets, read ahead, load 2.5-2.8: pump wall 0.48 s at 256 KiB
+#: against 0.62 at 512 KiB and 0.56 at 128 KiB). Only ``filter_threads`` workers'
+#: batches (two buffers each) are in flight at once, whatever the number of sessions.
 REDACTED_BATCH = PIPE_SIZE
 #: Batches a worker reads and filters in one turn at the limiter's threads (the
 #: loop shows them meanwhile; the worker waits once a batch's worth is unshown).
@@ -354,37 +353,26 @@ class Session:
             return redactor.feed(self._sanitizers[stream].feed(data))
 
     def _masking(self, stream: str) -> bool:
-        """This stream masks secrets: its reads go to a worker (see :meth:`_read_and_filter`)."""
+        """This stream masks secrets: its reads go to a worker
+        (:meth:`_read_and_filter_batches`)."""
         redactor = self._redactors.get(stream)
         return redactor is not None and not (isinstance(redactor, Passthrough) and redactor.idle)
 
-    def _read_and_filter(self, stream: str, fd: int) -> tuple[bytes, bool, bool]:
-        """In a worker thread: read what is ready, up to ``REDACTED_BATCH`` bytes, into
-        this thread's batch buffer and filter it in one call; ``(shown, eof, drained)``,
-        drained when a read found nothing more (EAGAIN). Bounded, so sessions take turns
-        at the limiter's threads; nothing is read past it (back-pressure)."""
-        buf = _batch_buffer()
-        got, eof, drained = read_ready(fd, buf)
-        # The sanitizer copies the view before anything else sees it.
-        return (self._filter(stream, buf[:got]) if got else b""), eof, drained
-
     def _read_and_filter_batches(self, stream: str, fd: int, handoff: Handoff
                                  ) -> tuple[bool, bool]:
-        """In a worker thread: :meth:`_read_and_filter` while the stream keeps
-        delivering, each batch handed to the loop's ``_emit`` in order without a round
-        trip (:class:`.readahead.Handoff`: one loop wake-up for what piled up, and a
-        wait when the loop lags). Returns ``(eof, drained)`` after ``BATCHES_PER_TURN``
-        batches at most, so that sessions take turns at the limiter's threads."""
-        eof = drained = False
-        for _ in range(BATCHES_PER_TURN):
-            shown, eof, drained = self._read_and_filter(stream, fd)
-            if not handoff.put(shown):
-                return True, False
-            if eof or drained:
-                break
-        # The loop runs every queued hand-off before it resumes the pump (its entry
-        # queue is first in, first out), so nothing is shown out of order.
-        return eof, drained
+        """In a worker thread: read what is ready, up to ``REDACTED_BATCH`` bytes, into
+        one of this thread's batch buffers, sanitize and filter it (a helper thread
+        reads the next batch into the other meanwhile: :func:`.readahead.read_batches`)
+        and hand it to the loop's ``_emit`` in order without a round trip
+        (:class:`.readahead.Handoff`: one loop wake-up for what piled up, and a wait when
+        the loop lags). Returns
+        ``(eof, drained)`` after ``BATCHES_PER_TURN`` batches at most, so that sessions
+        take turns at the limiter's threads; nothing is read past them (back-pressure).
+        The loop runs every queued hand-off before it resumes the pump (its entry queue
+        is first in, first out), so nothing is shown out of order."""
+        return read_batches(fd, _batch_buffers(),
+                            lambda data: handoff.put(self._filter(stream, data)),
+                            BATCHES_PER_TURN)
 
     def _trivial(self, stream: str, data: bytes) -> bool:
         """No work worth a thread: nothing to mask, and ASCII the sanitizer passes as is."""
@@ -673,13 +661,15 @@ class Session:
 _BATCH_BUFFERS = threading.local()
 
 
-def _batch_buffer() -> memoryview:
-    """This worker thread's read buffer (``REDACTED_BATCH`` bytes, reused: no fresh
-    pages per read; one per filter thread, not one per session)."""
-    buf = getattr(_BATCH_BUFFERS, "view", None)
-    if buf is None:
-        buf = _BATCH_BUFFERS.view = memoryview(bytearray(REDACTED_BATCH))
-    return buf
+def _batch_buffers() -> tuple[memoryview, memoryview]:
+    """This worker thread's two read buffers (``REDACTED_BATCH`` bytes each, reused: no
+    fresh pages per read; one pair per filter thread, not one per session): one is
+    filtered while the other is read into."""
+    bufs = getattr(_BATCH_BUFFERS, "views", None)
+    if bufs is None:
+        bufs = _BATCH_BUFFERS.views = (memoryview(bytearray(REDACTED_BATCH)),
+                                       memoryview(bytearray(REDACTED_BATCH)))
+    return bufs
 
 
 def new_session_id() -> str:
