@@ -114,6 +114,21 @@ def test_a_long_dump_is_read_in_windows_around_its_marked_lines(layout):
     assert_chunked_equals_oracle([SECRET, SHORT], text, list(range(5, len(text), 257)))
 
 
+@pytest.mark.parametrize("layout", ["xxd", "hexdump -C", "od -c", "od -d"])
+def test_a_long_secret_beside_a_decoy_with_its_head(layout):
+    """A secret longer than the scanned cut (its last 40 bytes; the rest
+    compared on a hit) dumped next to a decoy with the same first 50 bytes,
+    as JWTs share their header: the secret masked, the decoy not, as the
+    oracle says, at every chunking."""
+    secret = b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJxMiIsImlhdCI6MTcwMH0.Zq8x"
+    decoy = secret[:50] + b"QkV0c2xvZ2ZpbGVzLXNhbWUtaGVhZA.nope"
+    text = b"$ x\n" + dump(layout, b"a " + decoy + b" b " + secret + b" c " + decoy + b"\n")
+    expected = naive_redact(text, patterns_for([secret]))
+    assert expected.count(M) >= 1 and readable(expected, secret[-24:], 8) == []  # (the head is the decoy's too)
+    assert redact(text, [secret]) == expected
+    assert_chunked_equals_oracle([secret], text, list(range(7, len(text), 61)))
+
+
 def test_pty_line_endings():
     text = dump("xxd", b"token " + SECRET).replace(b"\n", b"\r\n")
     out = redact(text, [SECRET])

@@ -455,9 +455,12 @@ class DumpFinder:
     def __init__(self, patterns: set[bytes], engine: type):
         from . import matcher as _matcher
 
+        # The patterns cut to their LAST CAP bytes, the rest compared on a hit
+        # (as the views do, see views.Viewed): secrets share headers (every
+        # JWT a log shows shares a JWT secret's first 40 bytes), not tails.
         self._full: dict[bytes, list[bytes]] = {}
         for p in patterns:
-            self._full.setdefault(p[: self.CAP], []).append(p)
+            self._full.setdefault(p[-self.CAP :], []).append(p)
         self._m = _matcher.build(self._full, engine, hold=False)
         self._proper = _matcher.PrefixIndex({p[:-1] for p in patterns if len(p) > 1}, engine)
         self._proper.maxlen += 1
@@ -605,10 +608,11 @@ class DumpFinder:
             seen.add((first, data))
             ends = list(accumulate(len(x) for x in parts))
             for s, e in self._m.spans(data):
-                for p in self._full.get(data[s:e], ()):
-                    if not data.startswith(p, s):
+                for p in self._full.get(data[s:e], ()):  # the patterns ending with the hit
+                    u = e - len(p)
+                    if u < 0 or not data.startswith(p, u):
                         continue
-                    a, b = first + bisect_right(ends, s), first + bisect_right(ends, s + len(p) - 1)
+                    a, b = first + bisect_right(ends, u), first + bisect_right(ends, e - 1)
                     if any(lines[k][3] for k in range(a, b + 1)):
                         found.append((lines[a][0], lines[b][1]))
 
