@@ -200,8 +200,8 @@ class StreamRedactor:
         """Redact ``data`` and return every byte that is now safe to emit."""
         if not data:
             return b""
-        buf = self._buf + data if self._buf else bytes(data)
-        return self._advance(buf, final=False)
+        data = bytes(data)  # no copy of bytes
+        return self._advance(self._buf + data if self._buf else data, False, data)
 
     def flush(self) -> bytes:
         """End of stream: emit the held tail (masked where it holds a secret)."""
@@ -209,7 +209,8 @@ class StreamRedactor:
         self._open = False
         return out
 
-    def _advance(self, buf: bytes, final: bool) -> bytes:
+    def _advance(self, buf: bytes, final: bool, data: bytes = b"") -> bytes:
+        """Scan ``buf`` (the kept tail plus ``data``, the new bytes) and emit what is decided."""
         engine = self._engine
         base, pos, is_open = self._base, self._pos, self._open
         end = base + len(buf)
@@ -219,8 +220,10 @@ class StreamRedactor:
         cut = end - hold
         if found:
             out, pos, is_open = self._emit(buf, _merge(found), base, pos, is_open, cut)
-        elif pos < cut:  # most feeds: plain bytes alone, buf itself when nothing is held (no copy)
-            out, pos, is_open = buf[pos - base : cut - base], cut, False
+        elif pos < cut:  # most feeds: plain bytes alone, sliced from data when they lie in it
+            fresh = end - len(data)  # stream offset of data[0]: data itself when nothing is held (no copy)
+            out = data[pos - fresh : cut - fresh] if pos >= fresh else buf[pos - base : cut - base]
+            pos, is_open = cut, False
         else:
             out = b""
         # 5. Keep the scan buffer from the cut: the live tail, plus any masked

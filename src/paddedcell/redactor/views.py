@@ -781,8 +781,8 @@ class Viewed(_matcher._Engine):
         for (view, m), proper, full in zip(self.views, self._proper, self._full):
             if view.name == "wrap" and self._wrap_in_base:
                 continue
-            elif view.name == "percent":
-                steps.append((Viewed._percent_step, view.lead, (view, m, proper, full)))
+            elif view.name == "percent":  # no lead: the gate's scan already looked for a '%'
+                steps.append((Viewed._percent_step, None, (view, m, proper, full)))
             else:
                 steps.append((Viewed._view_step, getattr(view, "lead", None), (view, m, proper, full)))
         return steps
