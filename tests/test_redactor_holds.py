@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paddedcell.redactor.holds import PrefixIndex
+from paddedcell.redactor.holds import PrefixIndex, _Grams
 from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
 
 
@@ -126,3 +126,23 @@ def test_long_hex_forms_and_many_patterns_sharing_heads(engine):
 def test_an_empty_buffer_and_an_empty_set_hold_nothing(engine):
     assert PrefixIndex([], engine).hold(b"anything") == 0
     assert PrefixIndex([b"abcdefghij"], engine).hold(b"") == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=8, max_size=70), min_size=1, max_size=12))
+def test_the_gram_filter_passes_every_gram_of_every_pattern(patterns):
+    """The hold skips its heads scans when the last 8 bytes are no pattern's
+    8-gram: a gram the filter missed would lose a held tail."""
+    grams = _Grams.of(patterns)
+    for p in patterns:
+        for i in range(len(p) - 7):
+            assert grams.holds(p[i : i + 8]), (p, i)
+
+
+def test_the_gram_filter_turns_most_other_bytes_away():
+    rng = random.Random(8)
+    patterns = [rng.randbytes(rng.randrange(8, 200)) for _ in range(300)]
+    grams = _Grams.of(patterns)
+    others = [rng.randbytes(8) for _ in range(2000)]
+    assert sum(map(grams.holds, others)) < 2000 * 0.15
+    assert _Grams.of([b"x" * (_Grams.BUDGET + 1)]) is None  # past its budget: no filter, every hold scans
