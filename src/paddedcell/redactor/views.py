@@ -518,7 +518,7 @@ class PercentGate:
     one slice a token and a scan of ~60 bytes. Literals of the triples with
     ``%HH`` for any of their bytes over the whole buffer cost 45 us (a few
     thousand short literals), twice the regex. Above :data:`AROUND_LIMIT`
-    literals (k of a few hundred) every token is checked in Python."""
+    literals (k above ~110 of the benchmark's secrets) every token is checked in Python."""
 
     #: Most literals of :attr:`_around` (3 per triple; ~1.4 s to build 14 000).
     AROUND_LIMIT = 16_000
