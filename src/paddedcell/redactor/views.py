@@ -509,7 +509,7 @@ class PercentGate:
     that token as their one token (``xy%HH``, ``x%HHz``, ``%HHyz``, lower
     case; :attr:`_around`): a token with no other pattern byte's token
     within two view bytes has raw bytes there, so it is a trigger only if
-    one of those matches, and that is checked (:meth:`_triggers`) only
+    one of those matches (:meth:`_may_trigger`), and that is checked only
     for the few that do. Tokens with another such token that near, or near
     either end of the buffer, are checked one by one. Measured (64 KiB of
     random printable text, a ``%`` every 95 bytes, ~8 tokens of pattern
@@ -568,30 +568,11 @@ class PercentGate:
                 return []
             ends = found.copy()
             found.clear()
-        if not ends:
-            return []
-        if self._around is None or len(ends) < 3:  # (a join and a scan cost about two checks)
-            return self._triggers(buf, ends)
-        # Tokens near an end of the buffer, or within two view bytes of
-        # another token (end to end 3 or 4 apart): one by one.
-        n, alone, out = len(buf), ends, []
-        if ends[0] < 5 or ends[-1] > n - 4 or min(map(sub, ends[1:], ends)) <= 4:
-            near = {x for a, b in zip(ends, ends[1:]) if b - a <= 4 for x in (a, b)}
-            alone = [e for e in ends if 5 <= e <= n - 4 and e not in near]
-            out = self._triggers(buf, [e for e in ends if e < 5 or e > n - 4 or e in near])
-        if alone:
-            joined = b"\0".join([buf[e - 5 : e + 2] for e in alone]).lower()
-            hits = self._around.spans(joined)
-            if hits:
-                out += self._triggers(buf, sorted({alone[s // 8] for s, _ in hits}))
-                out.sort()
-        return out
-
-    def _triggers(self, buf: bytes, ends: list[int]) -> list[tuple[int, int]]:
-        """The spans of the tokens ending at ``ends`` that are triggers, checked one by one."""
+        if self._around is not None and len(ends) > 2:  # (fewer: a join and a scan cost more than their checks)
+            ends = self._may_trigger(buf, ends)
         out: list[tuple[int, int]] = []
         decoded, pairs, triples, width, n = PercentView._decoded, self._pairs, self._triples, self._width, len(buf)
-        for e in ends:
+        for e in ends:  # each token checked
             s = e - 3
             if width > 1:
                 # the view bytes beside it: a %HH is a token; else the raw byte
@@ -609,6 +590,23 @@ class PercentGate:
                     elif not self._in_triple(buf, s, e):
                         continue
             out.append((s, e))
+        return out
+
+    def _may_trigger(self, buf: bytes, ends: list[int]) -> list[int]:
+        """The token ends (of ``ends``, sorted) that are left to check one by one:
+        those near an end of the buffer or within two view bytes of another
+        token (end to end 3 or 4 apart), and the lone ones whose seven raw
+        bytes around hold a triple with them as its one token (:attr:`_around`)."""
+        n, alone, out = len(buf), ends, []
+        if ends[0] < 5 or ends[-1] > n - 4 or min(map(sub, ends[1:], ends)) <= 4:
+            near = {x for a, b in zip(ends, ends[1:]) if b - a <= 4 for x in (a, b)}
+            alone = [e for e in ends if 5 <= e <= n - 4 and e not in near]
+            out = [e for e in ends if e < 5 or e > n - 4 or e in near]
+        if alone:
+            joined = b"\0".join([buf[e - 5 : e + 2] for e in alone]).lower()
+            hits = self._around.spans(joined)
+            if hits:
+                out = sorted(set(out).union(alone[s // 8] for s, _ in hits))
         return out
 
     def _in_triple(self, buf: bytes, s: int, e: int) -> bool:
