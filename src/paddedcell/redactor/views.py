@@ -945,6 +945,8 @@ class Viewed(_matcher._Engine):
             i = self.base.sync(buf, i)
         n = len(buf)
         moved = 0 < i < n
+        if moved:  # a token straddling i starts in the reach before it: most cuts have no lead there
+            moved = any([buf.find(v.lead, max(0, i - v.reach), i) >= 0 for v in self._synced])
         while moved:
             moved = False
             for view in self._synced:
