@@ -271,6 +271,9 @@ class Gateway:
 
     def history(self, session: str) -> list[dict[str, Any]]:
         params = json.dumps({"sessionKey": f"agent:main:{session}"})
-        proc = self.openclaw("gateway", "call", "chat.history", "--params", params, "--json")
+        # The CLI's own RPC timeout is 10 s: a gateway on a loaded 2-core machine (a CI run
+        # beside other work) answered later than that; the subprocess timeout stays 120 s.
+        proc = self.openclaw("gateway", "call", "chat.history", "--params", params, "--json",
+                             "--timeout", "90000")
         answer = json.loads(proc.stdout[proc.stdout.index("{"):])
         return answer.get("messages", answer.get("result", {}).get("messages", []))
