@@ -645,10 +645,11 @@ class Gates:
         self._lines = lines
         self._percent = PercentGate(percent, engine) if percent else None
 
-    def scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]]]:
-        """``(starts of the candidate lines, or None past CandidateLines.limit; %XX trigger hits)``."""
+    def scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]] | None]:
+        """``(starts of the candidate lines, or None past CandidateLines.limit; %XX trigger
+        hits, or None when the buffer holds no '%': then the %XX view has nothing to do)``."""
         lines = self._lines.starts(buf) if self._lines is not None else []
-        hits = self._percent.hits(buf) if self._percent is not None and b"%" in buf else []
+        hits = self._percent.hits(buf) if self._percent is not None and b"%" in buf else None
         return lines, hits
 
 
@@ -756,9 +757,13 @@ class Viewed(_matcher._Engine):
                 h = self._dump.scan(buf, final, found, lines)
                 if h > best:
                     best = h
+            if percent is not None and self._percent_args is not None:  # the buffer holds a '%'
+                h = Viewed._percent_step(self, *self._percent_args, buf, final, found, percent)
+                if h > best:
+                    best = h
         for step, lead, args in self._steps:
             if lead is None or lead in buf:
-                h = step(self, *args, buf, final, found, percent)
+                h = step(self, *args, buf, final, found)
                 if h > best:
                     best = h
         if self._base_wrap is not None and not final:  # the line-break view's spans are the base's
@@ -774,13 +779,17 @@ class Viewed(_matcher._Engine):
         passes its own gate first: a view that cannot match in a buffer costs
         that gate alone. (Functions, not bound methods: no reference cycle.)
         The line-break view inside the base's scan has no step: only its hold
-        (:meth:`_wrap_hold`, :attr:`_base_wrap`)."""
+        (:meth:`_wrap_hold`, :attr:`_base_wrap`). The ``%XX`` view has none
+        either: :meth:`scan` calls :meth:`_percent_step` with
+        :attr:`_percent_args` when the gates' scan saw a '%' (one memchr, not
+        two; no call on a buffer without one)."""
         steps = []
+        self._percent_args = None
         for (view, m), proper, full in zip(self.views, self._proper, self._full):
             if view.name == "wrap" and self._wrap_in_base:
                 continue
-            elif view.name == "percent":  # no lead: the gate's scan already looked for a '%'
-                steps.append((Viewed._percent_step, None, (view, m, proper, full)))
+            elif view.name == "percent":
+                self._percent_args = (view, m, proper, full)
             else:
                 steps.append((Viewed._view_step, getattr(view, "lead", None), (view, m, proper, full)))
         return steps
@@ -798,7 +807,7 @@ class Viewed(_matcher._Engine):
         return self._percent_scan(view, m, proper, full, buf, final, found, percent)
 
     def _view_step(self, view: View, m, proper, full, buf: bytes, final: bool,
-                   found: list[tuple[int, int]], percent) -> int:
+                   found: list[tuple[int, int]]) -> int:
         """A view over the whole buffer (CSI when it holds an ESC, whitespace runs)."""
         size = len(buf)
         cut = 0 if final else view.incomplete(buf)
