@@ -333,6 +333,35 @@ def test_the_next_batch_is_read_while_this_one_is_used():
             os.close(w)
 
 
+def test_without_a_descriptor_for_the_read_ahead_each_batch_is_used_alone(monkeypatch):
+    # At the file limit (a channel flood, EMFILE) the read-ahead's eventfd cannot be had:
+    # the batch read is used as before the read-ahead, one a call, nothing lost or reordered.
+    import errno
+
+    from paddedcell.supervisor import readahead
+
+    def no_descriptor(*args):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(readahead.os, "eventfd", no_descriptor)
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    seen: list[bytes] = []
+    try:
+        os.write(w, b"0123456789")
+        buffers = (memoryview(bytearray(4)), memoryview(bytearray(4)))
+        answers = [readahead.read_batches(r, buffers, lambda v: seen.append(bytes(v)) or True, 8)
+                   for _ in range(3)]
+        assert seen == [b"0123", b"4567", b"89"]
+        assert answers == [(False, False), (False, False), (False, True)]
+        assert readahead.read_batches(r, buffers, lambda v: False, 8) == (False, True)  # nothing read
+        os.write(w, b"x")
+        assert readahead.read_batches(r, buffers, lambda v: False, 8) == (True, False)  # told to stop
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 @pytest.mark.parametrize("pty", [False, True], ids=["pipes", "pty"])
 async def test_a_session_masks_secrets_straddling_terminal_reads_as_the_redactor_does(tmp_path, pty):
     # Through the session: a writer's odd-sized pieces, secrets at offsets around the

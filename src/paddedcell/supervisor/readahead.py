@@ -170,7 +170,11 @@ def read_batches(fd: int, buffers: tuple[memoryview, memoryview],
     got, eof, drained = read_ready(fd, this)
     if not got:
         return eof, drained
-    wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    try:
+        wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    except OSError:  # no descriptor left (EMFILE: a flood at the file limit): no read-ahead
+        # This batch alone, as before the read-ahead; the caller reads on while not drained.
+        return (eof, drained) if use(this[:got]) else (True, False)
     try:
         for left in range(batches - 1, -1, -1):
             ahead = _Reading(fd, other, wake) if left and not eof else None
