@@ -435,7 +435,8 @@ def test_sync_and_tail_layout_agree_with_the_whole_stream(family, data, at):
     assert [_to_raw(tokens, starts, 0, k) for k in range(length)] == where
     at = min(at, len(data))
     fake = {"base": matcher.FindMatcher([]), "_base_syncs": False, "_dump": None,
-            "_synced": [view] if view.needs_sync else []}
+            "_synced": [view] if view.needs_sync else [], "_resync": Viewed._resync,
+            "_sync_leads": ((view.lead, view.reach),) if view.needs_sync else ()}
     s = Viewed.sync.__get__(type("E", (), fake)())(data, at)
     assert s <= at
     if view.needs_sync:  # the next buffer starts at a token boundary of the whole scan

@@ -729,6 +729,8 @@ class Viewed(_matcher._Engine):
                            if v.name == "wrap" and self._wrap_in_base), None)
         #: The views whose tokens the scan buffer must not start inside.
         self._synced = [v for v, _ in self.views if v.needs_sync]
+        #: ``(lead, reach)`` of each of them: a cut with no lead in the reach before it is no token's.
+        self._sync_leads = tuple((v.lead, v.reach) for v in self._synced)
         #: Whether the base moves the buffer start itself (a Union of matchers).
         self._base_syncs = type(base).sync is not _matcher._Engine.sync
 
@@ -948,14 +950,24 @@ class Viewed(_matcher._Engine):
             width *= 2
 
     def sync(self, buf: bytes, i: int) -> int:
-        """The start of the token (of any view) that holds offset ``i``, or ``i``;
-        repeated, since moving back for one view may land inside another's token."""
+        """The start of the token (of any view) that holds offset ``i``, or ``i``.
+        Called on every feed (the dump view keeps a line start): most cuts have
+        no view's lead in the reach before them, one ``find`` each, no loop."""
         if self._base_syncs:
             i = self.base.sync(buf, i)
-        n = len(buf)
-        moved = 0 < i < n
-        if moved:  # a token straddling i starts in the reach before it: most cuts have no lead there
-            moved = any([buf.find(v.lead, max(0, i - v.reach), i) >= 0 for v in self._synced])
+        if 0 < i < len(buf):
+            for lead, reach in self._sync_leads:
+                if buf.find(lead, i - reach if i > reach else 0, i) >= 0:
+                    i = self._resync(buf, i)
+                    break
+        if self._dump is not None:
+            i = self._dump.sync(buf, i)  # a line break: inside no other view's token
+        return i
+
+    def _resync(self, buf: bytes, i: int) -> int:
+        """:meth:`sync` when a token may straddle ``i``: repeated, since moving
+        back for one view may land inside another's token."""
+        n, moved = len(buf), True
         while moved:
             moved = False
             for view in self._synced:
@@ -973,6 +985,4 @@ class Viewed(_matcher._Engine):
                     if s < i < e and (a == 0 or s >= a + reach):
                         i, moved = s, True
                         break
-        if self._dump is not None:
-            i = self._dump.sync(buf, i)  # a line break: inside no other view's token
         return i
