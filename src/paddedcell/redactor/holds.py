@@ -251,6 +251,16 @@ class PrefixIndex:
             return best
         return self._short_hold(buf, min(n, top, self.HEAD - 1))
 
+    def may_contain(self, eight: bytes) -> bool:
+        """Whether ``eight`` (8 bytes) may lie inside some pattern: False only
+        when no held tail can contain them (True without a gram filter)."""
+        return self._grams is None or self._grams.holds(eight)
+
+    def short_hold(self, tail: bytes) -> int:
+        """The longest held suffix of ``tail`` of at most 7 bytes (exact only when
+        no longer suffix is held: see :meth:`may_contain` of its last 8 bytes)."""
+        return self._short_hold(tail, min(len(tail), self.maxlen - 1, self.HEAD - 1))
+
     def _short_hold(self, buf: bytes, top: int) -> int:
         """The hold when no tail of ``HEAD`` bytes or more is held: the
         longest held tail of at most ``top`` bytes."""

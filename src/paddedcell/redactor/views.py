@@ -921,6 +921,24 @@ class Viewed(_matcher._Engine):
             j = len(buf[: j + 1].rstrip(b"\r\n")) - 1
         if j < 0 or buf[j] not in self._wrap_bytes:
             return 0
+        # A held suffix that spans the break holds the last line L and view
+        # bytes before it. With 7 bytes of L or more it holds the 8 view bytes
+        # across the break, which must lie in a pattern; with fewer, its last 8
+        # view bytes must, or it is 7 bytes at most (the short hold of those 8).
+        # Lines of an encoding's characters (a base64 dump, `yes <token>`) get
+        # here on every feed; the view of 2 x the longest pattern and its hold
+        # scan cost 7-10 us a 4 KiB feed.
+        tail = size - last - 1
+        if tail >= 7:
+            if not proper.may_contain(buf[j : j + 1] + buf[last + 1 : last + 8]):
+                return 0
+        elif j >= 7 - tail:
+            before = buf[j - 7 + tail : j + 1]
+            if b"\n" not in before and b"\r" not in before:
+                eight = before + buf[last + 1 :]
+                if not proper.may_contain(eight):
+                    h = proper.short_hold(eight)
+                    return size - _start_of_last(buf, size, h) if h > tail else 0
         while True:
             a = max(0, size - width)
             seen = view.view(buf[a:])
