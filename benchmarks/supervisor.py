@@ -639,6 +639,24 @@ def main() -> None:
                      "ours": pty_mib * MIB / inproc / 1e6, "baseline": pty_mib * MIB / raw / 1e6,
                      "unit": "MB/s", "ratio": raw / inproc, "goal": ">= 0.9x raw PTY loop",
                      "met": raw / inproc >= 0.9})
+        # Context for both rows: the fixed cost of a run (a one-line file), against the
+        # raw loop's fork + exec of the same cat. At 0.9x the whole run may spend
+        # (1/0.9 - 1) x the raw loop's time more than the raw loop: this row says how
+        # much of that the start-up alone takes.
+        tiny = work / "tiny.txt"
+        tiny.write_bytes(b"x\n")
+        start_ms = {name: value * 1000 for name, value in medians(
+            {"raw": lambda: raw_pty_read(tiny), "cli": lambda: pcexec_pty(tiny, cli_env),
+             "inproc": lambda: supervised(tiny, settings, [], use_pty=True)},
+            max(rounds, 5)).items()}
+        budget_ms = (1 / 0.9 - 1) * raw * 1000
+        rows.append({"benchmark": "  context: start-up, one-line file (CLI)",
+                     "ours": start_ms["cli"], "baseline": start_ms["raw"], "unit": "ms",
+                     "ratio": None, "goal": f"(0.9x leaves {budget_ms:.0f} ms at {pty_mib} MiB)",
+                     "met": True})
+        rows.append({"benchmark": "  context: start-up, one-line file (in process)",
+                     "ours": start_ms["inproc"], "baseline": start_ms["raw"], "unit": "ms",
+                     "ratio": None, "goal": "(same budget)", "met": True})
 
         big = make_file(work, pipe_mib * MIB)
         rng = random.Random(5)
