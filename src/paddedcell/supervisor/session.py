@@ -68,11 +68,16 @@ PTY_READ_AHEAD = 80 * 1024
 #: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
 PIPE_SIZE = 256 * 1024
 #: Bytes a worker filters in one call before it hands the output to the loop: one
-#: redactor feed per batch. What the pipe holds; the next batch is read meanwhile
-#: (64 MiB with 10 secrets, read ahead, load 2.5-2.8: pump wall 0.48 s at 256 KiB
-#: against 0.62 at 512 KiB and 0.56 at 128 KiB). Only ``filter_threads`` workers'
-#: batches (two buffers each) are in flight at once, whatever the number of sessions.
-REDACTED_BATCH = PIPE_SIZE
+#: redactor feed per batch; the next batch is read meanwhile (the read-ahead waits for
+#: the writer to refill the pipe). Twice what the pipe holds: half the batches, so half
+#: the per-batch hand-offs, thread wake-ups and loop turns (128 MiB, 10 secrets, load
+#: 1.1-1.5, three runs of 4-6 alternated rounds: pump 0.33-0.36 GB/s and CPU 1.67-1.73x
+#: the filter alone at 512 KiB, against 0.27-0.33 and 1.87-2.09x at 256 KiB, 0.26-0.28
+#: and 1.94-2.37x at 1 MiB; an earlier figure, 64 MiB at load 2.5-2.8, had 256 KiB
+#: ahead: wall 0.48 s against 0.62 at 512, with an older redactor). Only
+#: ``filter_threads`` workers' batches (two buffers each) are in flight at once,
+#: whatever the number of sessions.
+REDACTED_BATCH = 2 * PIPE_SIZE
 #: Batches a worker reads and filters in one turn at the limiter's threads (the
 #: loop shows them meanwhile; the worker waits once a batch's worth is unshown).
 BATCHES_PER_TURN = 8
