@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NATIVE_SRC := src/paddedcell/redactor/_native.c
+NATIVE_STAMP := $(VENV)/.native
 
 .PHONY: venv demo test test-unprivileged bench binary binary-onefile clean
 
@@ -10,15 +12,24 @@ STAMP := $(VENV)/.installed
 # is set an editable install would otherwise compile PaddedCell's modules on every start.
 # It runs at every `make venv` (a no-op when the bytecode is fresh): after a pull or a
 # rebase, the changed modules are compiled again, not at each CLI start.
-venv: $(STAMP)
+venv: $(STAMP) $(NATIVE_STAMP)
 	@$(BIN)/python -m compileall -q src
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	$(BIN)/python -m compileall -q src
 	touch $(STAMP)
+
+# The redactor's optional C gates (src/paddedcell/redactor/_native.c, built in place by the
+# editable install above), rebuilt when the C file changes; the old module is removed first,
+# so a C edit that does not build leaves none (the pure-Python gates then run, never stale C).
+# No compiler: a warning, and the same redactor in Python (setup.py: optional=True).
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC) setup.py
+	rm -f src/paddedcell/redactor/_native.*.so src/paddedcell/redactor/_native.*.pyd
+	$(BIN)/python setup.py --quiet build_ext --inplace
+	touch $(NATIVE_STAMP)
 
 demo: venv
 	$(BIN)/python -m paddedcell.demo
@@ -74,3 +85,4 @@ dist/onefile/pass_mgr: $(STAMP) $(PASS_MGR_SOURCES)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
+	rm -f src/paddedcell/redactor/_native.*.so src/paddedcell/redactor/_native.*.pyd

@@ -52,12 +52,24 @@ candidate line: its fields need not start with a hex digit).
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import threading
 from bisect import bisect_right
 from itertools import accumulate
 from typing import Iterable
+
+#: The views' gates in C (``_native.c``: the candidate lines here, the ``%XX``
+#: triggers in :class:`.views.PercentGate`), or None: not built (no compiler
+#: at install) or ``PADDEDCELL_NATIVE=0``; then the regex forms below, which
+#: define what it returns, run instead.
+_native = None
+if os.environ.get("PADDEDCELL_NATIVE", "1") != "0":
+    try:
+        from . import _native
+    except ImportError:
+        _native = None
 
 #: A line longer than this (bytes, ``\\r`` included) is not a dump line
 #: (``xxd -c 64`` lines are 227 bytes).
@@ -363,6 +375,10 @@ _CANDIDATE = (rb"(?:[ \t]*-?[0-9A-Fa-f][-0-9A-Fa-f :xX,]*(?: {2}.*|\|.*\||>.*<)?
               + rb")\r*$")
 _CANDIDATE_AFTER_BREAK = re.compile(rb"\n" + _CANDIDATE, re.M)
 _CANDIDATE_AT_START = re.compile(_CANDIDATE, re.M)
+#: The ``od -c``/``od -a`` alternative of :data:`_CANDIDATE` for one line (no
+#: ``\n``), ``fullmatch(buf, start, end)``: the native scan decides the other
+#: one itself and asks this for the lines that start with 4-16 hex digits and a space.
+_CHARS_LINE = re.compile(_CHARS.pattern + rb"\r*")
 
 
 def _count(pending: dict[str, int] | None, decoded: dict[str, bytes], need: int) -> None:
@@ -400,7 +416,9 @@ class CandidateLines:
 
     def __init__(self, hyperscan: bool):
         self._db = None
-        if hyperscan:
+        if _native is not None:
+            self.starts = self._native_starts  # one C pass (see _native.c); no database to build
+        elif hyperscan:
             import pyperscan as ps
 
             self._db = ps.BlockDatabase(ps.Pattern(b"^" + _CANDIDATE, ps.Flag.MULTILINE))
@@ -418,6 +436,9 @@ class CandidateLines:
         ends: list[int] = [0]
         pair = self._local.pair = (self._db.build(ends.append, report), ends)
         return pair
+
+    def _native_starts(self, buf: bytes) -> list[int] | None:
+        return _native.candidate_lines(buf, self.LIMIT * (1 + len(buf) // 65536), _CHARS_LINE.fullmatch)
 
     def starts(self, buf: bytes) -> list[int] | None:
         limit = self.LIMIT * (1 + len(buf) // 65536)  # most candidate lines read one by one

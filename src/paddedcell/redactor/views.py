@@ -87,13 +87,14 @@ of these and the literal hold. Tested against the oracle after every byte.
 from __future__ import annotations
 
 import re
+import struct
 import threading
 from bisect import bisect_right
 from operator import sub
 from typing import Iterable
 
 from . import matcher as _matcher
-from .dumps import PAIR_LIMIT, CandidateLines, DumpFinder
+from .dumps import PAIR_LIMIT, CandidateLines, DumpFinder, _native
 from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
 #: Whitespace as ``bytes.split()`` sees it.
@@ -288,6 +289,14 @@ def view_patterns(
     if "dump" in out and len({p[i:i + 2] for p in out["dump"] for i in range(len(p) - 1)}) > PAIR_LIMIT:
         del out["dump"]  # too many triggers to build (see dumps.PAIR_LIMIT)
     return out
+
+
+def _bitset(values: Iterable[int], size: int) -> bytes:
+    """A set of ints below ``size`` as a bitmap (bit ``v & 7`` of byte ``v >> 3``), for :mod:`._native`."""
+    out = bytearray(size // 8)
+    for v in values:
+        out[v >> 3] |= 1 << (v & 7)
+    return bytes(out)
 
 
 def _token_edge(view: View, buf: bytes, i: int, forward: bool = False) -> int:
@@ -532,10 +541,20 @@ class PercentGate:
         tokens = b"%(?:" + b"|".join(sorted({b"%02x" % c for p in patterns for c in p})) + b")"
         #: The triples with one byte as its token, lower case, in one literal matcher (or None).
         self._around = None
+        self._db = None
+        if _native is not None:
+            # One C pass does it all (_native.c): the tokens, and each one's
+            # pair and triple checks, with the sets as tables.
+            self.hits = self._native_hits
+            self._tables = (_bitset({c for p in patterns for c in p}, 256),
+                            _bitset({(p[i] << 8) | p[i + 1] for p in patterns for i in range(len(p) - 1)}, 65536),
+                            struct.pack("=%dI" % len(self._triples),
+                                        *sorted((t[0] << 16) | (t[1] << 8) | t[2] for t in self._triples)),
+                            self._width)
+            return
         if self._width > 2 and 3 * len(self._triples) <= self.AROUND_LIMIT:
             self._around = engine({(t[:i] + b"%%%02x" % t[i] + t[i + 1 :]).lower()
                                    for t in self._triples for i in range(3)})
-        self._db = None
         if engine is _matcher.HyperscanMatcher:
             import pyperscan as ps
 
@@ -556,6 +575,10 @@ class PercentGate:
         ends: list[int] = []
         pair = self._local.pair = (self._db.build(ends.append, report), ends)
         return pair
+
+    def _native_hits(self, buf: bytes) -> list[tuple[int, int]] | None:
+        """:meth:`hits` in C (None when ``buf`` holds no ``%``)."""
+        return _native.percent_hits(buf, *self._tables)
 
     def hits(self, buf: bytes) -> list[tuple[int, int]]:
         """The spans of the tokens that are triggers, in order (call only when ``buf`` holds a ``%``)."""
@@ -644,6 +667,13 @@ class Gates:
     def __init__(self, lines: CandidateLines | None, percent: set[bytes], engine: type):
         self._lines = lines
         self._percent = PercentGate(percent, engine) if percent else None
+        if _native is not None:
+            self.scan = self._native_scan
+
+    def _native_scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]] | None]:
+        """:meth:`scan` with the gates in C: the ``%`` check is the triggers' own memchr."""
+        lines = self._lines.starts(buf) if self._lines is not None else []
+        return lines, (self._percent.hits(buf) if self._percent is not None else None)
 
     def scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]] | None]:
         """``(starts of the candidate lines, or None past CandidateLines.limit; %XX trigger

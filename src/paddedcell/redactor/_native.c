@@ -1,0 +1,371 @@
+/* paddedcell.redactor._native: the views' gates as single C passes.
+ *
+ * Optional: when this module is missing (no compiler at install) or
+ * PADDEDCELL_NATIVE=0, dumps.py and views.py run their Python/regex forms,
+ * which define what these functions return (tests/test_redactor_native.py
+ * checks equality). Plain C and the CPython API only; the GIL is held
+ * (each call is a few microseconds a 64 KiB buffer).
+ *
+ * candidate_lines(buf, limit, chars_fullmatch) -> list[int] | None
+ *     The starts of the lines of buf that fullmatch dumps._CANDIDATE (lines
+ *     end at '\n' or at the end of buf), in order; None when more than limit.
+ *     The first alternative is decided here; a line that fails it and starts
+ *     with 4-16 hex digits and a space is passed to chars_fullmatch(buf,
+ *     start, end) (the od -c/-a alternative, dumps._CHARS_LINE.fullmatch).
+ *
+ * percent_hits(buf, bytes32, pairs8192, triples, width) -> list[(s, e)] | None
+ *     None when buf holds no '%'; else the %HH tokens (any case) whose byte
+ *     is a pattern byte (bytes32: a 256-bit set) and that are triggers as
+ *     views.PercentGate defines them: with the view bytes beside them, a
+ *     pair of a pattern (pairs8192: a 65536-bit set, bit (a << 8) | b) and,
+ *     when width > 2 and the token ends 4 bytes or more before the end, a
+ *     triple (triples: sorted native uint32 (a << 16) | (b << 8) | c).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static signed char HEXVAL[256];   /* hex digit value, or -1 */
+static unsigned char RUN[256];    /* [-0-9A-Fa-f :xX,] */
+
+static void
+init_tables(void)
+{
+    int c;
+    for (c = 0; c < 256; c++) {
+        HEXVAL[c] = -1;
+        RUN[c] = 0;
+    }
+    for (c = '0'; c <= '9'; c++)
+        HEXVAL[c] = (signed char)(c - '0');
+    for (c = 'a'; c <= 'f'; c++)
+        HEXVAL[c] = (signed char)(c - 'a' + 10);
+    for (c = 'A'; c <= 'F'; c++)
+        HEXVAL[c] = (signed char)(c - 'A' + 10);
+    for (c = 0; c < 256; c++)
+        if (HEXVAL[c] >= 0)
+            RUN[c] = 1;
+    RUN['-'] = RUN[' '] = RUN[':'] = RUN['x'] = RUN['X'] = RUN[','] = 1;
+}
+
+#define ISHEX(c) (HEXVAL[(unsigned char)(c)] >= 0)
+
+/* 1: the line p[0:len] (no '\n') fullmatches the first alternative of
+ * _CANDIDATE with its '\r*':
+ *     [ \t]*-?[0-9A-Fa-f][-0-9A-Fa-f :xX,]*(?: {2}.*|\|.*\||>.*<)?\r*
+ * ('.' is any byte but '\n'). The class run takes no '\r', '|', '>': with
+ * backtracking, the line matches when the run reaches the end of the line
+ * less its trailing '\r's, or holds two adjacent spaces (' {2}.*' then takes
+ * the rest), or stops at '|' ('>') and the line less its trailing '\r's ends
+ * with another '|' ('<').
+ * 2: it does not, but starts with 4-16 hex digits and a space (may match the
+ * _CHARS alternative). 0: neither. */
+static int
+line_kind(const unsigned char *p, Py_ssize_t len)
+{
+    Py_ssize_t m = len, i = 0, j;
+    while (m > 0 && p[m - 1] == '\r')
+        m--;
+    while (i < m && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    if (i < m && p[i] == '-')
+        i++;
+    if (i < m && ISHEX(p[i])) {
+        int space = 0;
+        for (i++; i < m && RUN[p[i]]; i++) {
+            if (p[i] == ' ') {
+                if (space)
+                    return 1;
+                space = 1;
+            }
+            else
+                space = 0;
+        }
+        if (i == m)
+            return 1;
+        if (p[i] == '|' && m - 1 > i && p[m - 1] == '|')
+            return 1;
+        if (p[i] == '>' && p[m - 1] == '<')
+            return 1;
+    }
+    for (j = 0; j < m && j < 17 && ISHEX(p[j]); j++)
+        ;
+    return (j >= 4 && j <= 16 && j < m && p[j] == ' ') ? 2 : 0;
+}
+
+/* A line can be a candidate only if its first byte is one of these. */
+static unsigned char START[256];
+
+static PyObject *
+candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t limit, n, a, count = 0;
+    PyObject *fullmatch, *out;
+    const unsigned char *p;
+
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "candidate_lines(buf, limit, chars_fullmatch)");
+        return NULL;
+    }
+    limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    fullmatch = args[2];
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    p = (const unsigned char *)view.buf;
+    n = view.len;
+    out = PyList_New(0);
+    if (out == NULL)
+        goto fail;
+    a = 0;
+    while (a < n) {
+        const unsigned char *nl;
+        Py_ssize_t e;
+        int kind;
+        if (!START[p[a]]) {
+            nl = memchr(p + a, '\n', (size_t)(n - a));
+            if (nl == NULL)
+                break;
+            a = (nl - p) + 1;
+            continue;
+        }
+        nl = memchr(p + a, '\n', (size_t)(n - a));
+        e = nl == NULL ? n : (nl - p);
+        kind = line_kind(p + a, e - a);
+        if (kind == 2) {
+            PyObject *r = PyObject_CallFunction(fullmatch, "Onn", args[0], a, e);
+            if (r == NULL)
+                goto fail;
+            kind = r != Py_None;
+            Py_DECREF(r);
+        }
+        if (kind) {
+            PyObject *v;
+            if (++count > limit) {
+                Py_DECREF(out);
+                PyBuffer_Release(&view);
+                Py_RETURN_NONE;
+            }
+            v = PyLong_FromSsize_t(a);
+            if (v == NULL || PyList_Append(out, v) < 0) {
+                Py_XDECREF(v);
+                goto fail;
+            }
+            Py_DECREF(v);
+        }
+        a = e + 1;
+    }
+    PyBuffer_Release(&view);
+    return out;
+fail:
+    Py_XDECREF(out);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* ---- %HH triggers --------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t n;
+    const unsigned char *bytes32;
+    const unsigned char *pairs;
+    const uint32_t *triples;
+    Py_ssize_t ntriples;
+} percent_ctx;
+
+/* The byte of the %HH token at x, or -1 (no token there). */
+static inline int
+token_at(const percent_ctx *c, Py_ssize_t x)
+{
+    int h, l;
+    if (x < 0 || x + 3 > c->n || c->p[x] != '%')
+        return -1;
+    h = HEXVAL[c->p[x + 1]];
+    l = HEXVAL[c->p[x + 2]];
+    if (h < 0 || l < 0)
+        return -1;
+    return (h << 4) | l;
+}
+
+static inline int
+has_pair(const percent_ctx *c, int a, int b)
+{
+    unsigned v = ((unsigned)a << 8) | (unsigned)b;
+    return (c->pairs[v >> 3] >> (v & 7)) & 1;
+}
+
+static int
+has_triple(const percent_ctx *c, int a, int b, int d)
+{
+    uint32_t v = ((uint32_t)a << 16) | ((uint32_t)b << 8) | (uint32_t)d;
+    Py_ssize_t lo = 0, hi = c->ntriples;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (c->triples[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->ntriples && c->triples[lo] == v;
+}
+
+/* views.PercentGate._in_triple: the token buf[s:s+3] (byte b) is inside three
+ * view-consecutive bytes of a pattern (two view bytes each side looked at). */
+static int
+in_triple(const percent_ctx *c, Py_ssize_t s, int b)
+{
+    int seen[5], before[2], nb = 0, na = 0, k, i, j, total, lo, hi;
+    Py_ssize_t at = s;
+    for (k = 0; k < 2; k++) {
+        int d = at >= 3 ? token_at(c, at - 3) : -1;
+        if (d >= 0) {
+            before[nb++] = d;
+            at -= 3;
+        }
+        else if (at > 0) {
+            before[nb++] = c->p[at - 1];
+            at -= 1;
+        }
+    }
+    for (i = 0; i < nb; i++)
+        seen[i] = before[nb - 1 - i];
+    seen[nb] = b;
+    at = s + 3;
+    for (k = 0; k < 2; k++) {
+        int d = token_at(c, at);
+        if (d >= 0) {
+            seen[nb + 1 + na++] = d;
+            at += 3;
+        }
+        else if (at < c->n) {
+            seen[nb + 1 + na++] = c->p[at];
+            at += 1;
+        }
+    }
+    total = nb + 1 + na;
+    i = nb;
+    lo = i - 2 > 0 ? i - 2 : 0;
+    hi = i < total - 3 ? i : total - 3;
+    for (j = lo; j <= hi; j++)
+        if (has_triple(c, seen[j], seen[j + 1], seen[j + 2]))
+            return 1;
+    return 0;
+}
+
+static PyObject *
+percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t n, i, width;
+    percent_ctx c;
+    PyObject *out = NULL;
+    const unsigned char *p, *q;
+
+    if (nargs != 5 || !PyBytes_Check(args[1]) || PyBytes_GET_SIZE(args[1]) != 32
+        || !PyBytes_Check(args[2]) || PyBytes_GET_SIZE(args[2]) != 8192
+        || !PyBytes_Check(args[3]) || PyBytes_GET_SIZE(args[3]) % 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "percent_hits(buf, bytes32: bytes[32], pairs: bytes[8192], triples: bytes, width)");
+        return NULL;
+    }
+    width = PyLong_AsSsize_t(args[4]);
+    if (width == -1 && PyErr_Occurred())
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    p = (const unsigned char *)view.buf;
+    n = view.len;
+    q = n ? memchr(p, '%', (size_t)n) : NULL;
+    if (q == NULL) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    c.p = p;
+    c.n = n;
+    c.bytes32 = (const unsigned char *)PyBytes_AS_STRING(args[1]);
+    c.pairs = (const unsigned char *)PyBytes_AS_STRING(args[2]);
+    c.triples = (const uint32_t *)PyBytes_AS_STRING(args[3]);
+    c.ntriples = PyBytes_GET_SIZE(args[3]) / 4;
+    out = PyList_New(0);
+    if (out == NULL)
+        goto fail;
+    for (i = q - p; i + 3 <= n;) {
+        Py_ssize_t s = i, e = i + 3;
+        int b = token_at(&c, s);
+        if (b < 0 || !((c.bytes32[b >> 3] >> (b & 7)) & 1)) {
+            q = memchr(p + i + 1, '%', (size_t)(n - i - 1));
+            if (q == NULL)
+                break;
+            i = q - p;
+            continue;
+        }
+        /* a token of a pattern byte: a trigger? (views.PercentGate.hits) */
+        if (width > 1) {
+            int ok = 0, x;
+            x = s >= 3 ? token_at(&c, s - 3) : -1;
+            if (x < 0 && s >= 1)
+                x = p[s - 1];
+            if (x >= 0 && has_pair(&c, x, b))
+                ok = 1;
+            if (!ok) {
+                x = token_at(&c, e);
+                if (x < 0 && e < n)
+                    x = p[e];
+                if (x >= 0 && has_pair(&c, b, x))
+                    ok = 1;
+            }
+            if (ok && width > 2 && e < n - 3 && !in_triple(&c, s, b))
+                ok = 0;
+            if (!ok)
+                goto next;
+        }
+        {
+            PyObject *t = Py_BuildValue("(nn)", s, e);
+            if (t == NULL || PyList_Append(out, t) < 0) {
+                Py_XDECREF(t);
+                goto fail;
+            }
+            Py_DECREF(t);
+        }
+    next:
+        if (e >= n)
+            break;
+        q = memchr(p + e, '%', (size_t)(n - e));
+        if (q == NULL)
+            break;
+        i = q - p;
+    }
+    PyBuffer_Release(&view);
+    return out;
+fail:
+    Py_XDECREF(out);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"candidate_lines", (PyCFunction)(void (*)(void))candidate_lines, METH_FASTCALL,
+     "candidate_lines(buf, limit, chars_fullmatch) -> list[int] | None"},
+    {"percent_hits", (PyCFunction)(void (*)(void))percent_hits, METH_FASTCALL,
+     "percent_hits(buf, bytes32, pairs8192, triples, width) -> list[tuple[int, int]] | None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "The redactor views' gates in C (optional; see paddedcell.redactor.dumps).", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    int c;
+    init_tables();
+    for (c = 0; c < 256; c++)
+        START[c] = (unsigned char)(ISHEX(c) || c == ' ' || c == '\t' || c == '-');
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,238 @@
+"""The redactor's optional C gates (paddedcell/redactor/_native.c) against the
+Python/regex forms that define them: the dump view's candidate lines
+(dumps.CandidateLines: one multi-line regex, with Hyperscan or re) and the
+``%XX`` view's triggers (views.PercentGate), on random, adversarial and
+dump-like buffers (xxd/hexdump/od lines, ``%`` runs, ``\\r``, buffer ends);
+and the switch PADDEDCELL_NATIVE=0. Skipped where the module was not built
+(no compiler at install): the Python forms run there, and the other redactor
+suites test them (CI also runs them with PADDEDCELL_NATIVE=0)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from paddedcell.redactor import dumps, matcher, views
+
+native = pytest.importorskip("paddedcell.redactor._native")
+
+from test_redactor_dumps import SECRET, layout_lines, mixed_lines  # noqa: E402
+
+ENGINES = [pytest.param(matcher.HyperscanMatcher, id="hyperscan",
+                        marks=pytest.mark.skipif(matcher.HYPERSCAN_PROBLEM is not None, reason="no pyperscan")),
+           pytest.param(matcher.AhoMatcher, id="portable")]
+
+
+@contextlib.contextmanager
+def python_gates():
+    """Build gates inside this block to get their Python/regex forms."""
+    saved = dumps._native, views._native
+    dumps._native = views._native = None
+    try:
+        yield
+    finally:
+        dumps._native, views._native = saved
+
+
+def regex_starts(buf: bytes, hyperscan: bool, limit: int = 10**9) -> list[int] | None:
+    with python_gates():
+        lines = dumps.CandidateLines(hyperscan)
+    lines.LIMIT = limit
+    return lines.starts(buf)
+
+
+def native_starts(buf: bytes, limit: int = 10**9) -> list[int] | None:
+    lines = dumps.CandidateLines(False)
+    assert lines.starts == lines._native_starts
+    lines.LIMIT = limit
+    return lines.starts(buf)
+
+
+def assert_same_lines(buf: bytes) -> None:
+    want = regex_starts(buf, False)
+    assert native_starts(buf) == want
+    if matcher.HYPERSCAN_PROBLEM is None:
+        assert regex_starts(buf, True) == want  # (the two regex forms agree too)
+    # The limit: None past it, the same list up to it. (The re form checks it from the
+    # second line on: with a limit of 0 it says [0] for the first line alone; the limit is 32 up.)
+    for limit in {1, max(1, len(want) - 1), max(1, len(want))}:
+        expected = want if len(want) <= limit * (1 + len(buf) // 65536) else None
+        assert native_starts(buf, limit) == expected == regex_starts(buf, False, limit)
+
+
+#: Bytes the candidate regex cares about, and a few it does not.
+_DUMPISH = b"0123456789abcdefABCDEF -:xX,|><\r\n\t*\\gz%.\x00\xff"
+
+
+def _od_line(rng: random.Random, data: bytes) -> bytes:
+    """od -c / od -a style lines, right and wrong (names, escapes, octal, odd spacing)."""
+    fields = []
+    for c in data:
+        kind = rng.randrange(6)
+        if kind == 0:
+            fields.append(dumps._od_char(c))
+        elif kind == 1:
+            fields.append(dumps._od_name(c))
+        elif kind == 2:
+            fields.append(rng.choice([b" nul", b"  nl", b" sp", b"  del", b"  \\n", b"    ", b" 303", b"   x"]))
+        else:
+            fields.append(rng.choice([dumps._od_char(c), dumps._od_name(c)]))
+    offset = rng.choice([b"0000000", b"0000", b"00000000000000000", b"000", b"", b"  0000000", b"00a0"])
+    return offset + b"".join(fields) + rng.choice([b"", b" ", b"  ", b"\r", b" \r\r", b"|", b"x"])
+
+
+@st.composite
+def dumpish(draw):
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    pieces = []
+    for _ in range(draw(st.integers(0, 10))):
+        kind = draw(st.sampled_from(["bytes", "dumpish", "layout", "od", "gutter"]))
+        if kind == "bytes":
+            pieces.append(draw(st.binary(max_size=30)))
+        elif kind == "dumpish":
+            pieces.append(bytes(rng.choice(_DUMPISH) for _ in range(rng.randrange(40))))
+        elif kind == "layout":
+            pieces.append(layout_lines(draw(st.binary(min_size=1, max_size=40)), rng))
+        elif kind == "od":
+            pieces.append(_od_line(rng, draw(st.binary(max_size=12))))
+        else:  # gutters: '|' and '>' ... '<' with other bytes, \r, ends
+            pieces.append(rng.choice([b"", b" ", b"\t", b"-"]) + rng.choice([b"0", b"a1", b"-f"])
+                          + bytes(rng.choice(b"0a :x,-") for _ in range(rng.randrange(6)))
+                          + rng.choice([b"|", b">", b"  ", b" "])
+                          + bytes(rng.choice(b"|<>\r ab") for _ in range(rng.randrange(5))))
+        pieces.append(rng.choice([b"\n", b"\r\n", b"\n\n", b"", b"\r\r\n"]))
+    return b"".join(pieces)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dumpish())
+@example(b"")
+@example(b"\n")
+@example(b"0")
+@example(b"0\r")
+@example(b"\r0")
+@example(b"a  \rxyz\n")
+@example(b"0|\r|\r\n|")  # the same '|' cannot open and close a gutter
+@example(b"0|\r\n0||\r\r")
+@example(b"0>\r<\n0><\n0>\n0<>")
+@example(b"-\n--0\n-0\n - 0\n \t-f x\n")
+@example(b"0000000 nul soh\n0000000  nl\n0000 sp\r\n00000000000000000 nul\n000 nul\n")
+@example(b"0000000   h   e  \\n\n0000000 303 251   x")
+def test_candidate_lines_equal_the_regex(buf):
+    assert_same_lines(buf)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_lines())
+def test_candidate_lines_equal_the_regex_on_mixed_dumps(buf):
+    assert_same_lines(buf)
+
+
+def test_candidate_lines_on_random_text_and_long_lines():
+    rng = random.Random(21)
+    printable = bytes(range(32, 127))
+    for size in (1, 100, 4096, 65536 + 17):
+        text = bytes(rng.choice(printable) if rng.random() > 0.02 else 10 for _ in range(size))
+        assert_same_lines(text)
+    long = b"0a" + b" 0a" * 5000  # a class run longer than any dump line: still a candidate (no length cap)
+    assert_same_lines(long + b"\n" + long + b"  x\n" + long + b"|y|\r\n" + long + b"z")
+    assert_same_lines(b"\n".join(layout_lines(SECRET * 40, rng) for _ in range(50)))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_candidate_limit_on_a_dump(engine):
+    """Past the limit (per 64 KiB begun) None, as the regex scans say."""
+    rng = random.Random(3)
+    dump = b"".join(layout_lines(bytes(rng.randrange(256) for _ in range(64)), rng) for _ in range(30))
+    for buf in (dump, dump * 300):
+        with python_gates():
+            want = dumps.CandidateLines(engine is matcher.HyperscanMatcher).starts(buf)
+        assert dumps.CandidateLines(engine is matcher.HyperscanMatcher).starts(buf) == want
+
+
+# -- %XX triggers ----------------------------------------------------------------
+
+_TOKENS = [b"%", b"%%", b"%4", b"%zz", b"x", b"yy", b"a", b"Z", b"q", b"4", b"%5a", b"%5A", b"%61", b"%71",
+           b"%34", b"%25", b"%20", b"%ff", b"%FF", b"\xff", b"%00", b"\x00", b"%7"]
+
+
+def _gates(secrets, engine):
+    nat = views.PercentGate(secrets, engine)
+    with python_gates():
+        ref = views.PercentGate(secrets, engine)
+    assert nat.hits == nat._native_hits and ref.hits != ref._native_hits
+    return nat, ref
+
+
+def assert_same_hits(secrets, text, engine) -> None:
+    nat, ref = _gates(secrets, engine)
+    want = ref.hits(text) if b"%" in text else None
+    assert nat.hits(text) == want
+    if want is not None:
+        ref._around = None  # every token one by one (the form without the window scan)
+        assert ref.hits(text) == want
+
+
+_SECRET_BYTES = st.binary(min_size=1, max_size=12).map(lambda b: bytes(b"aZ%4q\xff\x00"[c % 7] for c in b))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                    HealthCheck.function_scoped_fixture])
+@given(secrets=st.lists(_SECRET_BYTES, min_size=1, max_size=3),
+       text=st.lists(st.sampled_from(_TOKENS), max_size=60).map(b"".join))
+@example(secrets=[b"qaZ4q4q4"], text=b"xxqa%5Ax4x4x")
+@example(secrets=[b"qaZ4q4q4"], text=b"%71a%5A")
+@example(secrets=[b"qaZ4q4q4"], text=b"q%61%5A4%71")
+@example(secrets=[b"Z"], text=b"x%5A y%5a %5")
+@example(secrets=[b"Zq"], text=b"x%5Aq y%5a%71 Z%71%")
+@example(secrets=[b"%%%"], text=b"%25%%25%")
+def test_percent_hits_equal_the_python_gate(engine, secrets, text):
+    assert_same_hits(secrets, text, engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_percent_hits_on_urls_and_random_text(engine):
+    """Real secrets (k = 1, 10), their URL-encoded forms in text, random text with '%'."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    import redaction as R
+
+    rng = random.Random(9)
+    for k in (1, 10):
+        secrets = R.make_secrets(k)
+        parts = []
+        for s in secrets:
+            parts.append(b"?t=" + b"".join(b"%%%02X" % c if rng.random() < 0.3 else bytes([c]) for c in s) + b"&")
+            parts.append(bytes(rng.randrange(32, 127) for _ in range(rng.randrange(200))))
+        text = b"".join(parts) + R.random_corpus(30000, seed=k)
+        for a, b in [(0, len(text)), (5, 999), (len(text) - 40, len(text)), (len(text) - 2, len(text))]:
+            assert_same_hits(secrets, text[a:b], engine)
+
+
+def test_no_percent_is_none():
+    nat, _ = _gates([b"secretvalue"], matcher.AhoMatcher)
+    assert nat.hits(b"") is None and nat.hits(b"no percent here") is None
+    assert nat.hits(b"100%") == []
+
+
+# -- the switch ------------------------------------------------------------------
+
+def test_the_switch_forces_the_python_gates():
+    src = os.path.join(os.path.dirname(__file__), "..", "src")
+    code = ("from paddedcell.redactor import dumps, views; "
+            "print(dumps._native is None, views._native is None, "
+            "(lambda c: c.starts == c._native_starts)(dumps.CandidateLines(False)))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    off = subprocess.run([sys.executable, "-c", code], env=dict(env, PADDEDCELL_NATIVE="0"),
+                         capture_output=True, text=True, check=True).stdout.split()
+    on = subprocess.run([sys.executable, "-c", code], env={k: v for k, v in env.items() if k != "PADDEDCELL_NATIVE"},
+                        capture_output=True, text=True, check=True).stdout.split()
+    assert off == ["True", "True", "False"]
+    assert on == ["False", "False", "True"]
