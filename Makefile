@@ -24,11 +24,12 @@ $(STAMP): pyproject.toml setup.py
 
 # The redactor's optional C gates (src/paddedcell/redactor/_native.c, built in place by the
 # editable install above), rebuilt when the C file changes; the old module is removed first,
-# so a C edit that does not build leaves none (the pure-Python gates then run, never stale C).
+# with its build directory, so a C edit that does not build leaves none (the pure-Python
+# gates then run, never stale C).
 # No compiler: a warning, and the same redactor in Python (setup.py: optional=True).
 $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC) setup.py
-	rm -f src/paddedcell/redactor/_native.*.so src/paddedcell/redactor/_native.*.pyd
-	$(BIN)/python setup.py --quiet build_ext --inplace
+	rm -rf build/native src/paddedcell/redactor/_native.*.so src/paddedcell/redactor/_native.*.pyd
+	$(BIN)/python setup.py --quiet build_ext --inplace --build-temp build/native --build-lib build/native
 	touch $(NATIVE_STAMP)
 
 demo: venv
