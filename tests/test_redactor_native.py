@@ -25,6 +25,10 @@ native = pytest.importorskip("paddedcell.redactor._native")
 
 from test_redactor_dumps import SECRET, layout_lines, mixed_lines  # noqa: E402
 
+#: The tests comparing the two forms, skipped under PADDEDCELL_NATIVE=0 (the module is
+#: there, the redactor does not use it; the switch's own test runs).
+needs_native = pytest.mark.skipif(dumps._native is None, reason="PADDEDCELL_NATIVE=0")
+
 ENGINES = [pytest.param(matcher.HyperscanMatcher, id="hyperscan",
                         marks=pytest.mark.skipif(matcher.HYPERSCAN_PROBLEM is not None, reason="no pyperscan")),
            pytest.param(matcher.AhoMatcher, id="portable")]
@@ -111,6 +115,7 @@ def dumpish(draw):
     return b"".join(pieces)
 
 
+@needs_native
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dumpish())
 @example(b"")
@@ -129,12 +134,14 @@ def test_candidate_lines_equal_the_regex(buf):
     assert_same_lines(buf)
 
 
+@needs_native
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mixed_lines())
 def test_candidate_lines_equal_the_regex_on_mixed_dumps(buf):
     assert_same_lines(buf)
 
 
+@needs_native
 def test_candidate_lines_on_random_text_and_long_lines():
     rng = random.Random(21)
     printable = bytes(range(32, 127))
@@ -146,6 +153,7 @@ def test_candidate_lines_on_random_text_and_long_lines():
     assert_same_lines(b"\n".join(layout_lines(SECRET * 40, rng) for _ in range(50)))
 
 
+@needs_native
 @pytest.mark.parametrize("engine", ENGINES)
 def test_candidate_limit_on_a_dump(engine):
     """Past the limit (per 64 KiB begun) None, as the regex scans say."""
@@ -183,6 +191,7 @@ def assert_same_hits(secrets, text, engine) -> None:
 _SECRET_BYTES = st.binary(min_size=1, max_size=12).map(lambda b: bytes(b"aZ%4q\xff\x00"[c % 7] for c in b))
 
 
+@needs_native
 @pytest.mark.parametrize("engine", ENGINES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                     HealthCheck.function_scoped_fixture])
@@ -198,6 +207,7 @@ def test_percent_hits_equal_the_python_gate(engine, secrets, text):
     assert_same_hits(secrets, text, engine)
 
 
+@needs_native
 @pytest.mark.parametrize("engine", ENGINES)
 def test_percent_hits_on_urls_and_random_text(engine):
     """Real secrets (k = 1, 10), their URL-encoded forms in text, random text with '%'."""
@@ -216,6 +226,7 @@ def test_percent_hits_on_urls_and_random_text(engine):
             assert_same_hits(secrets, text[a:b], engine)
 
 
+@needs_native
 def test_no_percent_is_none():
     nat, _ = _gates([b"secretvalue"], matcher.AhoMatcher)
     assert nat.hits(b"") is None and nat.hits(b"no percent here") is None
@@ -236,3 +247,72 @@ def test_the_switch_forces_the_python_gates():
                         capture_output=True, text=True, check=True).stdout.split()
     assert off == ["True", "True", "False"]
     assert on == ["False", "False", "True"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([b" ", b"  ", b"\t", b"-", b"0", b"7", b"a", b"F", b"x", b":", b",", b"|", b">",
+                                 b"*", b"nul", b"sp", b"T", b"z", b"%", b"\r", b"\x00", b"\xff"]),
+                max_size=14).map(b"".join))
+def test_may_become_equals_its_regex(partial):
+    """may_become's first-byte check rejects only what the regex rejects."""
+    want = bool(partial) and len(partial) <= dumps.LINE_MAX and dumps._MAY_BECOME.fullmatch(partial.rstrip(b"\r")) is not None
+    assert dumps.may_become(partial) == want
+
+
+@needs_native
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"*", b"*\n", b"\n*\r\n", b"\r", b"x", b"0a 1b", b"y" * 100, b"*\r\r",
+                                 b" *", b"**"]), max_size=12).map(b"".join), st.integers(0, 2000),
+       st.sampled_from([0, 1, 3, 8, 256]))
+@example(b"a" * 600, 600, 256)
+@example(b"a" * 300 + b"\n*\n*\n", 306, 256)
+@example(b"x\n*\n", 10, 256)
+def test_dump_sync_equals_python(buf, i, line_max):
+    i = min(i, len(buf))
+    saved = dumps.LINE_MAX
+    dumps.LINE_MAX = line_max
+    try:
+        want = dumps.DumpFinder.sync(buf, i)
+    finally:
+        dumps.LINE_MAX = saved
+    assert native.dump_sync(buf, i, line_max) == want
+    if line_max == dumps.LINE_MAX:
+        assert dumps._native_sync(buf, i) == want
+
+
+@needs_native
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                    HealthCheck.function_scoped_fixture])
+@given(buf=dumpish(), text=st.lists(st.sampled_from(_TOKENS), max_size=30).map(b"".join))
+def test_gates_equal_the_python_gates(engine, buf, text):
+    """Gates.scan: the candidate lines and the %XX triggers in one call each way."""
+    secrets = [SECRET, b"qaZ4q4q4"]
+    with python_gates():
+        ref = views.Gates(dumps.CandidateLines(engine is matcher.HyperscanMatcher), set(secrets), engine)
+    nat = views.Gates(dumps.CandidateLines(engine is matcher.HyperscanMatcher), set(secrets), engine)
+    assert nat.scan == nat._native_scan
+    for b in (buf, buf + text, text + b"\n" + buf, text):
+        assert nat.scan(b) == ref.scan(b)
+
+
+@needs_native
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"a", b"bc", b"x" * 15, b"y" * 16, b"z" * 33, b"\n" * 17]),
+                max_size=20).map(b"".join), st.integers(0, 15))
+def test_strip_breaks_deletes_every_line_break(buf, skip):
+    """The line-break view in C, at every alignment of the 16-byte blocks; views.WrapView.view uses it."""
+    buf = buf[skip:]
+    want = buf.translate(None, b"\r\n")
+    assert native.strip_breaks(buf) == want == views.VIEWS["wrap"].view(buf)
+    assert native.strip_breaks(bytearray(buf)) == want
+    if want == buf:
+        assert native.strip_breaks(buf) is buf
+
+
+@needs_native
+def test_strip_breaks_on_text():
+    rng = random.Random(4)
+    for density in (0.0, 0.01, 0.1, 0.5, 1.0):
+        buf = bytes(rng.choice(b"\r\n") if rng.random() < density else rng.randrange(32, 127) for _ in range(70000))
+        assert native.strip_breaks(buf) == buf.translate(None, b"\r\n")

@@ -13,6 +13,13 @@
  *     with 4-16 hex digits and a space is passed to chars_fullmatch(buf,
  *     start, end) (the od -c/-a alternative, dumps._CHARS_LINE.fullmatch).
  *
+ * strip_breaks(buf) -> bytes
+ *     views.WrapView.view: buf less every '\r' and '\n' (buf itself when it is
+ *     bytes without either).
+ *
+ * dump_sync(buf, i, line_max) -> int
+ *     dumps.DumpFinder.sync: where the scan buffer may start (a line break).
+ *
  * percent_hits(buf, bytes32, pairs8192, triples, width) -> list[(s, e)] | None
  *     None when buf holds no '%'; else the %HH tokens (any case) whose byte
  *     is a pattern byte (bytes32: a 256-bit set) and that are triggers as
@@ -347,7 +354,183 @@ fail:
     return NULL;
 }
 
+/* ---- the line-break view ------------------------------------------- */
+
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#include <emmintrin.h>
+#define HAVE_SSE2 1
+#if defined(_MSC_VER)
+#include <intrin.h>
+static inline int
+ctz16(int m)
+{
+    unsigned long r;
+    _BitScanForward(&r, (unsigned long)m);
+    return (int)r;
+}
+#else
+#define ctz16(m) __builtin_ctz((unsigned)(m))
+#endif
+#endif
+
+/* strip_breaks(buf: bytes) -> bytes: buf less every '\r' and '\n' (buf itself
+ * when it holds none). SSE2: 16-byte blocks, a block without a break is
+ * copied whole; elsewhere a scalar loop. */
+static PyObject *
+strip_breaks(PyObject *self, PyObject *arg)
+{
+    const unsigned char *p;
+    unsigned char *o;
+    Py_ssize_t n, i = 0, w;
+    PyObject *out;
+    Py_buffer view;
+
+    if (!PyBytes_CheckExact(arg)) {  /* another buffer: as bytes first */
+        PyObject *b;
+        if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+            return NULL;
+        b = PyBytes_FromStringAndSize((const char *)view.buf, view.len);
+        PyBuffer_Release(&view);
+        if (b == NULL)
+            return NULL;
+        out = strip_breaks(self, b);
+        Py_DECREF(b);
+        return out;
+    }
+    p = (const unsigned char *)PyBytes_AS_STRING(arg);
+    n = PyBytes_GET_SIZE(arg);
+#ifdef HAVE_SSE2
+    {
+        const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+        for (; i + 16 <= n; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+            if (_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr))))
+                break;
+        }
+    }
+#endif
+    for (; i < n && p[i] != '\n' && p[i] != '\r'; i++)
+        ;
+    if (i == n) {
+        Py_INCREF(arg);
+        return arg;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n);
+    if (out == NULL)
+        return NULL;
+    o = (unsigned char *)PyBytes_AS_STRING(out);
+    memcpy(o, p, (size_t)i);
+    w = i;
+#ifdef HAVE_SSE2
+    {
+        const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+        /* w <= i: a 16-byte store at o + w stays inside the n bytes of out */
+        for (; i + 16 <= n; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+            int k, m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)));
+            if (!m) {
+                _mm_storeu_si128((__m128i *)(o + w), v);
+                w += 16;
+                continue;
+            }
+            if (m & (m - 1) & ((m & (m - 1)) - 1)) {  /* three breaks or more: byte by byte */
+                for (k = 0; k < 16; k++) {
+                    o[w] = p[i + k];
+                    w += !((m >> k) & 1);
+                }
+                continue;
+            }
+            /* the block whole, then the piece after each break moved back over it */
+            _mm_storeu_si128((__m128i *)(o + w), v);
+            k = ctz16(m);
+            w += k;
+            for (m &= m - 1; m; m &= m - 1) {
+                int next = ctz16(m);
+                memcpy(o + w, p + i + k + 1, (size_t)(next - k - 1));
+                w += next - k - 1;
+                k = next;
+            }
+            memcpy(o + w, p + i + k + 1, (size_t)(15 - k));
+            w += 15 - k;
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        unsigned char c = p[i];
+        o[w] = c;
+        w += (c != '\n' && c != '\r');
+    }
+    if (_PyBytes_Resize(&out, w) < 0)
+        return NULL;
+    return out;
+}
+
+/* ---- the dump view's sync ------------------------------------------ */
+
+/* The last '\n' in p[a:b], or -1. */
+static Py_ssize_t
+last_break(const unsigned char *p, Py_ssize_t a, Py_ssize_t b)
+{
+    while (b > a)
+        if (p[--b] == '\n')
+            return b;
+    return -1;
+}
+
+/* dumps.DumpFinder.sync(buf, i) with LINE_MAX = line_max. */
+static PyObject *
+dump_sync(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t n, i, line_max, j, k;
+    const unsigned char *p;
+
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "dump_sync(buf, i, line_max)");
+        return NULL;
+    }
+    i = PyLong_AsSsize_t(args[1]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    line_max = PyLong_AsSsize_t(args[2]);
+    if (line_max == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || line_max < 0) {
+        PyErr_SetString(PyExc_ValueError, "dump_sync: negative offset");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    p = (const unsigned char *)view.buf;
+    n = view.len;
+    j = last_break(p, i - line_max - 1 > 0 ? i - line_max - 1 : 0, i < n ? i : n);
+    if (j < 0) {
+        PyBuffer_Release(&view);
+        return PyLong_FromSsize_t(i <= line_max + 1 ? 0 : i - line_max - 1);
+    }
+    for (;;) {
+        /* the line after the break at j: a '*' line (less its '\r's) keeps the line before it */
+        const unsigned char *nl = memchr(p + j + 1, '\n', (size_t)(n - j - 1));
+        Py_ssize_t e = nl == NULL ? n : nl - p;
+        while (e > j + 1 && p[e - 1] == '\r')
+            e--;
+        if (!(e == j + 2 && p[j + 1] == '*'))
+            break;
+        k = last_break(p, j - line_max - 1 > 0 ? j - line_max - 1 : 0, j);
+        if (k < 0) {
+            j = j <= line_max + 1 ? 0 : j;
+            break;
+        }
+        j = k;
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(j);
+}
+
 static PyMethodDef methods[] = {
+    {"strip_breaks", strip_breaks, METH_O, "strip_breaks(buf: bytes) -> bytes (buf less every \\r and \\n)"},
+    {"dump_sync", (PyCFunction)(void (*)(void))dump_sync, METH_FASTCALL,
+     "dump_sync(buf, i, line_max) -> int (dumps.DumpFinder.sync)"},
     {"candidate_lines", (PyCFunction)(void (*)(void))candidate_lines, METH_FASTCALL,
      "candidate_lines(buf, limit, chars_fullmatch) -> list[int] | None"},
     {"percent_hits", (PyCFunction)(void (*)(void))percent_hits, METH_FASTCALL,

@@ -356,11 +356,18 @@ def run_readings(decoded: list[dict[str, bytes]], longest: int) -> dict[str, lis
     return out
 
 
+#: The first bytes of what :data:`_MAY_BECOME` accepts (the empty string aside).
+_MAY_START = frozenset(b" \t-*0123456789abcdefABCDEF")
+
+
 def may_become(partial: bytes) -> bool:
     """Whether a partial last line (no ``\\n`` yet) is held: it may still become a dump line."""
     if not partial or len(partial) > LINE_MAX:
         return False
-    return _MAY_BECOME.fullmatch(partial.rstrip(b"\r")) is not None
+    partial = partial.rstrip(b"\r")
+    if partial and partial[0] not in _MAY_START:
+        return False  # most feeds' last line (text): no regex call
+    return _MAY_BECOME.fullmatch(partial) is not None
 
 
 #: A whole line that may be a dump line (a loose superset of :func:`decode_line`'s
@@ -489,6 +496,8 @@ class DumpFinder:
         self._triggers = _matcher.build(triggers(patterns), engine, hold=False)
         #: The candidate lines' scan (shared with :class:`.views.Gates`).
         self.candidates = CandidateLines(engine is _matcher.HyperscanMatcher)
+        if _native is not None:
+            self.sync = _native_sync  # (called on every feed)
 
     def scan(self, buf: bytes, final: bool, found: list[tuple[int, int]], lines=_SCAN) -> int:
         """Add the occurrences in ``buf`` to ``found``; return the hold (0 when final).
@@ -712,3 +721,8 @@ class DumpFinder:
             if k < 0:
                 return 0 if j <= LINE_MAX + 1 else j
             j = k
+
+
+def _native_sync(buf: bytes, i: int, _sync=getattr(_native, "dump_sync", None), _max=LINE_MAX) -> int:
+    """:meth:`DumpFinder.sync` in C."""
+    return _sync(buf, i, _max)

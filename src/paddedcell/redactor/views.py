@@ -94,9 +94,11 @@ from operator import sub
 from typing import Iterable
 
 from . import matcher as _matcher
-from .dumps import PAIR_LIMIT, CandidateLines, DumpFinder, _native
+from .dumps import _CHARS_LINE, PAIR_LIMIT, CandidateLines, DumpFinder, _native
 from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
+#: The line-break view's deletion in C (:mod:`._native`), or None.
+_strip_breaks = getattr(_native, "strip_breaks", None)
 #: Whitespace as ``bytes.split()`` sees it.
 WS = b" \t\n\r\x0b\x0c"
 #: A CSI sequence: ESC [ parameter bytes, intermediate bytes, final byte; at most 31 bytes.
@@ -193,6 +195,8 @@ class WrapView(View):
     def view(self, part):
         if part.count(b"\n", 0, 128) > 8:  # dense (`yes ''`): replace() pays per break; count() is ~1 ns a byte
             return part.translate(None, b"\r\n")
+        if _strip_breaks is not None:
+            return _strip_breaks(part)  # both in one C pass (_native.c: SSE2 blocks)
         part = part.replace(b"\n", b"")  # memchr-fast; translate() is 4x slower here
         return part.replace(b"\r", b"") if b"\r" in part else part
 
@@ -671,9 +675,13 @@ class Gates:
             self.scan = self._native_scan
 
     def _native_scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]] | None]:
-        """:meth:`scan` with the gates in C: the ``%`` check is the triggers' own memchr."""
-        lines = self._lines.starts(buf) if self._lines is not None else []
-        return lines, (self._percent.hits(buf) if self._percent is not None else None)
+        """:meth:`scan` with the gates in C (:meth:`.dumps.CandidateLines._native_starts`,
+        :meth:`PercentGate._native_hits`, called here directly: on every feed): the ``%``
+        check is the triggers' own memchr."""
+        lines, percent = self._lines, self._percent
+        return ([] if lines is None else
+                _native.candidate_lines(buf, lines.LIMIT * (1 + len(buf) // 65536), _CHARS_LINE.fullmatch),
+                None if percent is None else _native.percent_hits(buf, *percent._tables))
 
     def scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]] | None]:
         """``(starts of the candidate lines, or None past CandidateLines.limit; %XX trigger
