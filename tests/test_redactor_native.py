@@ -151,6 +151,9 @@ def test_candidate_lines_on_random_text_and_long_lines():
     long = b"0a" + b" 0a" * 5000  # a class run longer than any dump line: still a candidate (no length cap)
     assert_same_lines(long + b"\n" + long + b"  x\n" + long + b"|y|\r\n" + long + b"z")
     assert_same_lines(b"\n".join(layout_lines(SECRET * 40, rng) for _ in range(50)))
+    for run in range(0, 40):  # runs of line breaks (skipped 16 at a time) before and after candidates
+        assert_same_lines(b"\n" * run + b"0a 1b\n" + b"\n" * run + b"x\n" + b"\n" * run + b"ff  g" + b"\n" * run)
+        assert_same_lines(b"x\n" * run + b"0\n" + b"%" * run + b"\r\n" * run + b"1")
 
 
 @needs_native

@@ -33,6 +33,23 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#include <emmintrin.h>
+#define HAVE_SSE2 1
+#if defined(_MSC_VER)
+#include <intrin.h>
+static inline int
+ctz16(int m)
+{
+    unsigned long r;
+    _BitScanForward(&r, (unsigned long)m);
+    return (int)r;
+}
+#else
+#define ctz16(m) __builtin_ctz((unsigned)(m))
+#endif
+#endif
+
 static signed char HEXVAL[256];   /* hex digit value, or -1 */
 static unsigned char RUN[256];    /* [-0-9A-Fa-f :xX,] */
 
@@ -101,6 +118,35 @@ line_kind(const unsigned char *p, Py_ssize_t len)
     return (j >= 4 && j <= 16 && j < m && p[j] == ' ') ? 2 : 0;
 }
 
+/* The first c in p[a:n] (or NULL): the next 16 bytes one by one, then memchr
+ * (a call costs more than a short line: `yes ''` has one a byte). */
+static inline const unsigned char *
+find_byte(const unsigned char *p, Py_ssize_t a, Py_ssize_t n, unsigned char c)
+{
+    Py_ssize_t stop = n - a > 16 ? a + 16 : n;
+    for (; a < stop; a++)
+        if (p[a] == c)
+            return p + a;
+    return a < n ? memchr(p + a, c, (size_t)(n - a)) : NULL;
+}
+
+/* The end of the run of '\n' at p[a] (`yes ''`, blank lines: no line to look at). */
+static inline Py_ssize_t
+skip_breaks(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
+{
+#ifdef HAVE_SSE2
+    const __m128i lf = _mm_set1_epi8('\n');
+    for (; a + 16 <= n; a += 16) {
+        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)), lf));
+        if (m != 0xFFFF)
+            return a + ctz16(~m & 0xFFFF);
+    }
+#endif
+    while (a < n && p[a] == '\n')
+        a++;
+    return a;
+}
+
 /* A line can be a candidate only if its first byte is one of these. */
 static unsigned char START[256];
 
@@ -132,14 +178,17 @@ candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         const unsigned char *nl;
         Py_ssize_t e;
         int kind;
+        if (p[a] == '\n') {
+            a = skip_breaks(p, a, n);
+            continue;
+        }
+        nl = find_byte(p, a, n, '\n');
         if (!START[p[a]]) {
-            nl = memchr(p + a, '\n', (size_t)(n - a));
             if (nl == NULL)
                 break;
             a = (nl - p) + 1;
             continue;
         }
-        nl = memchr(p + a, '\n', (size_t)(n - a));
         e = nl == NULL ? n : (nl - p);
         kind = line_kind(p + a, e - a);
         if (kind == 2) {
@@ -304,7 +353,7 @@ percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t s = i, e = i + 3;
         int b = token_at(&c, s);
         if (b < 0 || !((c.bytes32[b >> 3] >> (b & 7)) & 1)) {
-            q = memchr(p + i + 1, '%', (size_t)(n - i - 1));
+            q = find_byte(p, i + 1, n, '%');
             if (q == NULL)
                 break;
             i = q - p;
@@ -341,7 +390,7 @@ percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     next:
         if (e >= n)
             break;
-        q = memchr(p + e, '%', (size_t)(n - e));
+        q = find_byte(p, e, n, '%');
         if (q == NULL)
             break;
         i = q - p;
@@ -356,22 +405,7 @@ fail:
 
 /* ---- the line-break view ------------------------------------------- */
 
-#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
-#include <emmintrin.h>
-#define HAVE_SSE2 1
-#if defined(_MSC_VER)
-#include <intrin.h>
-static inline int
-ctz16(int m)
-{
-    unsigned long r;
-    _BitScanForward(&r, (unsigned long)m);
-    return (int)r;
-}
-#else
-#define ctz16(m) __builtin_ctz((unsigned)(m))
-#endif
-#endif
+
 
 /* strip_breaks(buf: bytes) -> bytes: buf less every '\r' and '\n' (buf itself
  * when it holds none). SSE2: 16-byte blocks, a block without a break is
