@@ -319,3 +319,14 @@ def test_strip_breaks_on_text():
     for density in (0.0, 0.01, 0.1, 0.5, 1.0):
         buf = bytes(rng.choice(b"\r\n") if rng.random() < density else rng.randrange(32, 127) for _ in range(70000))
         assert native.strip_breaks(buf) == buf.translate(None, b"\r\n")
+
+
+@needs_native
+def test_percent_hits_in_runs_of_percent_at_every_alignment():
+    """Tokens after runs of '%' (skipped 16 bytes at a time) and near the buffer's end."""
+    secrets = [b"qaZ4q4q4", SECRET]
+    for run in range(40):
+        for tail in (b"", b"q", b"4q4x", b"%", b"%3"):
+            for text in (b"%" * run + b"qa%5A4q" + b"%" * run + tail, b"x" * run + b"%71a%5a" + tail,
+                         b"%" * run + b"%5a%34" + tail, b"%" * run + tail):
+                assert_same_hits(secrets, text, matcher.AhoMatcher)

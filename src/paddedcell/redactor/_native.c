@@ -118,37 +118,85 @@ line_kind(const unsigned char *p, Py_ssize_t len)
     return (j >= 4 && j <= 16 && j < m && p[j] == ' ') ? 2 : 0;
 }
 
-/* The first c in p[a:n] (or NULL): the next 16 bytes one by one, then memchr
- * (a call costs more than a short line: `yes ''` has one a byte). */
+/* The first c in p[a:n] (or NULL): the next 16 bytes in one SSE2 compare, then
+ * memchr (a call costs more than a short line: `yes` prints "y\n"). Looking at
+ * them one by one first cost ordinary text (a line or '%' every ~100 bytes) ~2x. */
 static inline const unsigned char *
 find_byte(const unsigned char *p, Py_ssize_t a, Py_ssize_t n, unsigned char c)
 {
-    Py_ssize_t stop = n - a > 16 ? a + 16 : n;
-    for (; a < stop; a++)
-        if (p[a] == c)
-            return p + a;
-    return a < n ? memchr(p + a, c, (size_t)(n - a)) : NULL;
-}
-
-/* The end of the run of '\n' at p[a] (`yes ''`, blank lines: no line to look at). */
-static inline Py_ssize_t
-skip_breaks(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
-{
 #ifdef HAVE_SSE2
-    const __m128i lf = _mm_set1_epi8('\n');
-    for (; a + 16 <= n; a += 16) {
-        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)), lf));
-        if (m != 0xFFFF)
-            return a + ctz16(~m & 0xFFFF);
+    if (a + 16 <= n) {
+        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)),
+                                                 _mm_set1_epi8((char)c)));
+        if (m)
+            return p + a + ctz16(m);
+        a += 16;
     }
 #endif
-    while (a < n && p[a] == '\n')
-        a++;
-    return a;
+    if (a >= n)
+        return NULL;
+    if (p[a] == c)
+        return p + a;
+    return memchr(p + a + 1, c, (size_t)(n - a - 1));
 }
 
 /* A line can be a candidate only if its first byte is one of these. */
 static unsigned char START[256];
+
+#ifdef HAVE_SSE2
+/* Bytes of v in [lo, hi], as a mask (signed compare after a shift of the range to -128). */
+static inline __m128i
+in_range(__m128i v, int lo, int hi)
+{
+    return _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(128 - lo))),
+                          _mm_set1_epi8((char)(-128 + (hi - lo + 1))));
+}
+
+/* START[] of each byte of v: hex digits, ' ', '\t', '-'. */
+static inline int
+start_mask(__m128i v)
+{
+    __m128i m = _mm_or_si128(in_range(v, '0', '9'), in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'f'));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
+    return _mm_movemask_epi8(m);
+}
+#endif
+
+/* The start of the first line after the '\n' at or after a whose first byte
+ * is in START, or -1. SSE2: each 16-byte block's breaks and the bytes after
+ * them at once (dense short lines: `yes`, blank lines), memchr over a block
+ * without a break (ordinary text). */
+static Py_ssize_t
+next_start(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
+{
+#ifdef HAVE_SSE2
+    const __m128i lf = _mm_set1_epi8('\n');
+    while (a + 17 <= n) {
+        int nl = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)), lf));
+        if (nl == 0) {
+            const unsigned char *q = memchr(p + a + 16, '\n', (size_t)(n - a - 16));
+            if (q == NULL)
+                return -1;
+            a = q - p;
+            continue;
+        }
+        nl &= start_mask(_mm_loadu_si128((const __m128i *)(p + a + 1)));
+        if (nl)
+            return a + ctz16(nl) + 1;
+        a += 16;
+    }
+#endif
+    for (;;) {
+        const unsigned char *q = a < n ? memchr(p + a, '\n', (size_t)(n - a)) : NULL;
+        if (q == NULL || q + 1 >= p + n)
+            return -1;
+        a = q - p + 1;
+        if (START[p[a]])
+            return a;
+    }
+}
 
 static PyObject *
 candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -173,22 +221,12 @@ candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     out = PyList_New(0);
     if (out == NULL)
         goto fail;
-    a = 0;
-    while (a < n) {
+    a = n == 0 ? -1 : START[p[0]] ? 0 : next_start(p, 0, n);
+    while (a >= 0) {
         const unsigned char *nl;
         Py_ssize_t e;
         int kind;
-        if (p[a] == '\n') {
-            a = skip_breaks(p, a, n);
-            continue;
-        }
         nl = find_byte(p, a, n, '\n');
-        if (!START[p[a]]) {
-            if (nl == NULL)
-                break;
-            a = (nl - p) + 1;
-            continue;
-        }
         e = nl == NULL ? n : (nl - p);
         kind = line_kind(p + a, e - a);
         if (kind == 2) {
@@ -212,7 +250,9 @@ candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             Py_DECREF(v);
         }
-        a = e + 1;
+        if (nl == NULL)
+            break;
+        a = next_start(p, e, n);
     }
     PyBuffer_Release(&view);
     return out;
@@ -312,6 +352,44 @@ in_triple(const percent_ctx *c, Py_ssize_t s, int b)
     return 0;
 }
 
+/* The first %HH token (any case) at or after a, or -1. SSE2: each 16-byte
+ * block's '%' with two hex digits after at once (a run of '%' costs no check
+ * each), memchr over a block without a '%'. */
+static Py_ssize_t
+next_token(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
+{
+#ifdef HAVE_SSE2
+    const __m128i pct = _mm_set1_epi8('%'), low = _mm_set1_epi8(0x20);
+    while (a + 18 <= n) {
+        __m128i v1, v2;
+        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)), pct));
+        if (m == 0) {
+            const unsigned char *q = memchr(p + a + 16, '%', (size_t)(n - a - 16));
+            if (q == NULL)
+                return -1;
+            a = q - p;
+            continue;
+        }
+        v1 = _mm_loadu_si128((const __m128i *)(p + a + 1));
+        v2 = _mm_loadu_si128((const __m128i *)(p + a + 2));
+        m &= _mm_movemask_epi8(_mm_or_si128(in_range(v1, '0', '9'), in_range(_mm_or_si128(v1, low), 'a', 'f')));
+        m &= _mm_movemask_epi8(_mm_or_si128(in_range(v2, '0', '9'), in_range(_mm_or_si128(v2, low), 'a', 'f')));
+        if (m)
+            return a + ctz16(m);
+        a += 16;
+    }
+#endif
+    for (; a + 3 <= n; a++) {
+        const unsigned char *q = memchr(p + a, '%', (size_t)(n - a));
+        if (q == NULL)
+            return -1;
+        a = q - p;
+        if (a + 3 <= n && ISHEX(p[a + 1]) && ISHEX(p[a + 2]))
+            return a;
+    }
+    return -1;
+}
+
 static PyObject *
 percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -349,16 +427,11 @@ percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     out = PyList_New(0);
     if (out == NULL)
         goto fail;
-    for (i = q - p; i + 3 <= n;) {
+    for (i = next_token(p, q - p, n); i >= 0; i = next_token(p, i + 3, n)) {
         Py_ssize_t s = i, e = i + 3;
         int b = token_at(&c, s);
-        if (b < 0 || !((c.bytes32[b >> 3] >> (b & 7)) & 1)) {
-            q = find_byte(p, i + 1, n, '%');
-            if (q == NULL)
-                break;
-            i = q - p;
+        if (!((c.bytes32[b >> 3] >> (b & 7)) & 1))
             continue;
-        }
         /* a token of a pattern byte: a trigger? (views.PercentGate.hits) */
         if (width > 1) {
             int ok = 0, x;
@@ -377,7 +450,7 @@ percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (ok && width > 2 && e < n - 3 && !in_triple(&c, s, b))
                 ok = 0;
             if (!ok)
-                goto next;
+                continue;
         }
         {
             PyObject *t = Py_BuildValue("(nn)", s, e);
@@ -387,13 +460,6 @@ percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             Py_DECREF(t);
         }
-    next:
-        if (e >= n)
-            break;
-        q = find_byte(p, e, n, '%');
-        if (q == NULL)
-            break;
-        i = q - p;
     }
     PyBuffer_Release(&view);
     return out;
