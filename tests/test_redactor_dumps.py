@@ -166,6 +166,23 @@ def test_may_become_is_its_plain_regex(partial):
     assert (dumps._MAY_BECOME.fullmatch(partial) is None) == (plain.fullmatch(partial) is None)
 
 
+@settings(max_examples=5000, deadline=None)
+@given(st.lists(st.sampled_from([b" ", b"  ", b"\t", b"-", b"0", b"7", b"a", b"F", b"x", b":", b",", b"|", b">",
+                                 b"*", b"nul", b"sp", b"T", b"z", b"%", b"\r", b"\x00", b"\xff",
+                                 b"ack", b"dc1", b"esc", b"del", b"ff", b"cr", b"bel", b"k", b"e", b"   "]),
+                max_size=14).map(b"".join))
+@example(b"0000 ack")  # a name whose first letters are hex digits
+@example(b"0a7F  dc")
+@example(b"0000: 4142  xhello")  # a gutter after two spaces
+@example(b"2026-11-30T10:06:59Z INFO")
+def test_may_become_equals_its_regex(partial):
+    """may_become's early rejection (its first byte) rejects only what the regex rejects."""
+    from paddedcell.redactor import dumps
+
+    want = bool(partial) and len(partial) <= dumps.LINE_MAX and dumps._MAY_BECOME.fullmatch(partial.rstrip(b"\r")) is not None
+    assert dumps.may_become(partial) == want
+
+
 # -- property: generated layouts, any chunking, held == oracle ----------------------
 
 
