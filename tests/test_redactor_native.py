@@ -304,6 +304,19 @@ def test_strip_breaks_deletes_every_line_break(buf, skip):
 
 
 @needs_native
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"a", b"bc", b"x" * 15, b"\n" * 16, b"\r\n" * 9, b"\n" * 33]),
+                max_size=20).map(b"".join), st.integers(0, 15), st.integers(-2, 400))
+def test_last_not_break_is_the_end_of_rstrip(buf, skip, end):
+    """The last byte that is no line break, at every alignment of the 16-byte blocks
+    (views.Viewed._wrap_hold after a run of breaks)."""
+    buf = buf[skip:]
+    want = len(buf[: max(0, end)].rstrip(b"\r\n")) - 1
+    assert native.last_not_break(buf, end) == want
+    assert native.last_not_break(bytearray(buf), end) == want
+
+
+@needs_native
 def test_strip_breaks_on_text():
     rng = random.Random(4)
     for density in (0.0, 0.01, 0.1, 0.5, 1.0):

@@ -99,6 +99,8 @@ from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
 #: The line-break view's deletion in C (:mod:`._native`), or None.
 _strip_breaks = getattr(_native, "strip_breaks", None)
+#: The last byte before an offset that is no line break, in C (:mod:`._native`), or None.
+_last_not_break = getattr(_native, "last_not_break", None)
 #: Whitespace as ``bytes.split()`` sees it.
 WS = b" \t\n\r\x0b\x0c"
 #: A CSI sequence: ESC [ parameter bytes, intermediate bytes, final byte; at most 31 bytes.
@@ -193,10 +195,10 @@ class WrapView(View):
         return b""
 
     def view(self, part):
+        if _strip_breaks is not None:
+            return _strip_breaks(part)  # both in one C pass (_native.c: SSE2 blocks, dense runs skipped)
         if part.count(b"\n", 0, 128) > 8:  # dense (`yes ''`): replace() pays per break; count() is ~1 ns a byte
             return part.translate(None, b"\r\n")
-        if _strip_breaks is not None:
-            return _strip_breaks(part)  # both in one C pass (_native.c: SSE2 blocks)
         part = part.replace(b"\n", b"")  # memchr-fast; translate() is 4x slower here
         return part.replace(b"\r", b"") if b"\r" in part else part
 
@@ -956,7 +958,8 @@ class Viewed(_matcher._Engine):
         while j > stop and buf[j] in b"\r\n":
             j -= 1
         if j == stop >= 0:  # a long run of breaks (`yes ''`): C speed, not a loop
-            j = len(buf[: j + 1].rstrip(b"\r\n")) - 1
+            j = (_last_not_break(buf, j + 1) if _last_not_break is not None
+                 else len(buf[: j + 1].rstrip(b"\r\n")) - 1)  # (rstrip: a memchr per byte, ~2 ns)
         if j < 0 or buf[j] not in self._wrap_bytes:
             return 0
         # A held suffix that spans the break holds the last line L and view
