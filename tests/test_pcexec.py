@@ -316,3 +316,24 @@ print(len([a for a in ran if "ldconfig" in str(a)]))
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "1"]  # none while importing Trio; the restored lookup ran it
+
+
+def test_a_secret_across_the_pipe_batches_is_masked_in_the_live_output(vault_home):
+    # A masking pipe is read and filtered in batches of up to REDACTED_BATCH (what was
+    # ready, twice the pipe's size): a secret placed just before each multiple of the
+    # batch and the pipe sizes comes out masked, with every other byte as written.
+    from paddedcell.supervisor.session import PIPE_SIZE, REDACTED_BATCH
+
+    home, ws = vault_home
+    value = SECRETS["api_key"]
+    ends = (PIPE_SIZE, REDACTED_BATCH, REDACTED_BATCH + PIPE_SIZE, 2 * REDACTED_BATCH)
+    pads, at = [], 0
+    for end in ends:
+        pads.append(end - 5 - at)  # the secret starts 5 bytes before ``end``
+        at = end - 5 + len(value)
+    command = ('k=$(pass_mgr get api_key); for n in ' + " ".join(map(str, pads)) +
+               '; do head -c "$n" /dev/zero | tr "\\0" x; printf %s "$k"; done; echo end')
+    result = pcexec(home, ws, command)
+    assert result.returncode == 0, result.stderr
+    assert value not in result.stdout
+    assert result.stdout == "".join("x" * n + "######" for n in pads) + "end\n"
