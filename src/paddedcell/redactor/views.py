@@ -429,7 +429,7 @@ class ThroughLineBreaks(_matcher._Engine):
         if self.raw_matcher is not None:
             held |= set(self.raw_matcher.patterns)
         self._prefix = _matcher.PrefixIndex(held, engine)
-        self._view = VIEWS["wrap"].view
+        self._view = _strip_breaks or VIEWS["wrap"].view  # (the C deletion itself: no Python frame a feed)
         self._literal_spans = self.view_matcher.literal.spans
         #: Fragment grams in a database of their own (many patterns), scanned on the raw bytes.
         self._grams_apart = not self.view_matcher._merged and self.view_matcher.fragments._grams is not None
@@ -799,7 +799,10 @@ class Viewed(_matcher._Engine):
                 h = self._dump.scan(buf, final, found, lines)
                 if h > best:
                     best = h
-            if percent is not None and self._percent_args is not None:  # the buffer holds a '%'
+            # The buffer holds a '%': the view runs on a trigger or a '%' among the last 3 bytes
+            # (a token may be incomplete there); else nothing to view, nothing held.
+            if percent is not None and self._percent_args is not None and (
+                    percent or (not final and buf.find(b"%", max(0, len(buf) - 3)) >= 0)):
                 h = Viewed._percent_step(self, *self._percent_args, buf, final, found, percent)
                 if h > best:
                     best = h
