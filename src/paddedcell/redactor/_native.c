@@ -201,6 +201,24 @@ next_start(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
     }
 }
 
+/* -1 with a TypeError naming usage unless a call got want arguments, else 0. */
+static int
+wrong_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *usage)
+{
+    if (nargs == want)
+        return 0;
+    PyErr_SetString(PyExc_TypeError, usage);
+    return -1;
+}
+
+/* *out = the integer o: 0, or -1 with an exception set. */
+static int
+as_ssize(PyObject *o, Py_ssize_t *out)
+{
+    *out = PyLong_AsSsize_t(o);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
 static PyObject *
 candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -209,12 +227,7 @@ candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *fullmatch, *out;
     const unsigned char *p;
 
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "candidate_lines(buf, limit, chars_fullmatch)");
-        return NULL;
-    }
-    limit = PyLong_AsSsize_t(args[1]);
-    if (limit == -1 && PyErr_Occurred())
+    if (wrong_nargs(nargs, 3, "candidate_lines(buf, limit, chars_fullmatch)") || as_ssize(args[1], &limit))
         return NULL;
     fullmatch = args[2];
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
@@ -409,8 +422,7 @@ percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                         "percent_hits(buf, bytes32: bytes[32], pairs: bytes[8192], triples: bytes, width)");
         return NULL;
     }
-    width = PyLong_AsSsize_t(args[4]);
-    if (width == -1 && PyErr_Occurred())
+    if (as_ssize(args[4], &width))
         return NULL;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -580,12 +592,7 @@ last_not_break(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t end;
     const unsigned char *p;
 
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "last_not_break(buf, end)");
-        return NULL;
-    }
-    end = PyLong_AsSsize_t(args[1]);
-    if (end == -1 && PyErr_Occurred())
+    if (wrong_nargs(nargs, 2, "last_not_break(buf, end)") || as_ssize(args[1], &end))
         return NULL;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -632,15 +639,7 @@ dump_sync(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t n, i, line_max, j, k;
     const unsigned char *p;
 
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "dump_sync(buf, i, line_max)");
-        return NULL;
-    }
-    i = PyLong_AsSsize_t(args[1]);
-    if (i == -1 && PyErr_Occurred())
-        return NULL;
-    line_max = PyLong_AsSsize_t(args[2]);
-    if (line_max == -1 && PyErr_Occurred())
+    if (wrong_nargs(nargs, 3, "dump_sync(buf, i, line_max)") || as_ssize(args[1], &i) || as_ssize(args[2], &line_max))
         return NULL;
     if (i < 0 || line_max < 0) {
         PyErr_SetString(PyExc_ValueError, "dump_sync: negative offset");
