@@ -53,6 +53,9 @@ ctz16(int m)
 #endif
 #endif
 
+/* 3: AVX-512 (BW, VBMI2), 2: AVX2, 1: SSE2, 0: scalar (the best the CPU has, or less: _set_simd). */
+static int simd_level;
+
 static signed char HEXVAL[256];   /* hex digit value, or -1 */
 static unsigned char RUN[256];    /* [-0-9A-Fa-f :xX,] */
 
@@ -78,74 +81,6 @@ init_tables(void)
 
 #define ISHEX(c) (HEXVAL[(unsigned char)(c)] >= 0)
 
-/* 1: the line p[0:len] (no '\n') fullmatches the first alternative of
- * _CANDIDATE with its '\r*':
- *     [ \t]*-?[0-9A-Fa-f][-0-9A-Fa-f :xX,]*(?: {2}.*|\|.*\||>.*<)?\r*
- * ('.' is any byte but '\n'). The class run takes no '\r', '|', '>': with
- * backtracking, the line matches when the run reaches the end of the line
- * less its trailing '\r's, or holds two adjacent spaces (' {2}.*' then takes
- * the rest), or stops at '|' ('>') and the line less its trailing '\r's ends
- * with another '|' ('<').
- * 2: it does not, but starts with 4-16 hex digits and a space (may match the
- * _CHARS alternative). 0: neither. */
-static int
-line_kind(const unsigned char *p, Py_ssize_t len)
-{
-    Py_ssize_t m = len, i = 0, j;
-    while (m > 0 && p[m - 1] == '\r')
-        m--;
-    while (i < m && (p[i] == ' ' || p[i] == '\t'))
-        i++;
-    if (i < m && p[i] == '-')
-        i++;
-    if (i < m && ISHEX(p[i])) {
-        int space = 0;
-        for (i++; i < m && RUN[p[i]]; i++) {
-            if (p[i] == ' ') {
-                if (space)
-                    return 1;
-                space = 1;
-            }
-            else
-                space = 0;
-        }
-        if (i == m)
-            return 1;
-        if (p[i] == '|' && m - 1 > i && p[m - 1] == '|')
-            return 1;
-        if (p[i] == '>' && p[m - 1] == '<')
-            return 1;
-    }
-    for (j = 0; j < m && j < 17 && ISHEX(p[j]); j++)
-        ;
-    return (j >= 4 && j <= 16 && j < m && p[j] == ' ') ? 2 : 0;
-}
-
-/* The first c in p[a:n] (or NULL): the next 16 bytes in one SSE2 compare, then
- * memchr (a call costs more than a short line: `yes` prints "y\n"). Looking at
- * them one by one first cost ordinary text (a line or '%' every ~100 bytes) ~2x. */
-static inline const unsigned char *
-find_byte(const unsigned char *p, Py_ssize_t a, Py_ssize_t n, unsigned char c)
-{
-#ifdef HAVE_SSE2
-    if (a + 16 <= n) {
-        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)),
-                                                 _mm_set1_epi8((char)c)));
-        if (m)
-            return p + a + ctz16(m);
-        a += 16;
-    }
-#endif
-    if (a >= n)
-        return NULL;
-    if (p[a] == c)
-        return p + a;
-    return memchr(p + a + 1, c, (size_t)(n - a - 1));
-}
-
-/* A line can be a candidate only if its first byte is one of these. */
-static unsigned char START[256];
-
 #ifdef HAVE_SSE2
 /* Bytes of v in [lo, hi], as a mask (signed compare after a shift of the range to -128). */
 static inline __m128i
@@ -154,52 +89,7 @@ in_range(__m128i v, int lo, int hi)
     return _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(128 - lo))),
                           _mm_set1_epi8((char)(-128 + (hi - lo + 1))));
 }
-
-/* START[] of each byte of v: hex digits, ' ', '\t', '-'. */
-static inline int
-start_mask(__m128i v)
-{
-    __m128i m = _mm_or_si128(in_range(v, '0', '9'), in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'f'));
-    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')));
-    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')));
-    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
-    return _mm_movemask_epi8(m);
-}
 #endif
-
-/* The start of the first line after the '\n' at or after a whose first byte
- * is in START, or -1. SSE2: each 16-byte block's breaks and the bytes after
- * them at once (dense short lines: `yes`, blank lines), memchr over a block
- * without a break (ordinary text). */
-static Py_ssize_t
-next_start(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
-{
-#ifdef HAVE_SSE2
-    const __m128i lf = _mm_set1_epi8('\n');
-    while (a + 17 <= n) {
-        int nl = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)), lf));
-        if (nl == 0) {
-            const unsigned char *q = memchr(p + a + 16, '\n', (size_t)(n - a - 16));
-            if (q == NULL)
-                return -1;
-            a = q - p;
-            continue;
-        }
-        nl &= start_mask(_mm_loadu_si128((const __m128i *)(p + a + 1)));
-        if (nl)
-            return a + ctz16(nl) + 1;
-        a += 16;
-    }
-#endif
-    for (;;) {
-        const unsigned char *q = a < n ? memchr(p + a, '\n', (size_t)(n - a)) : NULL;
-        if (q == NULL || q + 1 >= p + n)
-            return -1;
-        a = q - p + 1;
-        if (START[p[a]])
-            return a;
-    }
-}
 
 /* -1 with a TypeError naming usage unless a call got want arguments, else 0. */
 static int
@@ -219,63 +109,131 @@ as_ssize(PyObject *o, Py_ssize_t *out)
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static PyObject *
-candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The first c in p[a:n] (or NULL): the next 16 bytes in one SSE2 compare, then
+ * memchr (a call costs more than a short line: `yes` prints "y\n"). */
+static inline const unsigned char *
+find_byte(const unsigned char *p, Py_ssize_t a, Py_ssize_t n, unsigned char c)
 {
-    Py_buffer view;
-    Py_ssize_t limit, n, a, count = 0;
-    PyObject *fullmatch, *out;
-    const unsigned char *p;
-
-    if (wrong_nargs(nargs, 3, "candidate_lines(buf, limit, chars_fullmatch)") || as_ssize(args[1], &limit))
-        return NULL;
-    fullmatch = args[2];
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    p = (const unsigned char *)view.buf;
-    n = view.len;
-    out = PyList_New(0);
-    if (out == NULL)
-        goto fail;
-    a = n == 0 ? -1 : START[p[0]] ? 0 : next_start(p, 0, n);
-    while (a >= 0) {
-        const unsigned char *nl;
-        Py_ssize_t e;
-        int kind;
-        nl = find_byte(p, a, n, '\n');
-        e = nl == NULL ? n : (nl - p);
-        kind = line_kind(p + a, e - a);
-        if (kind == 2) {
-            PyObject *r = PyObject_CallFunction(fullmatch, "Onn", args[0], a, e);
-            if (r == NULL)
-                goto fail;
-            kind = r != Py_None;
-            Py_DECREF(r);
-        }
-        if (kind) {
-            PyObject *v;
-            if (++count > limit) {
-                Py_DECREF(out);
-                PyBuffer_Release(&view);
-                Py_RETURN_NONE;
-            }
-            v = PyLong_FromSsize_t(a);
-            if (v == NULL || PyList_Append(out, v) < 0) {
-                Py_XDECREF(v);
-                goto fail;
-            }
-            Py_DECREF(v);
-        }
-        if (nl == NULL)
-            break;
-        a = next_start(p, e, n);
+#ifdef HAVE_SSE2
+    if (a + 16 <= n) {
+        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)),
+                                                 _mm_set1_epi8((char)c)));
+        if (m)
+            return p + a + ctz16(m);
+        a += 16;
     }
-    PyBuffer_Release(&view);
-    return out;
-fail:
-    Py_XDECREF(out);
-    PyBuffer_Release(&view);
-    return NULL;
+#endif
+    if (a >= n)
+        return NULL;
+    if (p[a] == c)
+        return p + a;
+    return memchr(p + a + 1, c, (size_t)(n - a - 1));
+}
+
+/* The end of the line p[a:e] less its trailing '\r's (e: its '\n', or n). */
+static Py_ssize_t
+line_content_end(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
+{
+    const unsigned char *nl = find_byte(p, a, n, '\n');
+    Py_ssize_t m = nl == NULL ? n : nl - p;
+    while (m > a && p[m - 1] == '\r')
+        m--;
+    return m;
+}
+
+/* 1: the class run of a candidate's first alternative stops at i (a byte
+ * that is no '\n') and the line matches there: the rest is '\r's, or a
+ * '|' ('>') whose line less its trailing '\r's ends with another '|' ('<'). */
+static int
+line_run_end(const unsigned char *p, Py_ssize_t i, Py_ssize_t n)
+{
+    Py_ssize_t j, m;
+    if (p[i] == '\r') {
+        for (j = i; j < n && p[j] == '\r'; j++)
+            ;
+        return j == n || p[j] == '\n';
+    }
+    if (p[i] != '|' && p[i] != '>')
+        return 0;
+    m = line_content_end(p, i, n);
+    if (p[i] == '|')
+        return m - 1 > i && p[m - 1] == '|';
+    return p[m - 1] == '<';
+}
+
+/* 1: the line at a (it ends at the next '\n' or at n) fullmatches the first
+ * alternative of _CANDIDATE with its '\r*':
+ *     [ \t]*-?[0-9A-Fa-f][-0-9A-Fa-f :xX,]*(?: {2}.*|\|.*\||>.*<)?\r*
+ * ('.' is any byte but '\n'). The class run takes no '\r', '\n', '|', '>':
+ * with backtracking, the line matches when the run reaches the end of the
+ * line less its trailing '\r's, or holds two adjacent spaces (' {2}.*' then
+ * takes the rest), or stops at '|' ('>') and the line less its trailing
+ * '\r's ends with another '|' ('<').
+ * 2: it does not, but starts with 4-16 hex digits and a space (may match the
+ * _CHARS alternative). 0: neither.
+ * The line's end is looked for only after a '|', '>' or '\r' (none of the
+ * bytes read before is a '\r' or '\n': they are all inside the line). */
+static int
+line_kind(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
+{
+    Py_ssize_t i = a, j;
+    int space = 0;
+#ifdef HAVE_SSE2
+    /* A line that starts with a hex digit, 17 bytes or more before n (most
+     * lines that get here): its first 16 bytes classified at once give the
+     * run's end, a pair of spaces in it, and the hex digits at the start. */
+    if (a + 17 <= n && ISHEX(p[a])) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + a)), low = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        __m128i sp = _mm_cmpeq_epi8(v, _mm_set1_epi8(' '));
+        __m128i hex = _mm_or_si128(in_range(v, '0', '9'), in_range(low, 'a', 'f'));
+        __m128i run = _mm_or_si128(_mm_or_si128(hex, _mm_cmpeq_epi8(v, _mm_set1_epi8(':'))),
+                                   _mm_or_si128(_mm_or_si128(in_range(v, ',', '-'), sp),
+                                                _mm_cmpeq_epi8(low, _mm_set1_epi8('x'))));
+        unsigned r = (unsigned)_mm_movemask_epi8(run), sm = (unsigned)_mm_movemask_epi8(sp);
+        unsigned h = (unsigned)_mm_movemask_epi8(hex);
+        unsigned len = r == 0xFFFF ? 16 : (unsigned)ctz16(~r & 0xFFFF);
+        if (sm & (sm << 1) & ((1u << len) - 1))
+            return 1;
+        if (len < 16) {  /* the run ends inside: decided here */
+            i = a + len;
+            if (p[i] == '\n')
+                return 1;
+            if (p[i] == '\r' || p[i] == '|' || p[i] == '>') {
+                if (line_run_end(p, i, n))
+                    return 1;
+            }
+            len = h == 0xFFFF ? 16 : (unsigned)ctz16(~h & 0xFFFF);  /* the hex digits at a */
+            return (len >= 4 && p[a + len] == ' ') ? 2 : 0;
+        }
+        space = (int)(sm >> 15);
+        i = a + 16;
+        goto in_run;
+    }
+#endif
+    while (i < n && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    if (i < n && p[i] == '-')
+        i++;
+    if (i < n && ISHEX(p[i])) {
+        i++;
+#ifdef HAVE_SSE2
+    in_run:
+#endif
+        for (; i < n && RUN[p[i]]; i++) {
+            if (p[i] == ' ') {
+                if (space)
+                    return 1;
+                space = 1;
+            }
+            else
+                space = 0;
+        }
+        if (i == n || p[i] == '\n' || line_run_end(p, i, n))
+            return 1;
+    }
+    for (j = a; j < n && j - a < 17 && ISHEX(p[j]); j++)
+        ;
+    return (j - a >= 4 && j - a <= 16 && j < n && p[j] == ' ') ? 2 : 0;
 }
 
 /* ---- %HH triggers --------------------------------------------------- */
@@ -287,6 +245,7 @@ typedef struct {
     const unsigned char *pairs;
     const uint32_t *triples;
     Py_ssize_t ntriples;
+    Py_ssize_t width;
 } percent_ctx;
 
 /* The byte of the %HH token at x, or -1 (no token there). */
@@ -368,125 +327,526 @@ in_triple(const percent_ctx *c, Py_ssize_t s, int b)
     return 0;
 }
 
-/* The first %HH token (any case) at or after a, or -1. SSE2: each 16-byte
- * block's '%' with two hex digits after at once (a run of '%' costs no check
- * each), memchr over a block without a '%'. */
-static Py_ssize_t
-next_token(const unsigned char *p, Py_ssize_t a, Py_ssize_t n)
+/* 1: the %HH token at s is a trigger (views.PercentGate.hits). */
+static int
+is_trigger(const percent_ctx *c, Py_ssize_t s)
 {
-#ifdef HAVE_SSE2
-    const __m128i pct = _mm_set1_epi8('%'), low = _mm_set1_epi8(0x20);
-    while (a + 18 <= n) {
-        __m128i v1, v2;
-        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + a)), pct));
-        if (m == 0) {
-            const unsigned char *q = memchr(p + a + 16, '%', (size_t)(n - a - 16));
-            if (q == NULL)
-                return -1;
-            a = q - p;
-            continue;
+    const unsigned char *p = c->p;
+    Py_ssize_t e = s + 3, n = c->n;
+    int b = token_at(c, s), x;
+    if (!((c->bytes32[b >> 3] >> (b & 7)) & 1))
+        return 0;
+    if (c->width <= 1)
+        return 1;
+    /* the view bytes beside it: a %HH is a token; else the raw byte */
+    x = s >= 3 ? token_at(c, s - 3) : -1;
+    if (x < 0 && s >= 1)
+        x = p[s - 1];
+    if (!(x >= 0 && has_pair(c, x, b))) {
+        x = token_at(c, e);
+        if (x < 0 && e < n)
+            x = p[e];
+        if (!(x >= 0 && has_pair(c, b, x)))
+            return 0;
+    }
+    return !(c->width > 2 && e < n - 3 && !in_triple(c, s, b));
+}
+
+/* ---- one pass for both gates ----------------------------------------
+ * Each 64-byte block is classified at once into bitmasks (bit j: byte j of
+ * the block): '%', '\n', hex digits, START (a candidate line's first byte:
+ * hex, ' ', '\t', '-') and SECOND (a superset of the bytes that can follow
+ * it in a candidate: START, RUN, '|', '>', '\r', '\n'). A %HH token is a '%'
+ * with hex bits at +1 and +2; a line worth line_kind is a line start (0, or
+ * after a '\n') with START there and SECOND after (or the buffer's end).
+ * Only those reach scalar code: on random text ~5 % of the '%' and ~8 % of
+ * the lines, where visiting each '%' and each START line cost a
+ * mispredicted branch or two (the cold cost was 2-3x the warm one). The
+ * block after the buffer is taken as '\n' bytes (no hex, SECOND). */
+
+typedef struct {
+    uint64_t pct, nl, hex, start, second;
+} masks64;
+
+/* The bits per byte of CLS[]: the classes as unions of them. */
+#define C_DIGIT 0x01
+#define C_HEXLETTER 0x02
+#define C_SPACEDASH 0x04   /* ' ', '-' */
+#define C_TAB 0x08
+#define C_PCT 0x10
+#define C_NL 0x20
+#define C_MORE1 0x40       /* ':', 'X', 'x', '|', '>' (and '<', 'Z', '\\', '^', 'z', '~', '8') */
+#define C_MORE2 0x80       /* ',', '\r' (and '\x0c', '-') */
+#define C_HEX (C_DIGIT | C_HEXLETTER)
+#define C_START (C_HEX | C_SPACEDASH | C_TAB)
+#define C_SECOND (0xFF & ~C_PCT)
+
+/* Each class bit k is a product set: high nibble in HI_SET[k], low nibble in
+ * LO_SET[k] (so two 16-entry lookups and an AND classify a byte: pshufb). */
+static const uint16_t HI_SET[8] = {1u << 3, (1u << 4) | (1u << 6), 1u << 2, 1u << 0, 1u << 2, 1u << 0,
+                                   (1u << 3) | (1u << 5) | (1u << 7), (1u << 0) | (1u << 2)};
+static const uint16_t LO_SET[8] = {0x03FF, 0x007E, (1u << 0) | (1u << 0xd), 1u << 9, 1u << 5, 1u << 0xa,
+                                   (1u << 8) | (1u << 0xa) | (1u << 0xc) | (1u << 0xe), (1u << 0xc) | (1u << 0xd)};
+static unsigned char LO_TBL[16], HI_TBL[16], CLS[256];
+
+static void
+init_classes(void)
+{
+    int k, x;
+    for (x = 0; x < 16; x++)
+        for (k = 0; k < 8; k++) {
+            if ((LO_SET[k] >> x) & 1)
+                LO_TBL[x] |= (unsigned char)(1 << k);
+            if ((HI_SET[k] >> x) & 1)
+                HI_TBL[x] |= (unsigned char)(1 << k);
         }
-        v1 = _mm_loadu_si128((const __m128i *)(p + a + 1));
-        v2 = _mm_loadu_si128((const __m128i *)(p + a + 2));
-        m &= _mm_movemask_epi8(_mm_or_si128(in_range(v1, '0', '9'), in_range(_mm_or_si128(v1, low), 'a', 'f')));
-        m &= _mm_movemask_epi8(_mm_or_si128(in_range(v2, '0', '9'), in_range(_mm_or_si128(v2, low), 'a', 'f')));
-        if (m)
-            return a + ctz16(m);
-        a += 16;
+    for (x = 0; x < 256; x++)
+        CLS[x] = LO_TBL[x & 15] & HI_TBL[x >> 4];
+}
+
+static inline void
+classify_scalar(const unsigned char *p, masks64 *m)
+{
+    int j;
+    m->pct = m->nl = m->hex = m->start = m->second = 0;
+    for (j = 0; j < 64; j++) {
+        uint64_t c = CLS[p[j]], bit = (uint64_t)1 << j;
+        m->pct |= (c & C_PCT) ? bit : 0;
+        m->nl |= (c & C_NL) ? bit : 0;
+        m->hex |= (c & C_HEX) ? bit : 0;
+        m->start |= (c & C_START) ? bit : 0;
+        m->second |= (c & C_SECOND) ? bit : 0;
     }
+}
+
+#ifdef HAVE_SSE2
+/* The same masks with SSE2 compares (no pshufb); SECOND is looser here
+ * (',' to '>' whole), which only lets a few more lines reach line_kind. */
+static inline void
+classify_sse2(const unsigned char *p, masks64 *m)
+{
+    int k;
+    m->pct = m->nl = m->hex = m->start = m->second = 0;
+    for (k = 0; k < 4; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k)), low = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        __m128i nl = _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'));
+        __m128i hex = _mm_or_si128(in_range(v, '0', '9'), in_range(low, 'a', 'f'));
+        __m128i start = _mm_or_si128(_mm_or_si128(hex, _mm_cmpeq_epi8(v, _mm_set1_epi8(' '))),
+                                     _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')),
+                                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('-'))));
+        __m128i second = _mm_or_si128(_mm_or_si128(start, nl), in_range(v, ',', '>'));
+        second = _mm_or_si128(second, _mm_or_si128(_mm_cmpeq_epi8(low, _mm_set1_epi8('x')),
+                                                   _mm_cmpeq_epi8(v, _mm_set1_epi8('|'))));
+        second = _mm_or_si128(second, _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
+        m->pct |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('%'))) << (16 * k);
+        m->nl |= (uint64_t)(unsigned)_mm_movemask_epi8(nl) << (16 * k);
+        m->hex |= (uint64_t)(unsigned)_mm_movemask_epi8(hex) << (16 * k);
+        m->start |= (uint64_t)(unsigned)_mm_movemask_epi8(start) << (16 * k);
+        m->second |= (uint64_t)(unsigned)_mm_movemask_epi8(second) << (16 * k);
+    }
+}
 #endif
-    for (; a + 3 <= n; a++) {
-        const unsigned char *q = memchr(p + a, '%', (size_t)(n - a));
-        if (q == NULL)
-            return -1;
-        a = q - p;
-        if (a + 3 <= n && ISHEX(p[a + 1]) && ISHEX(p[a + 2]))
-            return a;
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define HAVE_AVX2_DISPATCH 1
+/* The masks with AVX2: two pshufb lookups (LO_TBL, HI_TBL) classify 32 bytes. */
+__attribute__((target("avx2,popcnt"))) static inline void
+classify_avx2(const unsigned char *p, masks64 *m)
+{
+    const __m256i lo_tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)LO_TBL));
+    const __m256i hi_tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)HI_TBL));
+    const __m256i nib = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+    int k;
+    m->pct = m->nl = m->hex = m->start = m->second = 0;
+    for (k = 0; k < 2; k++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
+        __m256i c = _mm256_and_si256(_mm256_shuffle_epi8(lo_tbl, _mm256_and_si256(v, nib)),
+                                     _mm256_shuffle_epi8(hi_tbl, _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
+        int s = 32 * k;
+        m->pct |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(c, 3)) << s;  /* bit 4 to 7 */
+        m->nl |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(c, 2)) << s;   /* bit 5 to 7 */
+        m->hex |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(_mm256_and_si256(c, _mm256_set1_epi8(C_HEX)), zero)) << s;
+        m->start |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(_mm256_and_si256(c, _mm256_set1_epi8(C_START)), zero)) << s;
+        m->second |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(_mm256_and_si256(c, _mm256_set1_epi8((char)C_SECOND)), zero)) << s;
     }
+}
+#endif
+
+#ifdef HAVE_AVX2_DISPATCH
+#define T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt")))
+/* The masks with AVX-512BW: the same lookups on 64 bytes, each class one test into a mask. */
+T_AVX512 static inline void
+classify_avx512(const unsigned char *p, masks64 *m)
+{
+    const __m512i lo_tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)LO_TBL));
+    const __m512i hi_tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)HI_TBL));
+    const __m512i nib = _mm512_set1_epi8(0x0f);
+    __m512i v = _mm512_loadu_si512((const void *)p);
+    __m512i c = _mm512_and_si512(_mm512_shuffle_epi8(lo_tbl, _mm512_and_si512(v, nib)),
+                                 _mm512_shuffle_epi8(hi_tbl, _mm512_and_si512(_mm512_srli_epi16(v, 4), nib)));
+    m->pct = _mm512_test_epi8_mask(c, _mm512_set1_epi8(C_PCT));
+    m->nl = _mm512_test_epi8_mask(c, _mm512_set1_epi8(C_NL));
+    m->hex = _mm512_test_epi8_mask(c, _mm512_set1_epi8(C_HEX));
+    m->start = _mm512_test_epi8_mask(c, _mm512_set1_epi8(C_START));
+    m->second = _mm512_test_epi8_mask(c, _mm512_set1_epi8((char)C_SECOND));
+}
+#endif
+
+#if defined(_MSC_VER)
+static inline int
+ctz64(uint64_t m)
+{
+    unsigned long r;
+    _BitScanForward64(&r, m);
+    return (int)r;
+}
+#else
+#define ctz64(m) __builtin_ctzll(m)
+#endif
+#if defined(_MSC_VER) && defined(_M_X64)
+#define popcount64(m) ((int)__popcnt64(m))
+#elif defined(_MSC_VER)
+static inline int
+popcount64(uint64_t m)
+{
+    int c = 0;
+    for (; m; m &= m - 1)
+        c++;
+    return c;
+}
+#else
+#define popcount64(m) __builtin_popcountll(m)
+#endif
+
+typedef struct {
+    PyObject *buf;              /* the caller's object (for chars_fullmatch) */
+    const unsigned char *p;
+    Py_ssize_t n;
+    int want_lines, want_pct, any_pct;
+    Py_ssize_t limit, count;
+    PyObject *fullmatch;
+    PyObject *lines;            /* NULL once past the limit */
+    percent_ctx pc;
+    PyObject *hits;
+} gate_scan;
+
+/* The line at a is worth line_kind: append it if a candidate. -1 on error. */
+static int
+on_line(gate_scan *g, Py_ssize_t a)
+{
+    int kind = line_kind(g->p, a, g->n);
+    PyObject *v;
+    if (kind == 2) {
+        const unsigned char *nl = find_byte(g->p, a, g->n, '\n');
+        PyObject *r = PyObject_CallFunction(g->fullmatch, "Onn", g->buf, a, nl == NULL ? g->n : nl - g->p);
+        if (r == NULL)
+            return -1;
+        kind = r != Py_None;
+        Py_DECREF(r);
+    }
+    if (!kind)
+        return 0;
+    if (++g->count > g->limit) {
+        Py_CLEAR(g->lines);
+        return 0;
+    }
+    v = PyLong_FromSsize_t(a);
+    if (v == NULL || PyList_Append(g->lines, v) < 0) {
+        Py_XDECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    return 0;
+}
+
+/* The %HH token at s: append it if a trigger. -1 on error. */
+static int
+on_token(gate_scan *g, Py_ssize_t s)
+{
+    PyObject *t;
+    if (!is_trigger(&g->pc, s))
+        return 0;
+    t = Py_BuildValue("(nn)", s, s + 3);
+    if (t == NULL || PyList_Append(g->hits, t) < 0) {
+        Py_XDECREF(t);
+        return -1;
+    }
+    Py_DECREF(t);
+    return 0;
+}
+
+/* The pass (see above) with one classifier; 0, or -1 on error. The '%'
+ * part runs only on a buffer with a '%' (one memchr: token text has none). */
+#define DEFINE_GATE_PASS(NAME, ATTR, CLASSIFY)                                                  \
+    ATTR static int NAME(gate_scan *g)                                                          \
+    {                                                                                           \
+        const unsigned char *p = g->p;                                                          \
+        const Py_ssize_t n = g->n;                                                              \
+        int want_pct = g->want_pct && memchr(p, '%', (size_t)n) != NULL;                        \
+        Py_ssize_t a;                                                                           \
+        unsigned char tail[64];                                                                 \
+        masks64 cur, next;                                                                      \
+        uint64_t carry = 1; /* the block's first byte starts a line */                          \
+        g->any_pct = want_pct;                                                                  \
+        if (n <= 0 || (g->lines == NULL && !want_pct))                                          \
+            return 0;                                                                           \
+        if (n >= 64)                                                                            \
+            CLASSIFY(p, &cur);                                                                  \
+        else {                                                                                  \
+            memset(tail, '\n', 64);                                                             \
+            memcpy(tail, p, (size_t)n);                                                         \
+            CLASSIFY(tail, &cur);                                                               \
+        }                                                                                       \
+        for (a = 0; a < n; a += 64) {                                                           \
+            uint64_t valid = ~(uint64_t)0, bits;                                                \
+            if (a + 128 <= n)                                                                   \
+                CLASSIFY(p + a + 64, &next);                                                    \
+            else if (a + 64 < n) {                                                              \
+                memset(tail, '\n', 64);                                                         \
+                memcpy(tail, p + a + 64, (size_t)(n - a - 64));                                 \
+                CLASSIFY(tail, &next);                                                          \
+            }                                                                                   \
+            else {                                                                              \
+                next.pct = next.nl = next.hex = next.start = 0;                                 \
+                next.second = ~(uint64_t)0;                                                     \
+                valid = n - a == 64 ? valid : ((uint64_t)1 << (n - a)) - 1;                     \
+            }                                                                                   \
+            if (want_pct) {                                                                     \
+                bits = cur.pct & ((cur.hex >> 1) | (next.hex << 63)) & ((cur.hex >> 2) | (next.hex << 62)); \
+                for (; bits; bits &= bits - 1)                                                  \
+                    if (on_token(g, a + ctz64(bits)) < 0)                                       \
+                        return -1;                                                              \
+            }                                                                                   \
+            bits = ((cur.nl << 1) | carry) & cur.start & ((cur.second >> 1) | (next.second << 63)) & valid; \
+            for (; bits && g->lines != NULL; bits &= bits - 1)                                  \
+                if (on_line(g, a + ctz64(bits)) < 0)                                            \
+                    return -1;                                                                  \
+            if (bits && !want_pct)                                                              \
+                break; /* past the limit */                                                     \
+            carry = cur.nl >> 63;                                                               \
+            cur = next;                                                                         \
+        }                                                                                       \
+        return 0;                                                                               \
+    }
+
+DEFINE_GATE_PASS(gate_pass_scalar, , classify_scalar)
+#ifdef HAVE_SSE2
+DEFINE_GATE_PASS(gate_pass_sse2, , classify_sse2)
+#endif
+#ifdef HAVE_AVX2_DISPATCH
+DEFINE_GATE_PASS(gate_pass_avx2, __attribute__((target("avx2,popcnt"))), classify_avx2)
+DEFINE_GATE_PASS(gate_pass_avx512, T_AVX512, classify_avx512)
+#endif
+
+
+/* Run the pass over buf: g->lines (unless !want_lines) and g->hits (unless
+ * !want_pct) filled; -1 with an exception set on error. */
+static int
+gate_run(gate_scan *g, PyObject *buf, Py_buffer *view, int want_lines, Py_ssize_t limit, PyObject *fullmatch,
+         int want_pct, PyObject *const *tables)
+{
+    int r;
+    memset(g, 0, sizeof(*g));
+    g->buf = buf;
+    g->p = (const unsigned char *)view->buf;
+    g->n = view->len;
+    g->want_lines = want_lines;
+    g->want_pct = want_pct;
+    g->limit = limit;
+    g->fullmatch = fullmatch;
+    if (want_lines && (g->lines = PyList_New(0)) == NULL)
+        return -1;
+    if (want_pct) {
+        g->pc.p = g->p;
+        g->pc.n = g->n;
+        g->pc.bytes32 = (const unsigned char *)PyBytes_AS_STRING(tables[0]);
+        g->pc.pairs = (const unsigned char *)PyBytes_AS_STRING(tables[1]);
+        g->pc.triples = (const uint32_t *)PyBytes_AS_STRING(tables[2]);
+        g->pc.ntriples = PyBytes_GET_SIZE(tables[2]) / 4;
+        if (as_ssize(tables[3], &g->pc.width) < 0 || (g->hits = PyList_New(0)) == NULL) {
+            Py_CLEAR(g->lines);
+            return -1;
+        }
+    }
+#ifdef HAVE_AVX2_DISPATCH
+    if (simd_level >= 3)
+        r = gate_pass_avx512(g);
+    else if (simd_level >= 2)
+        r = gate_pass_avx2(g);
+    else
+#endif
+#ifdef HAVE_SSE2
+    if (simd_level >= 1)
+        r = gate_pass_sse2(g);
+    else
+#endif
+        r = gate_pass_scalar(g);
+    if (r < 0) {
+        Py_CLEAR(g->lines);
+        Py_CLEAR(g->hits);
+    }
+    return r;
+}
+
+/* The percent tables (bytes32, pairs8192, triples, width) are of the right types. */
+static int
+check_tables(PyObject *const *t)
+{
+    if (PyBytes_Check(t[0]) && PyBytes_GET_SIZE(t[0]) == 32 && PyBytes_Check(t[1])
+        && PyBytes_GET_SIZE(t[1]) == 8192 && PyBytes_Check(t[2]) && PyBytes_GET_SIZE(t[2]) % 4 == 0)
+        return 0;
+    PyErr_SetString(PyExc_TypeError, "percent tables: (bytes32: bytes[32], pairs: bytes[8192], triples: bytes, width)");
     return -1;
+}
+
+static PyObject *
+candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t limit;
+    gate_scan g;
+
+    if (wrong_nargs(nargs, 3, "candidate_lines(buf, limit, chars_fullmatch)") || as_ssize(args[1], &limit))
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (gate_run(&g, args[0], &view, 1, limit, args[2], 0, NULL) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    PyBuffer_Release(&view);
+    if (g.lines == NULL)
+        Py_RETURN_NONE;
+    return g.lines;
 }
 
 static PyObject *
 percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
-    Py_ssize_t n, i, width;
-    percent_ctx c;
-    PyObject *out = NULL;
-    const unsigned char *p, *q;
+    gate_scan g;
 
-    if (nargs != 5 || !PyBytes_Check(args[1]) || PyBytes_GET_SIZE(args[1]) != 32
-        || !PyBytes_Check(args[2]) || PyBytes_GET_SIZE(args[2]) != 8192
-        || !PyBytes_Check(args[3]) || PyBytes_GET_SIZE(args[3]) % 4) {
-        PyErr_SetString(PyExc_TypeError,
-                        "percent_hits(buf, bytes32: bytes[32], pairs: bytes[8192], triples: bytes, width)");
-        return NULL;
-    }
-    if (as_ssize(args[4], &width))
+    if (wrong_nargs(nargs, 5, "percent_hits(buf, bytes32, pairs, triples, width)") || check_tables(args + 1))
         return NULL;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    p = (const unsigned char *)view.buf;
-    n = view.len;
-    q = n ? memchr(p, '%', (size_t)n) : NULL;
-    if (q == NULL) {
+    if (gate_run(&g, args[0], &view, 0, 0, NULL, 1, args + 1) < 0) {
         PyBuffer_Release(&view);
+        return NULL;
+    }
+    PyBuffer_Release(&view);
+    if (!g.any_pct) {
+        Py_DECREF(g.hits);
         Py_RETURN_NONE;
     }
-    c.p = p;
-    c.n = n;
-    c.bytes32 = (const unsigned char *)PyBytes_AS_STRING(args[1]);
-    c.pairs = (const unsigned char *)PyBytes_AS_STRING(args[2]);
-    c.triples = (const uint32_t *)PyBytes_AS_STRING(args[3]);
-    c.ntriples = PyBytes_GET_SIZE(args[3]) / 4;
-    out = PyList_New(0);
-    if (out == NULL)
-        goto fail;
-    for (i = next_token(p, q - p, n); i >= 0; i = next_token(p, i + 3, n)) {
-        Py_ssize_t s = i, e = i + 3;
-        int b = token_at(&c, s);
-        if (!((c.bytes32[b >> 3] >> (b & 7)) & 1))
-            continue;
-        /* a token of a pattern byte: a trigger? (views.PercentGate.hits) */
-        if (width > 1) {
-            int ok = 0, x;
-            x = s >= 3 ? token_at(&c, s - 3) : -1;
-            if (x < 0 && s >= 1)
-                x = p[s - 1];
-            if (x >= 0 && has_pair(&c, x, b))
-                ok = 1;
-            if (!ok) {
-                x = token_at(&c, e);
-                if (x < 0 && e < n)
-                    x = p[e];
-                if (x >= 0 && has_pair(&c, b, x))
-                    ok = 1;
-            }
-            if (ok && width > 2 && e < n - 3 && !in_triple(&c, s, b))
-                ok = 0;
-            if (!ok)
-                continue;
+    return g.hits;
+}
+
+/* gates(buf, limit, chars_fullmatch, percent_tables | None) -> (lines, hits) */
+static PyObject *
+gates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t limit;
+    gate_scan g;
+    PyObject *const *tables = NULL;
+    PyObject *lines, *hits;
+
+    if (wrong_nargs(nargs, 4, "gates(buf, limit, chars_fullmatch, percent_tables)") || as_ssize(args[1], &limit))
+        return NULL;
+    if (args[3] != Py_None) {
+        if (!PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 4) {
+            PyErr_SetString(PyExc_TypeError, "gates: percent_tables is a 4-tuple or None");
+            return NULL;
         }
-        {
-            PyObject *t = Py_BuildValue("(nn)", s, e);
-            if (t == NULL || PyList_Append(out, t) < 0) {
-                Py_XDECREF(t);
-                goto fail;
-            }
-            Py_DECREF(t);
-        }
+        tables = &PyTuple_GET_ITEM(args[3], 0);
+        if (check_tables(tables) < 0)
+            return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (gate_run(&g, args[0], &view, 1, limit, args[2], tables != NULL, tables) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
     }
     PyBuffer_Release(&view);
-    return out;
-fail:
-    Py_XDECREF(out);
-    PyBuffer_Release(&view);
-    return NULL;
+    lines = g.lines == NULL ? (Py_INCREF(Py_None), Py_None) : g.lines;
+    if (tables == NULL || !g.any_pct) {
+        Py_XDECREF(g.hits);
+        hits = (Py_INCREF(Py_None), Py_None);
+    }
+    else
+        hits = g.hits;
+    return Py_BuildValue("(NN)", lines, hits);
+}
+
+/* The best level this CPU runs: 2 AVX2, 1 SSE2, 0 neither. */
+static int
+best_simd(void)
+{
+#ifdef HAVE_AVX2_DISPATCH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi2"))
+        return 3;
+    if (__builtin_cpu_supports("avx2"))
+        return 2;
+#endif
+#ifdef HAVE_SSE2
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* _set_simd(level) -> int: the gates' pass uses at most this level (2 AVX2,
+ * 1 SSE2, 0 scalar), and the level now in use is returned: for the tests,
+ * which check each form on one machine. */
+static PyObject *
+set_simd(PyObject *self, PyObject *arg)
+{
+    long want = PyLong_AsLong(arg);
+    int best = best_simd();
+    if (want == -1 && PyErr_Occurred())
+        return NULL;
+    simd_level = want < best ? (int)(want < 0 ? 0 : want) : best;
+    return PyLong_FromLong(simd_level);
 }
 
 /* ---- the line-break view ------------------------------------------- */
 
 
+
+#ifdef HAVE_AVX2_DISPATCH
+/* strip_breaks' copy from i on with AVX-512 VBMI2: each 64-byte block's kept
+ * bytes compressed in a register and stored whole (no branch on where the
+ * breaks are: ordinary text has one every ~100 bytes); returns the new w.
+ * w <= i: a 64-byte store at o + w stays inside the n bytes of out. */
+T_AVX512 static Py_ssize_t
+strip_avx512(const unsigned char *p, unsigned char *o, Py_ssize_t i, Py_ssize_t w, Py_ssize_t n)
+{
+    const __m512i lf = _mm512_set1_epi8('\n'), cr = _mm512_set1_epi8('\r');
+    for (; i + 64 <= n; i += 64) {
+        __m512i v = _mm512_loadu_si512((const void *)(p + i));
+        __mmask64 keep = ~(_mm512_cmpeq_epi8_mask(v, lf) | _mm512_cmpeq_epi8_mask(v, cr));
+        _mm512_storeu_si512((void *)(o + w), _mm512_maskz_compress_epi8(keep, v));
+        w += _mm_popcnt_u64(keep);
+    }
+    if (i < n) {  /* the rest: a masked load and store */
+        __mmask64 in = ((__mmask64)1 << (n - i)) - 1;
+        __m512i v = _mm512_maskz_loadu_epi8(in, (const void *)(p + i));
+        __mmask64 keep = in & ~(_mm512_cmpeq_epi8_mask(v, lf) | _mm512_cmpeq_epi8_mask(v, cr));
+        __m512i c = _mm512_maskz_compress_epi8(keep, v);
+        Py_ssize_t k = (Py_ssize_t)_mm_popcnt_u64(keep);
+        _mm512_mask_storeu_epi8((void *)(o + w), ((__mmask64)1 << k) - 1, c);  /* k < 64 */
+        w += k;
+    }
+    return w;
+}
+#endif
 
 /* strip_breaks(buf: bytes) -> bytes: buf less every '\r' and '\n' (buf itself
  * when it holds none). SSE2: 16-byte blocks, a block without a break is
@@ -536,6 +896,12 @@ strip_breaks(PyObject *self, PyObject *arg)
     o = (unsigned char *)PyBytes_AS_STRING(out);
     memcpy(o, p, (size_t)i);
     w = i;
+#ifdef HAVE_AVX2_DISPATCH
+    if (simd_level >= 3) {
+        w = strip_avx512(p, o, i, w, n);
+        i = n;
+    }
+#endif
 #ifdef HAVE_SSE2
     {
         const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
@@ -683,6 +1049,9 @@ static PyMethodDef methods[] = {
      "candidate_lines(buf, limit, chars_fullmatch) -> list[int] | None"},
     {"percent_hits", (PyCFunction)(void (*)(void))percent_hits, METH_FASTCALL,
      "percent_hits(buf, bytes32, pairs8192, triples, width) -> list[tuple[int, int]] | None"},
+    {"gates", (PyCFunction)(void (*)(void))gates, METH_FASTCALL,
+     "gates(buf, limit, chars_fullmatch, percent_tables | None) -> (candidate_lines(...), percent_hits(...) | None)"},
+    {"_set_simd", set_simd, METH_O, "_set_simd(level) -> int (tests: the gates' pass at most AVX2 2, SSE2 1, scalar 0)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -694,9 +1063,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__native(void)
 {
-    int c;
     init_tables();
-    for (c = 0; c < 256; c++)
-        START[c] = (unsigned char)(ISHEX(c) || c == ' ' || c == '\t' || c == '-');
+    init_classes();
+    simd_level = best_simd();
     return PyModule_Create(&module);
 }

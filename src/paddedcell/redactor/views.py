@@ -677,13 +677,13 @@ class Gates:
             self.scan = self._native_scan
 
     def _native_scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]] | None]:
-        """:meth:`scan` with the gates in C (:meth:`.dumps.CandidateLines._native_starts`,
-        :meth:`PercentGate._native_hits`, called here directly: on every feed): the ``%``
-        check is the triggers' own memchr."""
+        """:meth:`scan` with both gates in one C pass over ``buf`` (``_native.gates``: each
+        64-byte block classified once for both; on every feed)."""
         lines, percent = self._lines, self._percent
-        return ([] if lines is None else
-                _native.candidate_lines(buf, lines.LIMIT * (1 + len(buf) // 65536), _CHARS_LINE.fullmatch),
-                None if percent is None else _native.percent_hits(buf, *percent._tables))
+        if lines is None:
+            return [], None if percent is None else _native.percent_hits(buf, *percent._tables)
+        return _native.gates(buf, lines.LIMIT * (1 + len(buf) // 65536), _CHARS_LINE.fullmatch,
+                             None if percent is None else percent._tables)
 
     def scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]] | None]:
         """``(starts of the candidate lines, or None past CandidateLines.limit; %XX trigger
