@@ -579,16 +579,34 @@ on_token(gate_scan *g, Py_ssize_t s)
     return 0;
 }
 
+/* Blocks a batch: the SIMD loop (no calls: its constants stay in registers)
+ * keeps each block's token and line bits, then the handlers take them. */
+#define BATCH 64
+
 /* The pass (see above) with one classifier; 0, or -1 on error. The '%'
- * part runs only on a buffer with a '%' (one memchr: token text has none). */
+ * part runs only on a buffer with a '%' (one memchr: token text has none).
+ * The blocks at the buffer's end are classified from a padded copy in a
+ * function of their own (one classifier call site in the loop). */
 #define DEFINE_GATE_PASS(NAME, ATTR, CLASSIFY)                                                  \
+    ATTR __attribute__((noinline)) static void NAME##_tail(const unsigned char *p, Py_ssize_t k, masks64 *m) \
+    {                                                                                           \
+        unsigned char tail[64];                                                                 \
+        if (k <= 0) {                                                                           \
+            m->pct = m->nl = m->hex = m->start = 0;                                             \
+            m->second = ~(uint64_t)0;                                                           \
+            return;                                                                             \
+        }                                                                                       \
+        memset(tail, '\n', 64);                                                                 \
+        memcpy(tail, p, (size_t)k);                                                             \
+        CLASSIFY(tail, m);                                                                      \
+    }                                                                                           \
     ATTR static int NAME(gate_scan *g)                                                          \
     {                                                                                           \
         const unsigned char *p = g->p;                                                          \
         const Py_ssize_t n = g->n;                                                              \
-        int want_pct = g->want_pct && memchr(p, '%', (size_t)n) != NULL;                        \
-        Py_ssize_t a;                                                                           \
-        unsigned char tail[64];                                                                 \
+        const int want_pct = g->want_pct && memchr(p, '%', (size_t)n) != NULL;                  \
+        Py_ssize_t a0;                                                                          \
+        uint64_t toks[BATCH], lines[BATCH];                                                     \
         masks64 cur, next;                                                                      \
         uint64_t carry = 1; /* the block's first byte starts a line */                          \
         g->any_pct = want_pct;                                                                  \
@@ -597,38 +615,46 @@ on_token(gate_scan *g, Py_ssize_t s)
         if (n >= 64)                                                                            \
             CLASSIFY(p, &cur);                                                                  \
         else {                                                                                  \
-            memset(tail, '\n', 64);                                                             \
-            memcpy(tail, p, (size_t)n);                                                         \
-            CLASSIFY(tail, &cur);                                                               \
+            masks64 t_;                                                                         \
+            NAME##_tail(p, n, &t_);                                                             \
+            cur = t_;                                                                           \
         }                                                                                       \
-        for (a = 0; a < n; a += 64) {                                                           \
-            uint64_t valid = ~(uint64_t)0, bits;                                                \
-            if (a + 128 <= n)                                                                   \
-                CLASSIFY(p + a + 64, &next);                                                    \
-            else if (a + 64 < n) {                                                              \
-                memset(tail, '\n', 64);                                                         \
-                memcpy(tail, p + a + 64, (size_t)(n - a - 64));                                 \
-                CLASSIFY(tail, &next);                                                          \
-            }                                                                                   \
-            else {                                                                              \
-                next.pct = next.nl = next.hex = next.start = 0;                                 \
-                next.second = ~(uint64_t)0;                                                     \
-                valid = n - a == 64 ? valid : ((uint64_t)1 << (n - a)) - 1;                     \
-            }                                                                                   \
-            if (want_pct) {                                                                     \
+        for (a0 = 0; a0 < n; a0 += 64 * BATCH) {                                                \
+            uint64_t any_tok = 0, any_line = 0, bits;                                           \
+            int nb = 0, b;                                                                      \
+            for (; nb < BATCH && a0 + 64 * nb < n; nb++) {                                      \
+                Py_ssize_t a = a0 + 64 * nb;                                                    \
+                uint64_t valid = ~(uint64_t)0;                                                  \
+                if (a + 128 <= n)                                                               \
+                    CLASSIFY(p + a + 64, &next);                                                \
+                else {                                                                          \
+                    masks64 t_;                                                                 \
+                    NAME##_tail(p + a + 64, n - a - 64, &t_);                                   \
+                    next = t_;                                                                  \
+                    if (n - a < 64)                                                             \
+                        valid = ((uint64_t)1 << (n - a)) - 1;                                   \
+                }                                                                               \
                 bits = cur.pct & ((cur.hex >> 1) | (next.hex << 63)) & ((cur.hex >> 2) | (next.hex << 62)); \
-                for (; bits; bits &= bits - 1)                                                  \
-                    if (on_token(g, a + ctz64(bits)) < 0)                                       \
-                        return -1;                                                              \
+                toks[nb] = bits;                                                                \
+                any_tok |= bits;                                                                \
+                bits = ((cur.nl << 1) | carry) & cur.start & ((cur.second >> 1) | (next.second << 63)) & valid; \
+                lines[nb] = bits;                                                               \
+                any_line |= bits;                                                               \
+                carry = cur.nl >> 63;                                                           \
+                cur = next;                                                                     \
             }                                                                                   \
-            bits = ((cur.nl << 1) | carry) & cur.start & ((cur.second >> 1) | (next.second << 63)) & valid; \
-            for (; bits && g->lines != NULL; bits &= bits - 1)                                  \
-                if (on_line(g, a + ctz64(bits)) < 0)                                            \
-                    return -1;                                                                  \
-            if (bits && !want_pct)                                                              \
+            if (any_tok && want_pct)                                                            \
+                for (b = 0; b < nb; b++)                                                        \
+                    for (bits = toks[b]; bits; bits &= bits - 1)                                \
+                        if (on_token(g, a0 + 64 * b + ctz64(bits)) < 0)                         \
+                            return -1;                                                          \
+            if (any_line && g->lines != NULL)                                                   \
+                for (b = 0; b < nb; b++)                                                        \
+                    for (bits = lines[b]; bits && g->lines != NULL; bits &= bits - 1)           \
+                        if (on_line(g, a0 + 64 * b + ctz64(bits)) < 0)                          \
+                            return -1;                                                          \
+            if (g->lines == NULL && !want_pct)                                                  \
                 break; /* past the limit */                                                     \
-            carry = cur.nl >> 63;                                                               \
-            cur = next;                                                                         \
         }                                                                                       \
         return 0;                                                                               \
     }
