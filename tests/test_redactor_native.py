@@ -52,11 +52,38 @@ def regex_starts(buf: bytes, hyperscan: bool, limit: int = 10**9) -> list[int] |
     return lines.starts(buf)
 
 
+#: The SIMD levels of the gates' pass this CPU runs (3 AVX-512, 2 AVX2, 1 SSE2, 0 scalar):
+#: each is checked against the Python forms (the machine picks the best one).
+BEST = native._set_simd(99)
+LEVELS = [level for level in range(BEST, -1, -1) if native._set_simd(level) == level]
+native._set_simd(BEST)
+
+
+@contextlib.contextmanager
+def simd(level: int):
+    """The native gates at this level inside the block."""
+    assert native._set_simd(level) == level
+    try:
+        yield
+    finally:
+        native._set_simd(BEST)
+
+
+def each_level(f, *args):
+    """f(*args) at every level: the same result at each, returned."""
+    out = []
+    for level in LEVELS:
+        with simd(level):
+            out.append(f(*args))
+    assert all(o == out[0] for o in out), list(zip(LEVELS, out))
+    return out[0]
+
+
 def native_starts(buf: bytes, limit: int = 10**9) -> list[int] | None:
     lines = dumps.CandidateLines(False)
     assert lines.starts == lines._native_starts
     lines.LIMIT = limit
-    return lines.starts(buf)
+    return each_level(lines.starts, buf)
 
 
 def assert_same_lines(buf: bytes) -> None:
@@ -185,7 +212,7 @@ def _gates(secrets, engine):
 def assert_same_hits(secrets, text, engine) -> None:
     nat, ref = _gates(secrets, engine)
     want = ref.hits(text) if b"%" in text else None
-    assert nat.hits(text) == want
+    assert each_level(nat.hits, text) == want
     if want is not None:
         ref._around = None  # every token one by one (the form without the window scan)
         assert ref.hits(text) == want
@@ -286,7 +313,7 @@ def test_gates_equal_the_python_gates(engine, buf, text):
     nat = views.Gates(dumps.CandidateLines(engine is matcher.HyperscanMatcher), set(secrets), engine)
     assert nat.scan == nat._native_scan
     for b in (buf, buf + text, text + b"\n" + buf, text):
-        assert nat.scan(b) == ref.scan(b)
+        assert each_level(nat.scan, b) == ref.scan(b)
 
 
 @needs_native
@@ -297,8 +324,8 @@ def test_strip_breaks_deletes_every_line_break(buf, skip):
     """The line-break view in C, at every alignment of the 16-byte blocks; views.WrapView.view uses it."""
     buf = buf[skip:]
     want = buf.translate(None, b"\r\n")
-    assert native.strip_breaks(buf) == want == views.VIEWS["wrap"].view(buf)
-    assert native.strip_breaks(bytearray(buf)) == want
+    assert each_level(native.strip_breaks, buf) == want == views.VIEWS["wrap"].view(buf)
+    assert each_level(native.strip_breaks, bytearray(buf)) == want
     if want == buf:
         assert native.strip_breaks(buf) is buf
 
@@ -321,7 +348,8 @@ def test_strip_breaks_on_text():
     rng = random.Random(4)
     for density in (0.0, 0.01, 0.1, 0.5, 1.0):
         buf = bytes(rng.choice(b"\r\n") if rng.random() < density else rng.randrange(32, 127) for _ in range(70000))
-        assert native.strip_breaks(buf) == buf.translate(None, b"\r\n")
+        for end in (70000, 64 * 5, 64 * 5 + 1, 64 * 5 - 1, 63, 1):  # (AVX-512: 64-byte blocks, a masked rest)
+            assert each_level(native.strip_breaks, buf[:end]) == buf[:end].translate(None, b"\r\n")
 
 
 @needs_native
@@ -333,3 +361,31 @@ def test_percent_hits_in_runs_of_percent_at_every_alignment():
             for text in (b"%" * run + b"qa%5A4q" + b"%" * run + tail, b"x" * run + b"%71a%5a" + tail,
                          b"%" * run + b"%5a%34" + tail, b"%" * run + tail):
                 assert_same_hits(secrets, text, matcher.AhoMatcher)
+
+
+@needs_native
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gates_at_block_and_batch_edges(engine):
+    """Line starts and %HH tokens at every offset around the 64-byte blocks and the
+    pass's 4 KiB batches, and buffers ending there (the padded last blocks), at every level;
+    also the gates with only one of the two views."""
+    secrets = [SECRET, b"qaZ4q4q4"]
+    with python_gates():
+        ref = views.Gates(dumps.CandidateLines(False), set(secrets), engine)
+        ref_lines = views.Gates(dumps.CandidateLines(False), set(), engine)
+        ref_pct = views.Gates(None, set(secrets), engine)
+    nat = views.Gates(dumps.CandidateLines(False), set(secrets), engine)
+    nat_lines = views.Gates(dumps.CandidateLines(False), set(), engine)
+    nat_pct = views.Gates(None, set(secrets), engine)
+    pieces = [b"\n0a  b\n", b"qa%5A4q", b"\n0", b"%71a%5a", b"\n-f |x|\r\n", b"\n \t0\r", b"%5", b"\n00000000 61 62  ab"]
+    rng = random.Random(5)
+    filler = bytes(rng.randrange(32, 127) for _ in range(9000)).replace(b"%", b".").replace(b"\n", b".")
+    for edge in (64, 128, 4096, 8192):
+        for shift in range(-12, 13):
+            for piece in pieces:
+                at = edge + shift
+                buf = filler[:at] + piece + filler[at:at + 100]
+                for b in (buf, buf[:at + 2], buf[:edge], buf[:edge + 1], buf[:edge - 1]):
+                    assert each_level(nat.scan, b) == ref.scan(b)
+                    assert each_level(nat_lines.scan, b) == ref_lines.scan(b)
+                    assert each_level(nat_pct.scan, b) == ref_pct.scan(b)

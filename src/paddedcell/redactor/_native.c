@@ -362,7 +362,7 @@ is_trigger(const percent_ctx *c, Py_ssize_t s)
  * Only those reach scalar code: on random text ~5 % of the '%' and ~8 % of
  * the lines, where visiting each '%' and each START line cost a
  * mispredicted branch or two (the cold cost was 2-3x the warm one). The
- * block after the buffer is taken as '\n' bytes (no hex, SECOND). */
+ * bytes after the buffer are taken as '\n's (no hex digit, no START; SECOND). */
 
 typedef struct {
     uint64_t pct, nl, hex, start, second;
@@ -624,20 +624,17 @@ on_token(gate_scan *g, Py_ssize_t s)
             int nb = 0, b;                                                                      \
             for (; nb < BATCH && a0 + 64 * nb < n; nb++) {                                      \
                 Py_ssize_t a = a0 + 64 * nb;                                                    \
-                uint64_t valid = ~(uint64_t)0;                                                  \
                 if (a + 128 <= n)                                                               \
                     CLASSIFY(p + a + 64, &next);                                                \
                 else {                                                                          \
                     masks64 t_;                                                                 \
                     NAME##_tail(p + a + 64, n - a - 64, &t_);                                   \
                     next = t_;                                                                  \
-                    if (n - a < 64)                                                             \
-                        valid = ((uint64_t)1 << (n - a)) - 1;                                   \
                 }                                                                               \
                 bits = cur.pct & ((cur.hex >> 1) | (next.hex << 63)) & ((cur.hex >> 2) | (next.hex << 62)); \
                 toks[nb] = bits;                                                                \
                 any_tok |= bits;                                                                \
-                bits = ((cur.nl << 1) | carry) & cur.start & ((cur.second >> 1) | (next.second << 63)) & valid; \
+                bits = ((cur.nl << 1) | carry) & cur.start & ((cur.second >> 1) | (next.second << 63)); \
                 lines[nb] = bits;                                                               \
                 any_line |= bits;                                                               \
                 carry = cur.nl >> 63;                                                           \
