@@ -389,3 +389,37 @@ def test_gates_at_block_and_batch_edges(engine):
                     assert each_level(nat.scan, b) == ref.scan(b)
                     assert each_level(nat_lines.scan, b) == ref_lines.scan(b)
                     assert each_level(nat_pct.scan, b) == ref_pct.scan(b)
+
+
+@needs_native
+def test_gates_without_the_gil_in_threads():
+    """A buffer of 64 KiB or more: the pass's SIMD loop runs without the GIL; threads
+    scanning at once get what one scan alone gets (and what the Python forms say)."""
+    import threading
+
+    rng = random.Random(8)
+    secrets = [SECRET, b"qaZ4q4q4"]
+    parts = []
+    while sum(map(len, parts)) < 200_000:
+        parts.append(rng.choice([layout_lines(bytes(rng.randrange(256) for _ in range(16)), rng) + b"\n",
+                                 bytes(rng.randrange(32, 127) for _ in range(rng.randrange(300))) + b"\n",
+                                 b"x%71a%5A4q%34" + b"\n"]))
+    buf = b"".join(parts)
+    with python_gates():
+        ref = views.Gates(dumps.CandidateLines(False), set(secrets), matcher.AhoMatcher)
+    nat = views.Gates(dumps.CandidateLines(False), set(secrets), matcher.AhoMatcher)
+    nat._lines.LIMIT = ref._lines.LIMIT = 10**6
+    want = ref.scan(buf)
+    assert want[0] and want[1] and each_level(nat.scan, buf) == want
+    got = []
+
+    def work():
+        for _ in range(20):
+            got.append(nat.scan(buf))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 80 and all(g == want for g in got)

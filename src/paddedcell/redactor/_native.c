@@ -579,9 +579,12 @@ on_token(gate_scan *g, Py_ssize_t s)
     return 0;
 }
 
-/* Blocks a batch: the SIMD loop (no calls: its constants stay in registers)
- * keeps each block's token and line bits, then the handlers take them. */
-#define BATCH 64
+/* Blocks a batch (64 KiB): the SIMD loop (no calls: its constants stay in
+ * registers) keeps each block's token and line bits, then the handlers take
+ * them. On a buffer of GIL_FREE_MIN bytes or more the SIMD loop runs without
+ * the GIL (the pump filters 512 KiB batches in a worker thread). */
+#define BATCH 1024
+#define GIL_FREE_MIN 65536
 
 /* The pass (see above) with one classifier; 0, or -1 on error. The '%'
  * part runs only on a buffer with a '%' (one memchr: token text has none).
@@ -622,6 +625,7 @@ on_token(gate_scan *g, Py_ssize_t s)
         for (a0 = 0; a0 < n; a0 += 64 * BATCH) {                                                \
             uint64_t any_tok = 0, any_line = 0, bits;                                           \
             int nb = 0, b;                                                                      \
+            PyThreadState *ts_ = n >= GIL_FREE_MIN ? PyEval_SaveThread() : NULL;                \
             for (; nb < BATCH && a0 + 64 * nb < n; nb++) {                                      \
                 Py_ssize_t a = a0 + 64 * nb;                                                    \
                 if (a + 128 <= n)                                                               \
@@ -640,6 +644,8 @@ on_token(gate_scan *g, Py_ssize_t s)
                 carry = cur.nl >> 63;                                                           \
                 cur = next;                                                                     \
             }                                                                                   \
+            if (ts_ != NULL)                                                                    \
+                PyEval_RestoreThread(ts_);                                                      \
             if (any_tok && want_pct)                                                            \
                 for (b = 0; b < nb; b++)                                                        \
                     for (bits = toks[b]; bits; bits &= bits - 1)                                \
