@@ -404,21 +404,6 @@ init_classes(void)
         CLS[x] = LO_TBL[x & 15] & HI_TBL[x >> 4];
 }
 
-static inline void
-classify_scalar(const unsigned char *p, masks64 *m)
-{
-    int j;
-    m->pct = m->nl = m->hex = m->start = m->second = 0;
-    for (j = 0; j < 64; j++) {
-        uint64_t c = CLS[p[j]], bit = (uint64_t)1 << j;
-        m->pct |= (c & C_PCT) ? bit : 0;
-        m->nl |= (c & C_NL) ? bit : 0;
-        m->hex |= (c & C_HEX) ? bit : 0;
-        m->start |= (c & C_START) ? bit : 0;
-        m->second |= (c & C_SECOND) ? bit : 0;
-    }
-}
-
 #ifdef HAVE_SSE2
 /* The same masks with SSE2 compares (no pshufb); SECOND is looser here
  * (',' to '>' whole), which only lets a few more lines reach line_kind. */
@@ -609,7 +594,7 @@ on_token(gate_scan *g, Py_ssize_t s)
         const Py_ssize_t n = g->n;                                                              \
         const int want_pct = g->want_pct && memchr(p, '%', (size_t)n) != NULL;                  \
         Py_ssize_t a0;                                                                          \
-        uint64_t toks[BATCH], lines[BATCH];                                                     \
+        uint64_t toks[BATCH], lines[BATCH], nzt[BATCH / 64], nzl[BATCH / 64];                   \
         masks64 cur, next;                                                                      \
         uint64_t carry = 1; /* the block's first byte starts a line */                          \
         g->any_pct = want_pct;                                                                  \
@@ -623,9 +608,11 @@ on_token(gate_scan *g, Py_ssize_t s)
             cur = t_;                                                                           \
         }                                                                                       \
         for (a0 = 0; a0 < n; a0 += 64 * BATCH) {                                                \
-            uint64_t any_tok = 0, any_line = 0, bits;                                           \
-            int nb = 0, b;                                                                      \
+            uint64_t bits, w;                                                                   \
+            int nb = 0, b, k;                                                                   \
             PyThreadState *ts_ = n >= GIL_FREE_MIN ? PyEval_SaveThread() : NULL;                \
+            memset(nzt, 0, sizeof(nzt));                                                        \
+            memset(nzl, 0, sizeof(nzl));                                                        \
             for (; nb < BATCH && a0 + 64 * nb < n; nb++) {                                      \
                 Py_ssize_t a = a0 + 64 * nb;                                                    \
                 if (a + 128 <= n)                                                               \
@@ -637,32 +624,70 @@ on_token(gate_scan *g, Py_ssize_t s)
                 }                                                                               \
                 bits = cur.pct & ((cur.hex >> 1) | (next.hex << 63)) & ((cur.hex >> 2) | (next.hex << 62)); \
                 toks[nb] = bits;                                                                \
-                any_tok |= bits;                                                                \
+                nzt[nb >> 6] |= (uint64_t)(bits != 0) << (nb & 63);                             \
                 bits = ((cur.nl << 1) | carry) & cur.start & ((cur.second >> 1) | (next.second << 63)); \
                 lines[nb] = bits;                                                               \
-                any_line |= bits;                                                               \
+                nzl[nb >> 6] |= (uint64_t)(bits != 0) << (nb & 63);                             \
                 carry = cur.nl >> 63;                                                           \
                 cur = next;                                                                     \
             }                                                                                   \
             if (ts_ != NULL)                                                                    \
                 PyEval_RestoreThread(ts_);                                                      \
-            if (any_tok && want_pct)                                                            \
-                for (b = 0; b < nb; b++)                                                        \
+            /* the blocks with bits, from the words of flags (no branch per empty block) */ \
+            for (k = 0; want_pct && k < BATCH / 64; k++)                                        \
+                for (w = nzt[k]; w; w &= w - 1) {                                               \
+                    b = 64 * k + ctz64(w);                                                      \
                     for (bits = toks[b]; bits; bits &= bits - 1)                                \
                         if (on_token(g, a0 + 64 * b + ctz64(bits)) < 0)                         \
                             return -1;                                                          \
-            if (any_line && g->lines != NULL)                                                   \
-                for (b = 0; b < nb; b++)                                                        \
+                }                                                                               \
+            for (k = 0; g->lines != NULL && k < BATCH / 64; k++)                                \
+                for (w = nzl[k]; w && g->lines != NULL; w &= w - 1) {                           \
+                    b = 64 * k + ctz64(w);                                                      \
                     for (bits = lines[b]; bits && g->lines != NULL; bits &= bits - 1)           \
                         if (on_line(g, a0 + 64 * b + ctz64(bits)) < 0)                          \
                             return -1;                                                          \
+                }                                                                               \
             if (g->lines == NULL && !want_pct)                                                  \
                 break; /* past the limit */                                                     \
         }                                                                                       \
         return 0;                                                                               \
     }
 
-DEFINE_GATE_PASS(gate_pass_scalar, , classify_scalar)
+
+/* The gates without SIMD (level 0; aarch64): memchr from line to line and
+ * from '%' to '%' (glibc's memchr is vectorised there), the same handlers;
+ * classifying blocks byte by byte cost ~5x this. */
+static int
+gate_pass_memchr(gate_scan *g)
+{
+    const unsigned char *p = g->p, *q;
+    const Py_ssize_t n = g->n;
+    Py_ssize_t a;
+    g->any_pct = g->want_pct && n > 0 && memchr(p, '%', (size_t)n) != NULL;
+    if (g->any_pct)
+        for (q = memchr(p, '%', (size_t)n); q != NULL; q = memchr(q + 1, '%', (size_t)(p + n - q - 1))) {
+            a = q - p;
+            if (a + 3 <= n && ISHEX(p[a + 1]) && ISHEX(p[a + 2])) {
+                if (on_token(g, a) < 0)
+                    return -1;
+                if (a + 3 >= n)
+                    break;
+                q += 2;  /* (a token holds no other '%') */
+            }
+            else if (a + 1 >= n)
+                break;
+        }
+    for (a = 0; a < n && g->lines != NULL;) {
+        if ((CLS[p[a]] & C_START) && (a + 1 == n || (CLS[p[a + 1]] & C_SECOND)) && on_line(g, a) < 0)
+            return -1;
+        q = memchr(p + a, '\n', (size_t)(n - a));
+        if (q == NULL)
+            break;
+        a = q - p + 1;
+    }
+    return 0;
+}
 #ifdef HAVE_SSE2
 DEFINE_GATE_PASS(gate_pass_sse2, , classify_sse2)
 #endif
@@ -713,7 +738,7 @@ gate_run(gate_scan *g, PyObject *buf, Py_buffer *view, int want_lines, Py_ssize_
         r = gate_pass_sse2(g);
     else
 #endif
-        r = gate_pass_scalar(g);
+        r = gate_pass_memchr(g);
     if (r < 0) {
         Py_CLEAR(g->lines);
         Py_CLEAR(g->hits);
