@@ -367,7 +367,7 @@ def test_percent_hits_in_runs_of_percent_at_every_alignment():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_gates_at_block_and_batch_edges(engine):
     """Line starts and %HH tokens at every offset around the 64-byte blocks and the
-    pass's 4 KiB batches, and buffers ending there (the padded last blocks), at every level;
+    pass's 64 KiB batches, and buffers ending there (the padded last blocks), at every level;
     also the gates with only one of the two views."""
     secrets = [SECRET, b"qaZ4q4q4"]
     with python_gates():
@@ -379,9 +379,9 @@ def test_gates_at_block_and_batch_edges(engine):
     nat_pct = views.Gates(None, set(secrets), engine)
     pieces = [b"\n0a  b\n", b"qa%5A4q", b"\n0", b"%71a%5a", b"\n-f |x|\r\n", b"\n \t0\r", b"%5", b"\n00000000 61 62  ab"]
     rng = random.Random(5)
-    filler = bytes(rng.randrange(32, 127) for _ in range(9000)).replace(b"%", b".").replace(b"\n", b".")
-    for edge in (64, 128, 4096, 8192):
-        for shift in range(-12, 13):
+    filler = bytes(rng.randrange(32, 127) for _ in range(66000)).replace(b"%", b".").replace(b"\n", b".")
+    for edge in (64, 128, 4096, 65536):
+        for shift in (range(-12, 13) if edge < 65536 else (-4, -3, -1, 0, 1, 2)):
             for piece in pieces:
                 at = edge + shift
                 buf = filler[:at] + piece + filler[at:at + 100]
