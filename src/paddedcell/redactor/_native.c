@@ -47,7 +47,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+/* PADDEDCELL_NO_SIMD (a build flag, for checking the aarch64 path on x86): no SIMD at all. */
+#if !defined(PADDEDCELL_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
 #include <emmintrin.h>
 #define HAVE_SSE2 1
 #if defined(_MSC_VER)
@@ -447,7 +448,7 @@ classify_sse2(const unsigned char *p, masks64 *m)
 }
 #endif
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(HAVE_SSE2) && defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define HAVE_AVX2_DISPATCH 1
 /* The masks with AVX2: two pshufb lookups (LO_TBL, HI_TBL) classify 32 bytes. */
