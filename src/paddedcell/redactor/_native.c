@@ -6,7 +6,8 @@
  * checks equality, at every SIMD level). Plain C and the CPython API; x86
  * SIMD beyond SSE2 (AVX2, AVX-512) only in functions built for it
  * (GCC/clang target attributes) and called when the CPU has it. The GIL is
- * held, but for the gates' SIMD loop on a buffer of 64 KiB or more.
+ * held, but for the gates' SIMD loop and strip_breaks' copy on a buffer of
+ * 64 KiB or more (the pump filters 512 KiB batches in a worker thread).
  *
  * candidate_lines(buf, limit, chars_fullmatch) -> list[int] | None
  *     The starts of the lines of buf that fullmatch dumps._CANDIDATE (lines
@@ -962,56 +963,12 @@ strip_avx512(const unsigned char *p, unsigned char *o, Py_ssize_t i, Py_ssize_t 
 }
 #endif
 
-/* strip_breaks(buf: bytes) -> bytes: buf less every '\r' and '\n' (buf itself
- * when it holds none). From the first break on: AVX-512 VBMI2 (level 3)
- * or SSSE3 (level 2) compress every block without a branch on its breaks;
- * else SSE2: 16-byte blocks, a block without a break is copied whole
- * (ordinary text: one block in ~6 holds one, so that branch mispredicts). */
-static PyObject *
-strip_breaks(PyObject *self, PyObject *arg)
+/* strip_breaks' copy: p[i:n] less its breaks to o + i (p[:i] has none, and is
+ * there already); the new length. */
+static Py_ssize_t
+strip_from(const unsigned char *p, unsigned char *o, Py_ssize_t i, Py_ssize_t n)
 {
-    const unsigned char *p;
-    unsigned char *o;
-    Py_ssize_t n, i = 0, w;
-    PyObject *out;
-    Py_buffer view;
-
-    if (!PyBytes_CheckExact(arg)) {  /* another buffer: as bytes first */
-        PyObject *b;
-        if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-            return NULL;
-        b = PyBytes_FromStringAndSize((const char *)view.buf, view.len);
-        PyBuffer_Release(&view);
-        if (b == NULL)
-            return NULL;
-        out = strip_breaks(self, b);
-        Py_DECREF(b);
-        return out;
-    }
-    p = (const unsigned char *)PyBytes_AS_STRING(arg);
-    n = PyBytes_GET_SIZE(arg);
-#ifdef HAVE_SSE2
-    {
-        const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
-        for (; i + 16 <= n; i += 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-            if (_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr))))
-                break;
-        }
-    }
-#endif
-    for (; i < n && p[i] != '\n' && p[i] != '\r'; i++)
-        ;
-    if (i == n) {
-        Py_INCREF(arg);
-        return arg;
-    }
-    out = PyBytes_FromStringAndSize(NULL, n);
-    if (out == NULL)
-        return NULL;
-    o = (unsigned char *)PyBytes_AS_STRING(out);
-    memcpy(o, p, (size_t)i);
-    w = i;
+    Py_ssize_t w = i;
 #ifdef HAVE_AVX2_DISPATCH
     if (simd_level >= 3) {
         w = strip_avx512(p, o, i, w, n);
@@ -1063,6 +1020,65 @@ strip_breaks(PyObject *self, PyObject *arg)
         o[w] = c;
         w += (c != '\n' && c != '\r');
     }
+    return w;
+}
+
+/* strip_breaks(buf: bytes) -> bytes: buf less every '\r' and '\n' (buf itself
+ * when it holds none). From the first break on: AVX-512 VBMI2 (level 3)
+ * or SSSE3 (level 2) compress every block without a branch on its breaks;
+ * else SSE2: 16-byte blocks, a block without a break is copied whole
+ * (ordinary text: one block in ~6 holds one, so that branch mispredicts). */
+static PyObject *
+strip_breaks(PyObject *self, PyObject *arg)
+{
+    const unsigned char *p;
+    unsigned char *o;
+    Py_ssize_t n, i = 0, w;
+    PyObject *out;
+    Py_buffer view;
+
+    if (!PyBytes_CheckExact(arg)) {  /* another buffer: as bytes first */
+        PyObject *b;
+        if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+            return NULL;
+        b = PyBytes_FromStringAndSize((const char *)view.buf, view.len);
+        PyBuffer_Release(&view);
+        if (b == NULL)
+            return NULL;
+        out = strip_breaks(self, b);
+        Py_DECREF(b);
+        return out;
+    }
+    p = (const unsigned char *)PyBytes_AS_STRING(arg);
+    n = PyBytes_GET_SIZE(arg);
+#ifdef HAVE_SSE2
+    {
+        const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+        for (; i + 16 <= n; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+            if (_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr))))
+                break;
+        }
+    }
+#endif
+    for (; i < n && p[i] != '\n' && p[i] != '\r'; i++)
+        ;
+    if (i == n) {
+        Py_INCREF(arg);
+        return arg;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n);
+    if (out == NULL)
+        return NULL;
+    o = (unsigned char *)PyBytes_AS_STRING(out);
+    memcpy(o, p, (size_t)i);
+    if (n >= GIL_FREE_MIN) {  /* (out is no one else's yet; arg is bytes) */
+        Py_BEGIN_ALLOW_THREADS
+        w = strip_from(p, o, i, n);
+        Py_END_ALLOW_THREADS
+    }
+    else
+        w = strip_from(p, o, i, n);
     if (_PyBytes_Resize(&out, w) < 0)
         return NULL;
     return out;
