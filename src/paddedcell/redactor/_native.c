@@ -588,8 +588,7 @@ on_token(gate_scan *g, Py_ssize_t s)
 #define BATCH 1024
 #define GIL_FREE_MIN 65536
 
-/* The pass (see above) with one classifier; 0, or -1 on error. The '%'
- * part runs only on a buffer with a '%' (one memchr: token text has none).
+/* The pass (see above) with one classifier; 0, or -1 on error.
  * The blocks at the buffer's end are classified from a padded copy in a
  * function of their own (one classifier call site in the loop). */
 #define DEFINE_GATE_PASS(NAME, ATTR, CLASSIFY)                                                  \
@@ -609,12 +608,13 @@ on_token(gate_scan *g, Py_ssize_t s)
     {                                                                                           \
         const unsigned char *p = g->p;                                                          \
         const Py_ssize_t n = g->n;                                                              \
-        const int want_pct = g->want_pct && memchr(p, '%', (size_t)n) != NULL;                  \
+        const int want_pct = g->want_pct;                                                       \
+        uint64_t anyp = 0; /* a '%' seen */                                                     \
         Py_ssize_t a0;                                                                          \
         uint64_t toks[BATCH], lines[BATCH], nzt[BATCH / 64], nzl[BATCH / 64];                   \
         masks64 cur, next;                                                                      \
         uint64_t carry = 1; /* the block's first byte starts a line */                          \
-        g->any_pct = want_pct;                                                                  \
+        g->any_pct = 0;                                                                         \
         if (n <= 0 || (g->lines == NULL && !want_pct))                                          \
             return 0;                                                                           \
         if (n >= 64)                                                                            \
@@ -641,6 +641,7 @@ on_token(gate_scan *g, Py_ssize_t s)
                 }                                                                               \
                 bits = cur.pct & ((cur.hex >> 1) | (next.hex << 63)) & ((cur.hex >> 2) | (next.hex << 62)); \
                 toks[nb] = bits;                                                                \
+                anyp |= cur.pct;                                                                \
                 nzt[nb >> 6] |= (uint64_t)(bits != 0) << (nb & 63);                             \
                 bits = ((cur.nl << 1) | carry) & cur.start & ((cur.second >> 1) | (next.second << 63)); \
                 lines[nb] = bits;                                                               \
@@ -650,6 +651,7 @@ on_token(gate_scan *g, Py_ssize_t s)
             }                                                                                   \
             if (ts_ != NULL)                                                                    \
                 PyEval_RestoreThread(ts_);                                                      \
+            g->any_pct = want_pct && anyp != 0;                                                 \
             /* the blocks with bits, from the words of flags (no branch per empty block) */ \
             for (k = 0; want_pct && k < BATCH / 64; k++)                                        \
                 for (w = nzt[k]; w; w &= w - 1) {                                               \
