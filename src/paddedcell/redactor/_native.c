@@ -375,8 +375,8 @@ is_trigger(const percent_ctx *c, Py_ssize_t s)
  * Only those reach scalar code: on random text ~5 % of the '%' and ~8 % of
  * the lines, where visiting each '%' and each START line cost a
  * mispredicted branch or two (the cold cost was 2-3x the warm one).
- * Measured (64 KiB k=10, cold chunks): random text 23 -> 8.4 us, token log
- * 14.5 -> 11.6 us. The bytes after the buffer are taken as '\n's (no hex
+ * Measured (64 KiB k=10, cold chunks): random text 23 -> 9 us, token log
+ * 14.2 -> 10.6 us. The bytes after the buffer are taken as '\n's (no hex
  * digit, no START; SECOND). Classifiers: AVX-512BW and AVX2 (pshufb on the
  * nibbles: LO_TBL, HI_TBL), SSE2 (compares); without SSE2 the gates walk
  * with memchr instead (gate_pass_memchr). */
