@@ -320,13 +320,13 @@ print(len([a for a in ran if "ldconfig" in str(a)]))
 
 def test_a_secret_across_the_pipe_batches_is_masked_in_the_live_output(vault_home):
     # A masking pipe is read and filtered in batches of up to REDACTED_BATCH (what was
-    # ready, twice the pipe's size): a secret placed just before each multiple of the
-    # batch and the pipe sizes comes out masked, with every other byte as written.
+    # ready; what the enlarged pipe holds): a secret placed just before each multiple of
+    # the batch and the pipe sizes comes out masked, with every other byte as written.
     from paddedcell.supervisor.session import PIPE_SIZE, REDACTED_BATCH
 
     home, ws = vault_home
     value = SECRETS["api_key"]
-    ends = (PIPE_SIZE, REDACTED_BATCH, REDACTED_BATCH + PIPE_SIZE, 2 * REDACTED_BATCH)
+    ends = sorted({n * size for n in (1, 2, 3) for size in (PIPE_SIZE, REDACTED_BATCH)})
     pads, at = [], 0
     for end in ends:
         pads.append(end - 5 - at)  # the secret starts 5 bytes before ``end``

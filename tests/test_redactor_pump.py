@@ -242,7 +242,7 @@ async def test_the_reader_stops_reading_while_the_loop_lags():
         os.close(stop)
 
 
-# --- a masking pipe's read-ahead (readahead.read_batches) ----------------------------
+# --- a masking pipe's batches (readahead.read_batches) --------------------------------
 
 
 def unread(fd: int) -> int:
@@ -260,18 +260,18 @@ def read_all_batches(r: int, use, size: int) -> None:
 
     from paddedcell.supervisor.readahead import read_batches
 
-    buffers = (memoryview(bytearray(size)), memoryview(bytearray(size)))
+    buffer = memoryview(bytearray(size))
     while True:
-        eof, drained = read_batches(r, buffers, use, 3)
+        eof, drained = read_batches(r, buffer, use, 3)
         if eof:
             return
         if drained:
             select.select([r], [], [])
 
 
-async def test_read_ahead_batches_mask_exactly_what_the_redactor_masks():
-    # A writer's odd pieces, secrets straddling the buffers' edges at many offsets: batch
-    # after batch (each read while the one before was used), in order, as one feed.
+async def test_pipe_batches_mask_exactly_what_the_redactor_masks():
+    # A writer's odd pieces, secrets straddling the buffer's edges at many offsets: batch
+    # after batch, in order, as one feed.
     size = 4096
     text = b"".join(b"y" * gap + SECRET.encode() for gap in range(size - 40, size + 40, 7)) * 3
     redactor = StreamRedactor([SECRET])
@@ -299,67 +299,62 @@ async def test_read_ahead_batches_mask_exactly_what_the_redactor_masks():
     assert len(shown) >= len(text) // size
 
 
-def test_the_next_batch_is_read_while_this_one_is_used():
-    # While ``use`` holds batch 1 the helper empties the pipe (into the other buffer);
-    # batch 2 is those bytes. Nothing arrives while batch 2 is used: drained, no 3rd batch.
+def test_read_batches_uses_what_is_ready_in_order_and_says_why_it_stopped():
+    # Full buffers are used one after the other; a short read means the pipe is drained
+    # (the caller waits for it); at most ``batches`` a call; ``use`` saying False stops.
     from paddedcell.supervisor.readahead import read_batches
 
     r, w = os.pipe()
     os.set_blocking(r, False)
     seen: list[bytes] = []
-
-    def use(view) -> bool:
-        seen.append(bytes(view))
-        if len(seen) == 1:
-            os.write(w, b"second")
-            deadline = time.monotonic() + 30  # a fail-safe, not a timing: one look at least
-            while unread(r) and time.monotonic() < deadline:
-                time.sleep(0.001)
-            assert unread(r) == 0  # read while this batch was in use
-        return True
-
+    buffer = memoryview(bytearray(4))
     try:
-        os.write(w, b"first")
-        buffers = (memoryview(bytearray(64)), memoryview(bytearray(64)))
-        assert read_batches(r, buffers, use, 8) == (False, True)
-        assert seen == [b"first", b"second"]
+        os.write(w, b"0123456789")
+        assert read_batches(r, buffer, lambda v: seen.append(bytes(v)) or True, 2) == (False, False)
+        assert seen == [b"0123", b"4567"]
+        assert read_batches(r, buffer, lambda v: seen.append(bytes(v)) or True, 8) == (False, True)
+        assert seen == [b"0123", b"4567", b"89"]
+        assert read_batches(r, buffer, lambda v: False, 8) == (False, True)  # nothing read
+        os.write(w, b"x")
+        assert read_batches(r, buffer, lambda v: False, 8) == (True, False)  # told to stop
+        os.write(w, b"yz")
         os.close(w)
         w = None
-        assert read_batches(r, buffers, use, 8) == (True, False)
-        assert seen == [b"first", b"second"]
+        assert read_batches(r, buffer, lambda v: seen.append(bytes(v)) or True, 8) == (True, False)
+        assert seen[-1] == b"yz"
     finally:
         os.close(r)
         if w is not None:
             os.close(w)
 
 
-def test_without_a_descriptor_for_the_read_ahead_each_batch_is_used_alone(monkeypatch):
-    # At the file limit (a channel flood, EMFILE) the read-ahead's eventfd cannot be had:
-    # the batch read is used as before the read-ahead, one a call, nothing lost or reordered.
-    import errno
+def test_pipes_are_enlarged_only_within_the_budget(monkeypatch):
+    # Pipe pages count against the user's soft limit: past the budget a pipe keeps its
+    # default size, and what a pump gave back can be had again.
+    import fcntl
 
-    from paddedcell.supervisor import readahead
+    from paddedcell.supervisor import session
 
-    def no_descriptor(*args):
-        raise OSError(errno.EMFILE, "Too many open files")
-
-    monkeypatch.setattr(readahead.os, "eventfd", no_descriptor)
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    seen: list[bytes] = []
+    monkeypatch.setattr(session, "_pipe_bytes", 0)
+    monkeypatch.setattr(session, "PIPE_BUDGET", 2 * session.PIPE_SIZE)
+    pipes = [os.pipe() for _ in range(3)]
     try:
-        os.write(w, b"0123456789")
-        buffers = (memoryview(bytearray(4)), memoryview(bytearray(4)))
-        answers = [readahead.read_batches(r, buffers, lambda v: seen.append(bytes(v)) or True, 8)
-                   for _ in range(3)]
-        assert seen == [b"0123", b"4567", b"89"]
-        assert answers == [(False, False), (False, False), (False, True)]
-        assert readahead.read_batches(r, buffers, lambda v: False, 8) == (False, True)  # nothing read
-        os.write(w, b"x")
-        assert readahead.read_batches(r, buffers, lambda v: False, 8) == (True, False)  # told to stop
+        got = [session._enlarge_pipe(r) for r, _ in pipes]
+        assert got[:2] == [session.PIPE_SIZE, session.PIPE_SIZE] and got[2] == 0
+        assert fcntl.fcntl(pipes[2][0], session.F_SETPIPE_SZ - 1) < session.PIPE_SIZE  # F_GETPIPE_SZ
+        session._give_back_pipe(got[0])
+        assert session._enlarge_pipe(pipes[2][0]) == session.PIPE_SIZE
+        r, w = os.openpty()  # no pipe: nothing counted
+        try:
+            session._give_back_pipe(got[1])
+            assert session._enlarge_pipe(r) == 0 and session._pipe_bytes == session.PIPE_SIZE
+        finally:
+            os.close(r)
+            os.close(w)
     finally:
-        os.close(r)
-        os.close(w)
+        for r, w in pipes:
+            os.close(r)
+            os.close(w)
 
 
 @pytest.mark.parametrize("pty", [False, True], ids=["pipes", "pty"])

@@ -14,8 +14,8 @@ Output work runs in worker threads (``trio.to_thread`` under one limiter of
 ``supervisor.filter_threads`` threads), so the event loop only appends and
 answers routes, and the engine's scans (which release the GIL) use the other
 cores. A stream that masks secrets is read by the worker too: it reads what is
-ready (up to ``REDACTED_BATCH``) into its own buffer and sanitizes and filters
-it in one call, while a helper thread reads the next batch into a second buffer
+ready (up to ``REDACTED_BATCH``) into its thread's buffer and sanitizes and filters
+it in one call while the command refills the enlarged pipe
 (:func:`.readahead.read_batches`), and the loop's thread does not wake for every
 read to fight it for the GIL. Without a secret the loop reads;
 plain ASCII without escapes, which needs no work, stays on the loop, anything
@@ -64,20 +64,23 @@ PTY_READ_SIZE = 64 * 1024
 #: flip buffers and the 4 KiB line discipline), so one read-until-EAGAIN takes it all.
 #: In flight per PTY stream: this, and up to twice this handed over but not yet shown.
 PTY_READ_AHEAD = 80 * 1024
-#: The stdout pipe is enlarged to this (fewer wakeups). Pipe pages count
-#: against the user's ``pipe-user-pages-soft`` (64 MiB), so not more.
-PIPE_SIZE = 256 * 1024
+#: The stdout pipe is enlarged to this: fewer wake-ups, and the pipe is a masking
+#: stream's read-ahead (the command refills it while the worker filters the last batch).
+#: Pipe pages count against the user's ``pipe-user-pages-soft`` (64 MiB; over it, an
+#: unprivileged user's new pipes get two pages), so a process enlarges pipes only while
+#: their total stays within :data:`PIPE_BUDGET`.
+PIPE_SIZE = 512 * 1024
+#: Bytes of enlarged pipes a process holds at once: a quarter of the soft limit (32
+#: sessions streaming at once; the 33rd keeps the 64 KiB default, slower, correct).
+PIPE_BUDGET = 16 * 1024 * 1024
 #: Bytes a worker filters in one call before it hands the output to the loop: one
-#: redactor feed per batch; the next batch is read meanwhile (the read-ahead waits for
-#: the writer to refill the pipe). Twice what the pipe holds: half the batches, so half
-#: the per-batch hand-offs, thread wake-ups and loop turns (128 MiB, 10 secrets, load
-#: 1.1-1.5, three runs of 4-6 alternated rounds: pump 0.33-0.36 GB/s and CPU 1.67-1.73x
-#: the filter alone at 512 KiB, against 0.27-0.33 and 1.87-2.09x at 256 KiB, 0.26-0.28
-#: and 1.94-2.37x at 1 MiB; an earlier figure, 64 MiB at load 2.5-2.8, had 256 KiB
-#: ahead: wall 0.48 s against 0.62 at 512, with an older redactor). Only
-#: ``filter_threads`` workers' batches (two buffers each) are in flight at once,
-#: whatever the number of sessions.
-REDACTED_BATCH = 2 * PIPE_SIZE
+#: redactor feed per batch, what the pipe holds (128 MiB, 10 secrets, 7 alternated
+#: rounds, session 10: 512 KiB read straight from a 512 KiB pipe 0.63 GB/s and 0.22 CPU s,
+#: 1 MiB 0.61 and 0.22, 2 MiB 0.22 and 0.61; a 256 KiB pipe with a helper thread reading
+#: the next 512 KiB batch ahead, before, 0.50 and 0.30). Only ``filter_threads``
+#: workers' batches (one buffer each) are in flight at once, whatever the number of
+#: sessions.
+REDACTED_BATCH = PIPE_SIZE
 #: Batches a worker reads and filters in one turn at the limiter's threads (the
 #: loop shows them meanwhile; the worker waits once a batch's worth is unshown).
 BATCHES_PER_TURN = 8
@@ -366,16 +369,16 @@ class Session:
     def _read_and_filter_batches(self, stream: str, fd: int, handoff: Handoff
                                  ) -> tuple[bool, bool]:
         """In a worker thread: read what is ready, up to ``REDACTED_BATCH`` bytes, into
-        one of this thread's batch buffers, sanitize and filter it (a helper thread
-        reads the next batch into the other meanwhile: :func:`.readahead.read_batches`)
-        and hand it to the loop's ``_emit`` in order without a round trip
+        this thread's batch buffer, sanitize and filter it (the command refills the pipe
+        meanwhile: :func:`.readahead.read_batches`) and hand it to the loop's ``_emit``
+        in order without a round trip
         (:class:`.readahead.Handoff`: one loop wake-up for what piled up, and a wait when
         the loop lags). Returns
         ``(eof, drained)`` after ``BATCHES_PER_TURN`` batches at most, so that sessions
         take turns at the limiter's threads; nothing is read past them (back-pressure).
         The loop runs every queued hand-off before it resumes the pump (its entry queue
         is first in, first out), so nothing is shown out of order."""
-        return read_batches(fd, _batch_buffers(),
+        return read_batches(fd, _batch_buffer(),
                             lambda data: handoff.put(self._filter(stream, data)),
                             BATCHES_PER_TURN)
 
@@ -390,11 +393,7 @@ class Session:
         size = PTY_READ_SIZE if self.pty else PIPE_READ_SIZE
         limiter = _filter_limiter(self.settings)
         handoff = Handoff(partial(self._emit, stream), REDACTED_BATCH)
-        if stream == "stdout":
-            try:  # a bigger pipe: fewer wakeups at gigabyte rates
-                fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
-            except OSError:
-                pass
+        enlarged = _enlarge_pipe(fd) if stream == "stdout" else 0
         try:
             while True:
                 if self.pty and self._masking(stream):
@@ -457,6 +456,7 @@ class Session:
                 rest = self._sanitizers[stream].flush()
                 last = self._redactors.get(stream, redactor)
                 self._emit(stream, (last.feed(rest) if rest else b"") + last.flush())
+            _give_back_pipe(enlarged)
             self._open_pumps -= 1
             if self._open_pumps == 0:
                 self._pumps_done.set()
@@ -663,18 +663,41 @@ class Session:
                 self.stdin_closed = True
 
 
-_BATCH_BUFFERS = threading.local()
+_BATCH_BUFFER = threading.local()
 
 
-def _batch_buffers() -> tuple[memoryview, memoryview]:
-    """This worker thread's two read buffers (``REDACTED_BATCH`` bytes each, reused: no
-    fresh pages per read; one pair per filter thread, not one per session): one is
-    filtered while the other is read into."""
-    bufs = getattr(_BATCH_BUFFERS, "views", None)
-    if bufs is None:
-        bufs = _BATCH_BUFFERS.views = (memoryview(bytearray(REDACTED_BATCH)),
-                                       memoryview(bytearray(REDACTED_BATCH)))
-    return bufs
+def _batch_buffer() -> memoryview:
+    """This worker thread's read buffer (``REDACTED_BATCH`` bytes, reused: no fresh pages
+    per read; one per filter thread, not one per session)."""
+    buf = getattr(_BATCH_BUFFER, "view", None)
+    if buf is None:
+        buf = _BATCH_BUFFER.view = memoryview(bytearray(REDACTED_BATCH))
+    return buf
+
+
+_pipe_bytes = 0  # enlarged pipe bytes held now (PIPE_BUDGET)
+_pipe_lock = threading.Lock()
+
+
+def _enlarge_pipe(fd: int) -> int:
+    """Enlarge the pipe ``fd`` to ``PIPE_SIZE`` if the budget allows: the bytes it now
+    counts against :data:`PIPE_BUDGET` (0: left as it was; a PTY is no pipe)."""
+    global _pipe_bytes
+    with _pipe_lock:
+        if _pipe_bytes + PIPE_SIZE > PIPE_BUDGET:
+            return 0
+        try:
+            size = fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
+        except OSError:  # not a pipe, or the user's pipe pages are spent (EPERM)
+            return 0
+        _pipe_bytes += size
+        return size
+
+
+def _give_back_pipe(size: int) -> None:
+    global _pipe_bytes
+    with _pipe_lock:
+        _pipe_bytes -= size
 
 
 def new_session_id() -> str:
