@@ -21,6 +21,8 @@ COMMON_BYTES = b" etaoinsrhl\n\tdcumfpgwybvkxjqz.,:;=\"'()\r"
 #: heads group, so a line break still ends the other patterns' tails.
 BREAKS = b"\r\n"
 _PRINTABLE = frozenset(range(0x20, 0x7F))
+#: Byte order of the grams' integers (they are cast from the patterns' bytes, see :meth:`_Grams.of`).
+_ORDER = sys.byteorder
 
 
 class _Heads:
@@ -116,7 +118,7 @@ class _Grams:
 
     def holds(self, last: bytes) -> bool:
         """Whether ``last`` (8 bytes) may be a gram of some pattern."""
-        r = int.from_bytes(last, sys.byteorder) % self._prime
+        r = int.from_bytes(last, _ORDER) % self._prime
         return self._bits[r >> 3] >> (r & 7) & 1 == 1
 
 
@@ -164,7 +166,7 @@ class PrefixIndex:
     (under 10 entries per pattern; ~110 000 at 1 000 secrets).
     """
 
-    __slots__ = ("_sorted", "_groups", "_short", "_grams", "maxlen")
+    __slots__ = ("_sorted", "_groups", "_short", "_grams", "_bits", "_prime", "maxlen")
 
     HEAD = 8
     #: Most bytes each group's tail is cut at (one ``rfind`` each per hold).
@@ -202,6 +204,8 @@ class PrefixIndex:
             self._groups.append(_Group(scanned, longest, reach, stops, gate))
         grouped = [p for p in ordered if len(p) >= head]
         self._grams = _Grams.of(grouped) if grouped and head == 8 else None
+        #: The gram filter's bitmap and prime, read by :meth:`hold` itself (no call).
+        self._bits, self._prime = (self._grams._bits, self._grams._prime) if self._grams is not None else (None, 1)
         # Short tails: each key a substring of up to 3 bytes ending within a
         # pattern's first 7 (value 0), or a prefix of up to 4 bytes (value 1).
         short: dict[bytes, int] = {}
@@ -215,14 +219,25 @@ class PrefixIndex:
         self._short = short
 
     def hold(self, buf: bytes) -> int:
+        bits = self._bits
+        if bits is not None and (len(buf) < 8 or not bits[(r := int.from_bytes(buf[-8:], _ORDER) % self._prime) >> 3]
+                                 >> (r & 7) & 1):
+            # Most feeds: the last 8 bytes are no gram of a pattern (_Grams.holds, inline: one
+            # call less), so no tail of HEAD bytes or more is held; a shorter one ends with a
+            # key of the short dict.
+            if buf[-1:] not in self._short:
+                return 0
+            return self._short_hold(buf, min(len(buf), self.maxlen - 1, self.HEAD - 1))
+        return self._long_hold(buf)
+
+    def _long_hold(self, buf: bytes) -> int:
+        """:meth:`hold` when a tail of ``HEAD`` bytes or more may be held."""
         n = len(buf)
         best = 0
         top = self.maxlen - 1  # read here: a caller may raise maxlen (views count a whole p[:-1])
         head = self.HEAD
         last = buf[-head:]
-        grams = self._grams
-        # A tail of HEAD bytes or more ends with a gram of its pattern: without one, none is held.
-        groups = self._groups if grams is None or (n >= head and grams.holds(last)) else ()
+        groups = self._groups if n >= head else ()  # (here: no gram filter, or the last 8 bytes pass it)
         for g in groups:
             if g.alphabet is not None and last.rstrip(g.alphabet):
                 continue  # a byte among the last 8 no pattern of the group holds

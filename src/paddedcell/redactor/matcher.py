@@ -103,6 +103,14 @@ class _Engine:
         view computes its transform of ``buf`` once for both."""
         return (0 if final else self.hold(buf)), self.find(buf, final)
 
+    def scan_keep(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]], int]:
+        """``(hold, found, keep)``: :meth:`scan`, and where the next scan buffer
+        starts: :meth:`sync` of the cut (``len(buf) - hold``) when something is
+        held or :attr:`sync_always`, else the cut (a feed's calls in one)."""
+        hold, found = self.scan(buf, final)
+        i = len(buf) - hold
+        return hold, found, (self.sync(buf, i) if hold or self.sync_always else i)
+
 
 class FindMatcher(_Engine):
     """One ``bytes.find`` pass per pattern: the reference, and fine for a few patterns."""
@@ -243,21 +251,26 @@ class HyperscanMatcher(_Engine):
         return pair
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
+        try:  # (on every feed: an attribute and a truth test, no getattr or clear() call on no hit)
+            scanner, acc = self._local.pair
+        except AttributeError:
+            if self._db is None:
+                return self._long.spans(buf) if self._long is not None and buf else []
+            scanner, acc = self._scanner()
         if not buf:
             return []
-        if self._db is None:
-            return self._long.spans(buf) if self._long is not None else []
-        scanner, acc = getattr(self._local, "pair", None) or self._scanner()
-        acc.clear()  # left over only if a scan was interrupted
+        if acc:
+            acc.clear()  # left over only if a scan was interrupted
         scanner.scan(buf)
         if not acc:
             found = []
-        elif self._confirm is None:
-            found = acc.copy()
-        else:  # a caseless hit counts if it is one of the patterns
-            confirm = self._confirm
-            found = [(s, e) for s, e in acc if buf[s:e] in confirm]
-        acc.clear()
+        else:
+            if self._confirm is None:
+                found = acc.copy()
+            else:  # a caseless hit counts if it is one of the patterns
+                confirm = self._confirm
+                found = [(s, e) for s, e in acc if buf[s:e] in confirm]
+            acc.clear()
         if self._long is not None:
             found += self._long.spans(buf)
         return found
@@ -418,11 +431,18 @@ class Matcher(_Engine):
         return (0 if final else (self._prefix or self._index()).hold(buf)), found
 
     def spans(self, buf: bytes) -> list[tuple[int, int]]:
-        return self.scan_parts(buf)[0]
+        found = self.literal.spans(buf)
+        if not found and self.fragments._grams is None:
+            return found  # (most buffers: no hit, no grams scanned apart)
+        return self._parts(buf, found)[0]
 
     def scan_parts(self, buf: bytes) -> tuple[list[tuple[int, int]], dict[str, list[tuple[int, int]]]]:
         """``(spans, trigger hits by family)`` in one engine scan."""
-        found = self.literal.spans(buf)
+        return self._parts(buf, self.literal.spans(buf))
+
+    def _parts(self, buf: bytes, found: list[tuple[int, int]]
+               ) -> tuple[list[tuple[int, int]], dict[str, list[tuple[int, int]]]]:
+        """:meth:`scan_parts` from the literal engine's hits ``found``."""
         parts = self.split_triggers(buf, found) if found and self.triggers else _NO_PARTS
         if parts:
             only = self._trigger_only

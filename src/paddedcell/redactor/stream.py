@@ -201,7 +201,27 @@ class StreamRedactor:
         if not data:
             return b""
         data = bytes(data)  # no copy of bytes
-        return self._advance(self._buf + data if self._buf else data, False, data)
+        held = self._buf
+        buf = held + data if held else data
+        hold, found, keep = self._engine.scan_keep(buf, False)
+        if found:
+            return self._apply(buf, data, hold, found, keep)
+        # Most feeds (nothing found): _apply's plain case, inline (one frame
+        # less a feed); the plain bytes are sliced from data when they lie in
+        # it: data itself when nothing was held nor is (no copy).
+        base, pos = self._base, self._pos
+        end = base + len(buf)
+        cut = end - hold
+        if pos < cut:
+            fresh = end - len(data)  # stream offset of data[0]
+            out = data[pos - fresh : cut - fresh] if pos >= fresh else buf[pos - base : cut - base]
+            self._pos = cut
+            self._open = False
+        else:
+            out = b""
+        self._buf = buf[keep:]
+        self._base = base + keep
+        return out
 
     def flush(self) -> bytes:
         """End of stream: emit the held tail (masked where it holds a secret)."""
@@ -211,16 +231,20 @@ class StreamRedactor:
 
     def _advance(self, buf: bytes, final: bool, data: bytes = b"") -> bytes:
         """Scan ``buf`` (the kept tail plus ``data``, the new bytes) and emit what is decided."""
-        engine = self._engine
+        # 1.-2. One scan: the cut (bytes before it cannot start an occurrence
+        #    any more), every occurrence in the buffer, and where the next
+        #    buffer starts (see step 5).
+        hold, found, keep = self._engine.scan_keep(buf, final) if buf else (0, [], 0)
+        return self._apply(buf, data, hold, found, keep)
+
+    def _apply(self, buf: bytes, data: bytes, hold: int, found: list[tuple[int, int]], keep: int) -> bytes:
+        """Steps 3-5 of :meth:`_advance`: emit up to the cut, keep the rest."""
         base, pos, is_open = self._base, self._pos, self._open
         end = base + len(buf)
-        # 1.-2. One scan: the cut (bytes before it cannot start an occurrence
-        #    any more) and every occurrence in the buffer, merged into runs.
-        hold, found = engine.scan(buf, final) if buf else (0, [])
         cut = end - hold
-        if found:
+        if found:  # 3.-4. the occurrences merged into runs
             out, pos, is_open = self._emit(buf, _merge(found), base, pos, is_open, cut)
-        elif pos < cut:  # most feeds: plain bytes alone, sliced from data when they lie in it
+        elif pos < cut:  # plain bytes alone, sliced from data when they lie in it
             fresh = end - len(data)  # stream offset of data[0]: data itself when nothing is held (no copy)
             out = data[pos - fresh : cut - fresh] if pos >= fresh else buf[pos - base : cut - base]
             pos, is_open = cut, False
@@ -230,8 +254,8 @@ class StreamRedactor:
         #    bytes after it, which an occurrence still in progress may overlap.
         #    A pattern form's token (``%XX``, a CSI sequence) that straddles
         #    the cut is kept whole, so that the next scan tokenizes the
-        #    stream as a whole-stream scan would (see .views).
-        keep = engine.sync(buf, cut - base) if cut < end or engine.sync_always else cut - base
+        #    stream as a whole-stream scan would (see .views): ``keep`` is
+        #    the engine's ``sync`` of the cut (``scan_keep``).
         self._buf = buf[keep:]
         self._base = base + keep
         self._pos = pos
@@ -240,7 +264,7 @@ class StreamRedactor:
 
     def _emit(self, buf: bytes, runs: list[tuple[int, int]], base: int, pos: int, is_open: bool,
               cut: int) -> tuple[bytes, int, bool]:
-        """Steps 3-4 of :meth:`_advance` when something was found: the output
+        """Steps 3-4 of :meth:`_apply` when something was found: the output
         up to the cut (plain bytes and one mask per new run), and the new
         ``pos`` and ``open``."""
         mask = self.mask

@@ -93,7 +93,7 @@ from bisect import bisect_right
 from operator import sub
 from typing import Iterable
 
-from . import matcher as _matcher
+from . import dumps as _dumps, matcher as _matcher
 from .dumps import _CHARS_LINE, PAIR_LIMIT, CandidateLines, DumpFinder, _native
 from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
@@ -455,6 +455,12 @@ class ThroughLineBreaks(_matcher._Engine):
             if self._raw_scan is not None:
                 out += self._raw_scan.spans(buf)
             return out
+        return self._view_found(buf, seen, found)
+
+    def _view_found(self, buf: bytes, seen: bytes, found: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """:meth:`spans` of a buffer with a line break, from the hits ``found``
+        (some) of the view scan of ``seen``, its view."""
+        vm = self.view_matcher
         parts = vm.split_triggers(seen, found) if vm.triggers else _matcher._NO_PARTS
         if parts:
             only = vm._trigger_only
@@ -773,6 +779,8 @@ class Viewed(_matcher._Engine):
         self._sync_leads = tuple((v.lead, v.reach) for v in self._synced)
         #: Whether the base moves the buffer start itself (a Union of matchers).
         self._base_syncs = type(base).sync is not _matcher._Engine.sync
+        #: What :meth:`scan_keep` reads on every feed (see :meth:`_hot_path`).
+        self._hot = self._hot_path()
 
     def __getattr__(self, name):  # the literal matcher's parts (literal, fragments, ...)
         if name == "base":
@@ -789,33 +797,99 @@ class Viewed(_matcher._Engine):
         return self.scan(buf, False)[0]
 
     def scan(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]]]:
+        hold, found, _ = self.scan_keep(buf, final)
+        return hold, found
+
+    def _hot_path(self) -> tuple:
+        """What :meth:`scan_keep` reads on every feed, in one tuple (one attribute
+        lookup, not a dozen; bound methods of the parts, not of ``self``: no cycle).
+
+        ``spans`` and ``hold`` are the base's own parts when it is a
+        :class:`ThroughLineBreaks` (no delegating frame a feed); its view scan
+        is called here when the buffer has a line break and the scan alone
+        decides (no fragment grams or multi-line literals scanned apart)."""
         base = self.base
-        found = base.spans(buf)  # the literals (in the line-break view): one scan
-        best = 0 if final else base.hold(buf)
-        percent = None
-        if self._gates is not None:  # the views' gates: one raw scan
-            lines, percent = self._gates.scan(buf)
-            if self._dump is not None:
-                h = self._dump.scan(buf, final, found, lines)
+        view_scan = None
+        if isinstance(base, ThroughLineBreaks):
+            if not base._grams_apart and base._raw_scan is None:
+                view_scan = (base._view, base._literal_spans, base._view_found)
+            hold = base._prefix.hold
+        elif isinstance(base, _matcher.Matcher) and base._prefix is not None:
+            hold = base._prefix.hold
+        else:
+            hold = base.hold
+        dump_sync = dump_max = None
+        if self._dump is not None:
+            dump_sync = self._dump.sync
+            if dump_sync is _dumps._native_sync:  # the C function itself (one frame less a feed)
+                dump_sync, dump_max = _native.dump_sync, _dumps.LINE_MAX
+        wrap = None
+        if self._base_wrap is not None:
+            wrap = (*self._base_wrap, self._wrap_bytes)
+        return (base.spans, view_scan, hold, self._gates, self._dump, self._percent_args, self._steps, wrap,
+                self._base_syncs, self._sync_leads, dump_sync, dump_max)
+
+    def scan_keep(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]], int]:
+        """``(hold, found, keep)``: :meth:`scan`, and :meth:`sync` of the cut
+        (``len(buf) - hold``) when something is held or a line view must know
+        where lines start (:attr:`sync_always`), else the cut: what a feed
+        needs, in one call. The common steps' first tests are inline here
+        (the line-break view's no-hit scan, :meth:`_wrap_hold`'s rejections,
+        :meth:`sync`); each goes to its method when they do not decide."""
+        (spans, view_scan, base_hold, gates, dump, percent_args, steps, wrap,
+         base_syncs, sync_leads, dump_sync, dump_max) = self._hot
+        if view_scan is not None and (b"\n" in buf or b"\r" in buf):
+            seen = view_scan[0](buf)  # ThroughLineBreaks.spans, inline up to a hit
+            found = view_scan[1](seen)
+            if found:
+                found = view_scan[2](buf, seen, found)
+        else:
+            found = spans(buf)  # the literals (in the line-break view): one scan
+        best = 0 if final else base_hold(buf)
+        if gates is not None:  # the views' gates: one raw scan
+            lines, percent = gates.scan(buf)
+            if dump is not None:
+                h = dump.scan(buf, final, found, lines)
                 if h > best:
                     best = h
             # The buffer holds a '%': the view runs on a trigger or a '%' among the last 3 bytes
             # (a token may be incomplete there); else nothing to view, nothing held.
-            if percent is not None and self._percent_args is not None and (
-                    percent or (not final and buf.find(b"%", max(0, len(buf) - 3)) >= 0)):
-                h = Viewed._percent_step(self, *self._percent_args, buf, final, found, percent)
+            if percent is not None and percent_args is not None and (
+                    percent or (not final and buf.find(b"%", len(buf) - 3 if len(buf) > 3 else 0) >= 0)):
+                h = Viewed._percent_step(self, *percent_args, buf, final, found, percent)
                 if h > best:
                     best = h
-        for step, lead, args in self._steps:
+        for step, lead, args in steps:
             if lead is None or lead in buf:
                 h = step(self, *args, buf, final, found)
                 if h > best:
                     best = h
-        if self._base_wrap is not None and not final:  # the line-break view's spans are the base's
-            h = self._wrap_hold(*self._base_wrap, buf)
-            if h > best:
-                best = h
-        return best, found
+        n = len(buf)
+        if wrap is not None and not final:  # the line-break view's spans are the base's
+            # _wrap_hold's first two rejections, inline: no break, or a suffix
+            # spanning the last one longer than any pattern or holding a byte
+            # no pattern of the view holds.
+            last = buf.rfind(b"\n")
+            r = buf.rfind(b"\r", last + 1)
+            if r > last:
+                last = r
+            if last >= 0 and n - last < wrap[1].maxlen and not buf[last + 1 :].rstrip(wrap[2]):
+                h = self._wrap_hold(wrap[0], wrap[1], buf)
+                if h > best:
+                    best = h
+        i = n - best
+        if best or dump_sync is not None:  # (sync_always: a dump view)
+            # sync, inline
+            if base_syncs:
+                i = self.base.sync(buf, i)
+            if 0 < i < n:
+                for lead, reach in sync_leads:
+                    if buf.find(lead, i - reach if i > reach else 0, i) >= 0:
+                        i = self._resync(buf, i)
+                        break
+            if dump_sync is not None:
+                i = dump_sync(buf, i) if dump_max is None else dump_sync(buf, i, dump_max)
+        return best, found, i
 
     def _steps_for(self) -> list:
         """Per view: ``(step, lead, args)``; ``step(self, *args, buf, final, found)``

@@ -1,0 +1,114 @@
+"""The redactor's per-feed fast path (issue 21, 4 KiB feeds): ``StreamRedactor.feed``
+with its no-hit case inline, ``scan_keep`` (scan, hold and sync in one call), the
+inline first tests of :meth:`Viewed.scan_keep`, the literal engines' lean
+``spans`` and :meth:`PrefixIndex.hold`'s gram test. Each must give what the
+slow path gives: a secret (and each of its forms) cut by a PTY-sized feed at
+every offset comes out masked as the oracle says, and ``scan_keep`` equals
+``scan`` plus ``sync`` of the cut on any buffer."""
+
+from __future__ import annotations
+
+import base64
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paddedcell.redactor import StreamRedactor, matcher, redact
+from paddedcell.redactor.oracle import naive_held, naive_redact, patterns_for
+from paddedcell.redactor.views import Viewed
+from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
+
+pytestmark = pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
+SECRET = b"Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua"
+FEED = 4096
+
+
+def filler(n: int, seed: int) -> bytes:
+    """Printable text with a line break every ~60 bytes (as a PTY shows)."""
+    rng = random.Random(seed)
+    out = bytearray(rng.randbytes(n).translate(bytes(32 + i % 95 for i in range(256))))
+    for i in range(59, n, 61):
+        out[i] = 10
+    return bytes(out)
+
+
+FORMS = {
+    "plain": SECRET,
+    "wrapped base64": base64.b64encode(SECRET)[:20] + b"\n" + base64.b64encode(SECRET)[20:],
+    "percent": b"".join(b"%%%02X" % c if i % 3 == 0 else bytes([c]) for i, c in enumerate(SECRET)),
+    "csi": SECRET[:10] + b"\x1b[1;31m" + SECRET[10:] + b"\x1b[0m",
+    "hex dump": b"\n" + b"".join(b"%08x: %s\n" % (i, SECRET[i : i + 8].hex(" ").encode()) for i in range(0, 32, 8)),
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_form_cut_by_a_4k_feed_at_every_offset(form):
+    """The secret's form straddles the first 4 KiB feed's end at every offset
+    (and starts right at the second one): the fast path's output is the oracle's."""
+    text = FORMS[form]
+    patterns = patterns_for([SECRET])
+    for o in range(len(text) + 1):
+        data = filler(FEED - o, o) + text + filler(300, -o)
+        expected = naive_redact(data, patterns)
+        assert expected.count(b"######") >= 1, (form, o)
+        r = StreamRedactor([SECRET])
+        out = [r.feed(data[i : i + FEED]) for i in range(0, len(data), FEED)]
+        assert b"".join(out) + r.flush() == expected, (form, o)
+
+
+def test_held_after_each_4k_feed_is_the_oracles():
+    """Several secrets' prefixes end the feeds: the fast path keeps exactly the live tail."""
+    secrets = [SECRET, b"ghp_" + SECRET, b"sk-live-" + SECRET[::-1]]
+    patterns = patterns_for(secrets)
+    data = bytearray()
+    for i in range(12):
+        s = secrets[i % 3]
+        data += filler(FEED - len(data) % FEED - 1 - i % 7, i) + s[: 1 + i * 3 % len(s)]
+    data = bytes(data)
+    r, seen, out = StreamRedactor(secrets), b"", []
+    for i in range(0, len(data), FEED):
+        out.append(r.feed(data[i : i + FEED]))
+        seen += data[i : i + FEED]
+        assert r.held == naive_held(seen, patterns), i
+    assert b"".join(out) + r.flush() == naive_redact(data, patterns) == redact(data, secrets)
+
+
+ALPHABET = b"Zq8%2A\x1b[m;1\n\r -ab" + SECRET[:6]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(sorted(set(ALPHABET)) + [-1]), max_size=120), st.booleans())
+def test_scan_keep_is_scan_and_the_sync_of_the_cut(items, final):
+    """On any buffer (separators, tokens, incomplete ones, the secret spliced in)."""
+    buf = b"".join(SECRET if c < 0 else bytes([c]) for c in items)
+    engine = StreamRedactor([SECRET]).fresh()._engine
+    assert isinstance(engine, Viewed)
+    hold, found, keep = engine.scan_keep(buf, final)
+    base = engine.base
+    slow_found = base.spans(buf)  # the slow steps, one by one
+    assert sorted(found) == sorted(engine.scan(buf, final)[1])
+    assert set(slow_found) <= set(found)
+    assert hold == engine.scan(buf, final)[0]
+    cut = len(buf) - hold
+    assert keep == (engine.sync(buf, cut) if hold or engine.sync_always else cut)
+
+
+def test_the_literal_engines_lean_spans_agree_with_scan_parts():
+    """Matcher.spans returns early on no hit; with hits it is scan_parts' spans."""
+    m = matcher.build([SECRET, b"another-secret-value"], windows={SECRET: [0, 5, 10]}, width=12)
+    for buf in (b"", b"nothing here", SECRET, b"xx" + SECRET[3:20] + b"yy another-secret-value"):
+        assert sorted(m.spans(buf)) == sorted(m.scan_parts(buf)[0])
+
+
+@pytest.mark.skipif(matcher.HYPERSCAN_PROBLEM is not None, reason="no pyperscan")
+def test_a_scan_interrupted_leaves_no_hit_for_the_next():
+    """Hits left in the thread's list by an interrupted scan are not reported later."""
+    m = matcher.HyperscanMatcher([SECRET])
+    assert m.spans(SECRET) == [(0, len(SECRET))]
+    _, acc = m._local.pair
+    acc.append((5, 7))  # as if a scan had stopped before its list was taken
+    assert m.spans(b"plain text") == []
+    assert m.spans(b"") == []
+    assert matcher.HyperscanMatcher([]).spans(b"abc") == []
