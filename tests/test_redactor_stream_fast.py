@@ -12,7 +12,7 @@ import base64
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from paddedcell.redactor import StreamRedactor, matcher, redact
@@ -75,24 +75,46 @@ def test_held_after_each_4k_feed_is_the_oracles():
     assert b"".join(out) + r.flush() == naive_redact(data, patterns) == redact(data, secrets)
 
 
-ALPHABET = b"Zq8%2A\x1b[m;1\n\r -ab" + SECRET[:6]
+ALPHABET = b"Zq8%2A\x1b[m;1\n\r -ab0f:*" + SECRET[:6]
+#: Pieces spliced in: the secret, two lines of its hex dump, its percent form, most of
+#: its hex wrapped after 2 digits (a long last line that holds).
+PIECES = [SECRET, b"00000000: 5a71 3878 7632 4e6d 5034 7452  Zq8xv2NmP4tR\n",
+          b"0000000c: 3779 5762 334b 644c 7339 4668  7yWb3KdLs9Fh\n", FORMS["percent"],
+          SECRET.hex()[:2].encode() + b"\n" + SECRET.hex()[2:63].encode()]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(sorted(set(ALPHABET)) + [-1]), max_size=120), st.booleans())
-def test_scan_keep_is_scan_and_the_sync_of_the_cut(items, final):
-    """On any buffer (separators, tokens, incomplete ones, the secret spliced in)."""
-    buf = b"".join(SECRET if c < 0 else bytes([c]) for c in items)
-    engine = StreamRedactor([SECRET]).fresh()._engine
-    assert isinstance(engine, Viewed)
-    hold, found, keep = engine.scan_keep(buf, final)
-    base = engine.base
-    slow_found = base.spans(buf)  # the slow steps, one by one
-    assert sorted(found) == sorted(engine.scan(buf, final)[1])
-    assert set(slow_found) <= set(found)
-    assert hold == engine.scan(buf, final)[0]
-    cut = len(buf) - hold
-    assert keep == (engine.sync(buf, cut) if hold or engine.sync_always else cut)
+def slow_scan(e: Viewed, buf: bytes, final: bool) -> tuple[int, list[tuple[int, int]], int]:
+    """What ``scan_keep`` gives, step by step through the methods (no inline test)."""
+    found = e.base.spans(buf)
+    best = 0 if final else e.base.hold(buf)
+    if e._gates is not None:
+        lines, percent = e._gates.scan(buf)
+        if e._dump is not None:
+            best = max(best, e._dump.scan(buf, final, found, lines))
+        if percent is not None and e._percent_args is not None and (
+                percent or (not final and buf.find(b"%", max(0, len(buf) - 3)) >= 0)):
+            best = max(best, Viewed._percent_step(e, *e._percent_args, buf, final, found, percent))
+    for step, lead, args in e._steps:
+        if lead is None or lead in buf:
+            best = max(best, step(e, *args, buf, final, found))
+    if e._base_wrap is not None and not final:
+        best = max(best, e._wrap_hold(*e._base_wrap, buf))
+    cut = len(buf) - best
+    return best, sorted(found), (e.sync(buf, cut) if best or e.sync_always else cut)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(sorted(set(ALPHABET)) + [-1, -2, -3, -4, -5]), max_size=120), st.booleans())
+@example([-5], False)
+@example([-2, 48], False)
+def test_scan_keep_is_the_steps_and_the_sync_of_the_cut(items, final):
+    """On any buffer (separators, tokens, incomplete ones, dump lines, the secret spliced in)."""
+    buf = b"".join(PIECES[-c - 1] if c < 0 else bytes([c]) for c in items)
+    e = StreamRedactor([SECRET]).fresh()._engine
+    assert isinstance(e, Viewed) and e._dump is not None
+    hold, found, keep = e.scan_keep(buf, final)
+    assert (hold, sorted(found), keep) == slow_scan(e, buf, final)
+    assert e.scan(buf, final) == (hold, found)
 
 
 def test_the_literal_engines_lean_spans_agree_with_scan_parts():

@@ -225,8 +225,12 @@ class PrefixIndex:
             # Most feeds: the last 8 bytes are no gram of a pattern (_Grams.holds, inline: one
             # call less), so no tail of HEAD bytes or more is held; a shorter one ends with a
             # key of the short dict.
-            if buf[-1:] not in self._short:
+            short = self._short
+            one = short.get(buf[-1:])
+            if one is None:
                 return 0
+            if short.get(buf[-2:]) is None and self.maxlen > 2:
+                return one  # (_short_hold's first two steps: most held tails are one byte)
             return self._short_hold(buf, min(len(buf), self.maxlen - 1, self.HEAD - 1))
         return self._long_hold(buf)
 

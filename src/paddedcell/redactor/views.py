@@ -106,6 +106,8 @@ WS = b" \t\n\r\x0b\x0c"
 #: A CSI sequence: ESC [ parameter bytes, intermediate bytes, final byte; at most 31 bytes.
 CSI = rb"\x1b\[[0-?]{0,24}[ -/]{0,4}[@-~]"
 _HEX = frozenset(b"0123456789abcdefABCDEF")
+#: First bytes of a partial line that :func:`.dumps.may_become` turns away at once.
+_NO_DUMP_LINE = frozenset(range(256)) - _dumps._MAY_START - {13}
 _WS = frozenset(WS)
 
 
@@ -846,9 +848,15 @@ class Viewed(_matcher._Engine):
         else:
             found = spans(buf)  # the literals (in the line-break view): one scan
         best = 0 if final else base_hold(buf)
+        n = len(buf)
+        last = buf.rfind(b"\n")
         if gates is not None:  # the views' gates: one raw scan
             lines, percent = gates.scan(buf)
-            if dump is not None:
+            # The dump view without a candidate line finds nothing, and holds
+            # only a last line that may_become a dump line: none starting with
+            # a byte no dump line starts with (DumpFinder.scan, inline).
+            if dump is not None and (lines or lines is None or not final and (
+                    last + 1 == n or buf[last + 1] not in _NO_DUMP_LINE)):
                 h = dump.scan(buf, final, found, lines)
                 if h > best:
                     best = h
@@ -864,12 +872,10 @@ class Viewed(_matcher._Engine):
                 h = step(self, *args, buf, final, found)
                 if h > best:
                     best = h
-        n = len(buf)
         if wrap is not None and not final:  # the line-break view's spans are the base's
             # _wrap_hold's first two rejections, inline: no break, or a suffix
             # spanning the last one longer than any pattern or holding a byte
             # no pattern of the view holds.
-            last = buf.rfind(b"\n")
             r = buf.rfind(b"\r", last + 1)
             if r > last:
                 last = r
