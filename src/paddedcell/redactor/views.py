@@ -108,6 +108,7 @@ CSI = rb"\x1b\[[0-?]{0,24}[ -/]{0,4}[@-~]"
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 #: First bytes of a partial line that :func:`.dumps.may_become` turns away at once.
 _NO_DUMP_LINE = frozenset(range(256)) - _dumps._MAY_START - {13}
+_may_become = _dumps.may_become
 _WS = frozenset(WS)
 
 
@@ -853,10 +854,12 @@ class Viewed(_matcher._Engine):
         if gates is not None:  # the views' gates: one raw scan
             lines, percent = gates.scan(buf)
             # The dump view without a candidate line finds nothing, and holds
-            # only a last line that may_become a dump line: none starting with
-            # a byte no dump line starts with (DumpFinder.scan, inline).
+            # nothing when the last line is partial and cannot become a dump
+            # line (see .dumps: then the last run is over): DumpFinder.scan's
+            # answer, without its two frames (a line starting with a byte no
+            # dump line starts with: not even may_become's).
             if dump is not None and (lines or lines is None or not final and (
-                    last + 1 == n or buf[last + 1] not in _NO_DUMP_LINE)):
+                    last + 1 == n or buf[last + 1] not in _NO_DUMP_LINE and _may_become(buf[last + 1 :]))):
                 h = dump.scan(buf, final, found, lines)
                 if h > best:
                     best = h
