@@ -255,10 +255,19 @@ class PrefixIndex:
             m = n - lo
             if m > best and m >= head:
                 window = buf[lo:] if lo else buf
-                # Few places (the short group): a dict lookup each; else one scan.
-                ends = g.heads.ends(window) if g.heads is not None else range(head, m + 1)
+                longest = g.longest
+                if g.heads is None:  # few places (the short group): a dict lookup each
+                    ends = range(head, m + 1)
+                elif m <= longest.get(window[:head], 0) and self._is_prefix(window, 0):
+                    # The window's start (after a stop byte: a line start...) first,
+                    # the longest tail: most held long tails start there (a token
+                    # at a line's start cut by the read), and the heads scan of
+                    # a few dozen bytes costs ~1.5-3 us (its database is cold).
+                    best = m
+                    continue
+                else:
+                    ends = g.heads.ends(window)
                 if ends:
-                    longest = g.longest
                     for e in ends:  # longest tail first
                         s = e - head
                         if m - s <= best:
