@@ -154,7 +154,8 @@ class PrefixIndex:
       bytes (its longest pattern), cut after the last byte the group never
       holds among :data:`COMMON_BYTES` (``rfind``: a line break, a space...).
       A head whose patterns are all shorter than the tail it would start is
-      skipped; the others are bisected, longest tail first.
+      skipped; the others are bisected, longest tail first. The window's own
+      start (a line start, most held long tails) is looked up before any scan.
     * Shorter tails (7 bytes at most) walk back from the end through one dict
       of the substrings of up to 3 bytes that end within a pattern's first 7
       (a tail ending otherwise extends to nothing held: random text stops

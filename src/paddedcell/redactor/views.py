@@ -70,7 +70,8 @@ the hold only when a trigger is near the end. The triggers and the dump
 view's candidate lines are found by raw scans (:class:`Gates`), so a feed
 costs the literals' engine scan, the candidate lines' (with a dump view),
 the ``%XX`` tokens' on a buffer holding ``%`` and the hold's short one. Each view is one step
-of :meth:`Viewed.scan` behind its gate (see :meth:`Viewed._steps_for`). Only memchr-speed checks (``in`` of one
+of :meth:`Viewed.scan_keep` (a feed's one call: the scan, its hold and
+:meth:`Viewed.sync` of the cut) behind its gate (see :meth:`Viewed._steps_for`). Only memchr-speed checks (``in`` of one
 byte) come before a Hyperscan scan: ``re`` and ``bytes.find`` of two bytes or
 more run at ~1 ns a byte here, a pyperscan scan at ~0.2-0.4 and ~1 us a call.
 The exact hold for a line break inside an encoded form means a line that
@@ -909,7 +910,7 @@ class Viewed(_matcher._Engine):
         that gate alone. (Functions, not bound methods: no reference cycle.)
         The line-break view inside the base's scan has no step: only its hold
         (:meth:`_wrap_hold`, :attr:`_base_wrap`). The ``%XX`` view has none
-        either: :meth:`scan` calls :meth:`_percent_step` with
+        either: :meth:`scan_keep` calls :meth:`_percent_step` with
         :attr:`_percent_args` when the gates' scan saw a '%' (one memchr, not
         two; no call on a buffer without one)."""
         steps = []
