@@ -201,7 +201,7 @@ class WrapView(View):
 
     def view(self, part):
         if _strip_breaks is not None:
-            return _strip_breaks(part)  # both in one C pass (_native.c: SSE2 blocks, dense runs skipped)
+            return _strip_breaks(part)  # both in one C pass (_native.c: blocks compressed at the CPU's SIMD level)
         if part.count(b"\n", 0, 128) > 8:  # dense (`yes ''`): replace() pays per break; count() is ~1 ns a byte
             return part.translate(None, b"\r\n")
         part = part.replace(b"\n", b"")  # memchr-fast; translate() is 4x slower here
