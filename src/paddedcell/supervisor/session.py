@@ -452,11 +452,11 @@ class Session:
                 else:
                     await trio.lowlevel.checkpoint()
         finally:
+            _give_back_pipe(enlarged)  # first: nothing below may keep it from the budget
             with self._filter_lock:
                 rest = self._sanitizers[stream].flush()
                 last = self._redactors.get(stream, redactor)
                 self._emit(stream, (last.feed(rest) if rest else b"") + last.flush())
-            _give_back_pipe(enlarged)
             self._open_pumps -= 1
             if self._open_pumps == 0:
                 self._pumps_done.set()
