@@ -65,6 +65,8 @@ def test_the_daemon_answers_a_direct_get_as_the_local_read_does(tmp_path):
     assert not {m for m in imported[0] | imported[1]
                 if m.startswith(("cryptography", "paddedcell.vault"))}
     assert "cryptography.hazmat.bindings._rust" in local_imported[0]
+    # No daemon (no socket file): the local read does not load the client's socket or wire.
+    assert not {"_socket", "paddedcell.session.wire"} & local_imported[0], local_imported[0]
 
     # A locked vault (an admin-password leak): exit 3 either way, same message.
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:

@@ -50,12 +50,14 @@ def get_via_daemon(settings, key: str, version: int | None) -> str | None:
     agent_id, workspace = os.environ.get("AGENT_ID"), os.environ.get("AGENT_WORKSPACE")
     if not agent_id or not workspace or not workspace.startswith("/"):
         return None  # the local read names what is missing; a relative path is the caller's
+    path = os.path.join(settings.home_text, "run", settings["daemon.socket_name"])
+    if not os.path.exists(path):
+        return None  # no daemon: no socket module, no exchange (most humans' gets)
     from ..session.wire import decode_line, encode_line
 
     fields = {"agentId": agent_id, "agentWorkspace": workspace, "key": key}
     if version is not None:
         fields["version"] = version
-    path = os.path.join(settings.home_text, "run", settings["daemon.socket_name"])
     try:
         head, payload = _http_post(path, "/vault/get", encode_line(fields),
                                    float(settings["daemon.direct_get_timeout_seconds"]))
