@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from paddedcell.redactor import holds
 from paddedcell.redactor.holds import PrefixIndex, _Grams
 from redactor_engines import engine  # noqa: F401 (autouse: every test on both engines)
 
@@ -128,9 +129,20 @@ def test_an_empty_buffer_and_an_empty_set_hold_nothing(engine):
     assert PrefixIndex([b"abcdefghij"], engine).hold(b"") == 0
 
 
-@settings(max_examples=60, deadline=None)
+@pytest.fixture(params=["c", "python"])
+def gram_build(request, monkeypatch):
+    """Each build of the gram filter: ``_native.gram_bits`` (skipped without
+    the C module) and the Python one."""
+    if request.param == "python":
+        monkeypatch.setattr(holds, "_gram_bits", None)
+    elif holds._gram_bits is None:
+        pytest.skip("no C module (or PADDEDCELL_NATIVE=0)")
+    return request.param
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.binary(min_size=8, max_size=70), min_size=1, max_size=12))
-def test_the_gram_filter_passes_every_gram_of_every_pattern(patterns):
+def test_the_gram_filter_passes_every_gram_of_every_pattern(gram_build, patterns):
     """The hold skips its heads scans when the last 8 bytes are no pattern's
     8-gram: a gram the filter missed would lose a held tail."""
     grams = _Grams.of(patterns)
@@ -139,10 +151,30 @@ def test_the_gram_filter_passes_every_gram_of_every_pattern(patterns):
             assert grams.holds(p[i : i + 8]), (p, i)
 
 
-def test_the_gram_filter_turns_most_other_bytes_away():
+def test_the_gram_filter_turns_most_other_bytes_away(gram_build):
     rng = random.Random(8)
     patterns = [rng.randbytes(rng.randrange(8, 200)) for _ in range(300)]
     grams = _Grams.of(patterns)
     others = [rng.randbytes(8) for _ in range(2000)]
     assert sum(map(grams.holds, others)) < 2000 * 0.15
-    assert _Grams.of([b"x" * (_Grams.BUDGET + 1)]) is None  # past its budget: no filter, every hold scans
+    if gram_build == "python":
+        assert _Grams.of([b"x" * (_Grams.BUDGET + 1)]) is None  # past its budget: no filter, every hold scans
+
+
+def test_the_c_gram_filter_grows_to_keep_its_false_positives_few(monkeypatch):
+    """Past 2^24 bits (here 1.3 M distinct grams) a second pass sizes the
+    bitmap from the grams counted; :attr:`_Grams.MAX_BITS` caps it."""
+    if holds._gram_bits is None:
+        pytest.skip("no C module (or PADDEDCELL_NATIVE=0)")
+    rng = random.Random(21)
+    patterns = [rng.randbytes(1 << 16) for _ in range(20)]
+    grams = _Grams.of(patterns)
+    assert grams._prime > 1 << 24
+    assert sum(map(int.bit_count, grams._bits)) <= _Grams.FILL * grams._prime
+    for p in patterns:
+        for i in rng.sample(range(len(p) - 7), 2000):
+            assert grams.holds(p[i : i + 8])
+    others = [rng.randbytes(8) for _ in range(4000)]
+    assert sum(map(grams.holds, others)) < 4000 * 0.1
+    monkeypatch.setattr(_Grams, "MAX_BITS", 1 << 24)
+    assert _Grams.of(patterns)._prime < 1 << 24

@@ -423,3 +423,28 @@ def test_gates_without_the_gil_in_threads():
     for t in threads:
         t.join()
     assert len(got) == 80 and all(g == want for g in got)
+
+
+@needs_native
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.binary(max_size=40) | st.sampled_from([b"aaaaaaaaaaaa", b"\0" * 9, b"abcdefgh"]), max_size=20),
+       st.sampled_from([3, 7, 1021, 65521, (1 << 20) - 3]))
+def test_gram_bits_is_the_python_bitmap(patterns, prime):
+    """holds._Grams' filter, built in C (every 8-byte window of every pattern as a
+    native uint64, mod the prime), against its Python form, and its count of bits set."""
+    from paddedcell.redactor.holds import _ORDER, _Grams
+
+    grams = {int.from_bytes(p[i : i + 8], _ORDER) for p in patterns for i in range(len(p) - 7)}
+    bits, count = native.gram_bits(patterns, prime)
+    assert bits == _Grams.python_bits(grams, prime)
+    assert count == sum(map(int.bit_count, bits))
+    assert native.gram_bits(tuple(patterns), prime)[0] == bits  # any sequence
+
+
+def test_gram_bits_refuses_what_it_cannot_read():
+    with pytest.raises(TypeError):
+        native.gram_bits([b"abcdefgh", "abcdefgh"], 1021)
+    with pytest.raises(ValueError):
+        native.gram_bits([b"abcdefgh"], 0)
+    with pytest.raises(TypeError):
+        native.gram_bits([b"abcdefgh"])

@@ -38,6 +38,13 @@
  * dump_sync(buf, i, line_max) -> int
  *     dumps.DumpFinder.sync: where the scan buffer may start (a line break).
  *
+ * gram_bits(patterns, prime) -> (bitmap, set)
+ *     holds._Grams' filter: a bitmap of (prime + 7) // 8 bytes with bit
+ *     r & 7 of byte r >> 3 set for r = g % prime of every 8-byte window g of
+ *     every pattern (a native-order uint64, as int.from_bytes(w,
+ *     sys.byteorder) reads it), and how many bits are set. The GIL is
+ *     released for the pass (tens of millions of windows at k = 10 000).
+ *
  * _set_simd(level) -> int
  *     For the tests: the gates and strip_breaks use at most this level (3
  *     AVX-512 BW+VBMI2, 2 AVX2, 1 SSE2, 0 none: memchr) and the level now in
@@ -1177,6 +1184,77 @@ dump_sync(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(j);
 }
 
+/* ---- the hold's gram filter ----------------------------------------- */
+
+/* holds._Grams.of: one pass over every 8-byte window of every pattern. */
+static PyObject *
+gram_bits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq, *bitmap, *out;
+    Py_ssize_t count, i, j, prime, set = 0;
+    unsigned char *bits;
+    const char **starts;
+    Py_ssize_t *lens;
+
+    if (wrong_nargs(nargs, 2, "gram_bits(patterns, prime)") || as_ssize(args[1], &prime))
+        return NULL;
+    if (prime < 1 || (uint64_t)prime > ((uint64_t)1 << 40)) {
+        PyErr_SetString(PyExc_ValueError, "gram_bits: prime out of range");
+        return NULL;
+    }
+    seq = PySequence_Tuple(args[0]);  /* our own references: the pass runs without the GIL */
+    if (seq == NULL)
+        return NULL;
+    count = PyTuple_GET_SIZE(seq);
+    starts = PyMem_Malloc(sizeof(*starts) * (size_t)(count ? count : 1));
+    lens = PyMem_Malloc(sizeof(*lens) * (size_t)(count ? count : 1));
+    bitmap = PyBytes_FromStringAndSize(NULL, (prime + 7) / 8);
+    if (starts == NULL || lens == NULL || bitmap == NULL) {
+        PyMem_Free(starts);
+        PyMem_Free(lens);
+        Py_XDECREF(bitmap);
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < count; i++) {
+        PyObject *p = PyTuple_GET_ITEM(seq, i);
+        if (!PyBytes_Check(p)) {
+            PyErr_SetString(PyExc_TypeError, "gram_bits: patterns must be bytes");
+            PyMem_Free(starts);
+            PyMem_Free(lens);
+            Py_DECREF(bitmap);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        starts[i] = PyBytes_AS_STRING(p);
+        lens[i] = PyBytes_GET_SIZE(p);
+    }
+    bits = (unsigned char *)PyBytes_AS_STRING(bitmap);
+    memset(bits, 0, (size_t)((prime + 7) / 8));
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const uint64_t q = (uint64_t)prime;
+        for (i = 0; i < count; i++) {
+            const char *p = starts[i];
+            for (j = 0; j + 8 <= lens[i]; j++) {
+                uint64_t g, r;
+                memcpy(&g, p + j, 8);
+                r = g % q;
+                if (!(bits[r >> 3] >> (r & 7) & 1)) {
+                    bits[r >> 3] |= (unsigned char)(1u << (r & 7));
+                    set++;
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(starts);
+    PyMem_Free(lens);
+    Py_DECREF(seq);
+    out = Py_BuildValue("(Nn)", bitmap, set);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"last_not_break", (PyCFunction)(void (*)(void))last_not_break, METH_FASTCALL,
      "last_not_break(buf, end) -> int (the last offset below end that is no \\r or \\n, or -1)"},
@@ -1189,6 +1267,8 @@ static PyMethodDef methods[] = {
      "percent_hits(buf, bytes32, pairs8192, triples, width) -> list[tuple[int, int]] | None"},
     {"gates", (PyCFunction)(void (*)(void))gates, METH_FASTCALL,
      "gates(buf, limit, chars_fullmatch, percent_tables | None) -> (candidate_lines(...), percent_hits(...) | None)"},
+    {"gram_bits", (PyCFunction)(void (*)(void))gram_bits, METH_FASTCALL,
+     "gram_bits(patterns, prime) -> (bitmap, bits set) (holds._Grams' filter)"},
     {"_set_simd", set_simd, METH_O, "_set_simd(level) -> int (tests: the gates' pass at most AVX2 2, SSE2 1, scalar 0)"},
     {NULL, NULL, 0, NULL},
 };

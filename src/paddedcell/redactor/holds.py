@@ -9,6 +9,8 @@ of a 4 KiB feed's cost). ``engine`` is a matcher class of :mod:`.matcher`
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 import threading
 from bisect import bisect_left
@@ -23,6 +25,15 @@ BREAKS = b"\r\n"
 _PRINTABLE = frozenset(range(0x20, 0x7F))
 #: Byte order of the grams' integers (they are cast from the patterns' bytes, see :meth:`_Grams.of`).
 _ORDER = sys.byteorder
+
+#: The gram filter's build in C (``_native.gram_bits``), or None: the module was not built or
+#: ``PADDEDCELL_NATIVE=0`` (as in :mod:`.dumps`, which imports this module's users).
+_gram_bits = None
+if os.environ.get("PADDEDCELL_NATIVE", "1") != "0":
+    try:
+        from ._native import gram_bits as _gram_bits
+    except ImportError:
+        _gram_bits = None
 
 
 class _Heads:
@@ -82,29 +93,62 @@ class _Grams:
     buffer whose last 8 bytes are none holds no such tail: the heads scans are
     skipped (on ordinary text most feeds; measured in situ, those scans cost
     6-25 us per 64 KiB feed and 6-14 per 4 KiB one at k = 10: the heads
-    database is cold after the big scans). Built at C speed from each
-    pattern's eight alignments cast to 64-bit integers."""
+    database is cold after the big scans; 2-3 us per 4 KiB feed at k = 1 000).
+
+    Built in C (``_native.gram_bits``: one pass over every pattern's 8-byte
+    windows, ~0.05 s for 18 M at k = 1 000), sized from the bits that pass
+    sets (linear counting: the set fraction is the false positive rate): at
+    most :attr:`FILL` of them, within :attr:`MAX_BITS`. Without the C module,
+    in Python from each pattern's eight alignments cast to 64-bit integers
+    (~0.3-0.7 us a pattern byte and a transient set of the distinct grams),
+    up to :attr:`BUDGET` pattern bytes."""
 
     __slots__ = ("_bits", "_prime")
 
-    #: Most pattern bytes indexed (k = 100 secrets with every form: 1.8 M); beyond, no filter: its
-    #: build costs ~0.3-0.7 us a pattern byte and a transient set of the distinct grams.
+    #: Most pattern bytes indexed in Python, without the C module (k = 100 secrets with every
+    #: form: 1.8 M); beyond, no filter.
     BUDGET = 4_000_000
+    #: Most bits of the bitmap set (its false positive rate on a random 8 bytes), C build.
+    FILL = 0.06
+    #: Largest bitmap, C build (32 MiB: ~10 % set at k = 10 000 secrets, ~30 M distinct grams).
+    MAX_BITS = 1 << 28
 
-    def __init__(self, grams: set[int]):
-        size = 1 << max(10, min(24, (16 * len(grams)).bit_length()))
+    def __init__(self, bits: bytes, prime: int):
+        self._bits, self._prime = bits, prime
+
+    @staticmethod
+    def prime_below(size: int) -> int:
+        """The largest prime below ``size`` (a power of two, 2^10 or more)."""
         prime = size - 1
         while any(prime % d == 0 for d in range(3, int(prime**0.5) + 1, 2)):
             prime -= 2
-        bits = bytearray(size >> 3)
+        return prime
+
+    @classmethod
+    def python_bits(cls, grams: Iterable[int], prime: int) -> bytes:
+        """The bitmap of these grams (64-bit integers) mod ``prime``: what ``_native.gram_bits`` returns."""
+        bits = bytearray((prime + 7) >> 3)
         for g in grams:
             r = g % prime
             bits[r >> 3] |= 1 << (r & 7)
-        self._bits, self._prime = bytes(bits), prime
+        return bytes(bits)
 
     @classmethod
     def of(cls, patterns: list[bytes]) -> "_Grams | None":
-        """The filter of these patterns' 8-grams, or None past :attr:`BUDGET`."""
+        """The filter of these patterns' 8-grams, or None (no C module, past :attr:`BUDGET`)."""
+        if _gram_bits is not None:
+            windows = sum(len(p) - 7 for p in patterns if len(p) >= 8)
+            # A first pass sized from the windows (an upper bound of the distinct grams, often
+            # 6x: fragments and forms repeat a secret's), at most 2^24 bits; a second, larger one
+            # when too many bits are set, sized from the distinct grams that count implies.
+            size = 1 << max(10, min(24, (16 * windows).bit_length()))
+            while True:
+                prime = cls.prime_below(size)
+                bits, count = _gram_bits(patterns, prime)
+                if count <= cls.FILL * prime or size >= cls.MAX_BITS:
+                    return cls(bits, prime)
+                distinct = -prime * math.log(1 - count / prime) if count < prime else 16 * windows
+                size = min(cls.MAX_BITS, 1 << max(size.bit_length(), math.ceil(distinct / cls.FILL).bit_length()))
         if sum(len(p) for p in patterns) > cls.BUDGET:
             return None
         grams: set[int] = set()
@@ -114,7 +158,8 @@ class _Grams:
                 n = (len(p) - a) // 8 * 8
                 if n:
                     grams.update(view[a : a + n].cast("Q"))
-        return cls(grams)
+        prime = cls.prime_below(1 << max(10, min(24, (16 * len(grams)).bit_length())))
+        return cls(cls.python_bits(grams, prime), prime)
 
     def holds(self, last: bytes) -> bool:
         """Whether ``last`` (8 bytes) may be a gram of some pattern."""
