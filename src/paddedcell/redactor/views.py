@@ -451,7 +451,7 @@ class ThroughLineBreaks(_matcher._Engine):
         """One engine scan of the view (of the buffer itself when it holds no
         line break: then no multi-line literal occurs either)."""
         vm = self.view_matcher
-        if b"\n" not in buf and b"\r" not in buf:
+        if 10 not in buf and 13 not in buf:  # (b"\n" in buf tries it as an int first: a TypeError a call)
             return vm.spans(buf)
         seen = self._view(buf)
         found = self._literal_spans(seen)
@@ -843,7 +843,7 @@ class Viewed(_matcher._Engine):
         :meth:`sync`); each goes to its method when they do not decide."""
         (spans, view_scan, base_hold, gates, dump, percent_args, steps, wrap,
          base_syncs, sync_leads, dump_sync, dump_max) = self._hot
-        if view_scan is not None and (b"\n" in buf or b"\r" in buf):
+        if view_scan is not None and (10 in buf or 13 in buf):  # (a byte as an int: memchr, no TypeError first)
             seen = view_scan[0](buf)  # ThroughLineBreaks.spans, inline up to a hit
             found = view_scan[1](seen)
             if found:
@@ -921,7 +921,8 @@ class Viewed(_matcher._Engine):
             elif view.name == "percent":
                 self._percent_args = (view, m, proper, full)
             else:
-                steps.append((Viewed._view_step, getattr(view, "lead", None), (view, m, proper, full)))
+                lead = getattr(view, "lead", None)  # as an int: ``in`` is a memchr, no TypeError first
+                steps.append((Viewed._view_step, lead[0] if lead else None, (view, m, proper, full)))
         return steps
 
     def _percent_step(self, view: View, m, proper, full, buf: bytes, final: bool,
