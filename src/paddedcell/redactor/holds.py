@@ -212,7 +212,7 @@ class PrefixIndex:
     (under 10 entries per pattern; ~110 000 at 1 000 secrets).
     """
 
-    __slots__ = ("_sorted", "_groups", "_short", "_grams", "_bits", "_prime", "maxlen")
+    __slots__ = ("_sorted", "_groups", "_short", "_pairs", "_grams", "_bits", "_prime", "maxlen")
 
     HEAD = 8
     #: Most bytes each group's tail is cut at (one ``rfind`` each per hold).
@@ -263,6 +263,21 @@ class PrefixIndex:
             for k in range(1, min(len(p), 4) + 1):
                 short[p[:k]] = 1
         self._short = short
+        self._pairs = self._pair_holds(short) if self.maxlen >= 4 else None
+
+    @staticmethod
+    def _pair_holds(short: dict[bytes, int]) -> bytes:
+        """:meth:`_short_hold` of a buffer ending with the bytes ``a``, ``b`` but
+        with no key of 3 bytes, at offset ``a << 8 | b`` (it needs no more than
+        those two: its first steps, one table lookup for most feeds)."""
+        table = bytearray(65536)
+        for key, value in short.items():
+            if len(key) == 1 and value:
+                table[key[0] :: 256] = b"\x01" * 256  # a 1-byte prefix, whatever comes before it
+        for key, value in short.items():
+            if len(key) == 2:
+                table[key[0] << 8 | key[1]] = 2 if value else short.get(key[1:], 0)
+        return bytes(table)
 
     def hold(self, buf: bytes) -> int:
         bits = self._bits
@@ -270,8 +285,10 @@ class PrefixIndex:
                                  >> (r & 7) & 1):
             # Most feeds: the last 8 bytes are no gram of a pattern (_Grams.holds, inline: one
             # call less), so no tail of HEAD bytes or more is held; a shorter one ends with a
-            # key of the short dict.
+            # key of the short dict, and one whose last 3 bytes are none is 2 bytes at most.
             short = self._short
+            if len(buf) >= 3 and buf[-3:] not in short and self._pairs is not None:
+                return self._pairs[buf[-2] << 8 | buf[-1]]
             one = short.get(buf[-1:])
             if one is None:
                 return 0
