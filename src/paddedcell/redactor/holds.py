@@ -193,8 +193,10 @@ class PrefixIndex:
       bytes: one scan of the window that can hold such a tail, over those
       heads (:class:`_Heads`), yields the only candidates (no Python loop over
       positions: every byte of a token-heavy log starts some 4-gram of some
-      secret). Per group of patterns (with a line break or not; fragment
-      windows, :attr:`SHORT_REACH`, apart): skipped when one of the last 8
+      secret). Per group of patterns (with a line break or not, with a space
+      or not: a space then ends the others' tails, a token's tail is cut at
+      its start, where the window's start is looked up; fragment windows,
+      :attr:`SHORT_REACH`, apart): skipped when one of the last 8
       bytes is outside the group's bytes; the window is the last ``reach``
       bytes (its longest pattern), cut after the last byte the group never
       holds among :data:`COMMON_BYTES` (``rfind``: a line break, a space...).
@@ -229,10 +231,11 @@ class PrefixIndex:
         self._sorted = ordered = sorted(set(patterns))
         self.maxlen = max((len(p) for p in ordered), default=0)
         head = self.HEAD
-        parts: dict[tuple[bool, bool], list[bytes]] = {}
+        parts: dict[tuple[bool, bool, bool], list[bytes]] = {}
         for p in ordered:
             if len(p) >= head:
-                parts.setdefault((any(c in p for c in BREAKS), len(p) <= self.SHORT_REACH), []).append(p)
+                key = (any(c in p for c in BREAKS), b" " in p, len(p) <= self.SHORT_REACH)
+                parts.setdefault(key, []).append(p)
         self._groups: list[_Group] = []
         for _, members in sorted(parts.items()):
             longest: dict[bytes, int] = {}
