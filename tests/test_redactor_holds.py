@@ -97,6 +97,29 @@ def test_the_hold_is_the_longest_suffix_that_starts_a_pattern(engine, data):
         assert index.hold(text[:cut]) == naive_hold(text[:cut], patterns, raised), (patterns, text[:cut])
 
 
+def test_a_near_miss_after_a_held_tail_is_not_held(engine):
+    """The index asks the pattern that last held a tail first (its witness):
+    a tail that differs from it in its last byte only must still be bisected."""
+    patterns = [b"abcdefghijkl", b"abcdefghijXY", b"zz"]
+    index = PrefixIndex(patterns, engine)
+    for text in (b"xx abcdefghij", b"xx abcdefghiX", b"xx abcdefghijX", b"abcdefghijk", b"abcdefghijkX",
+                 b"xx abcdefg", b"xx abcdefX", b"abcdefghijX", b"abcdefghijZ"):
+        assert index.hold(text) == naive_hold(text, patterns), text
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_hold_does_not_depend_on_the_buffers_asked_before(engine, data):
+    """Cuts in any order, each also with its last byte changed: one index answers
+    every one as a fresh one would (its witness is only ever a shortcut)."""
+    patterns = data.draw(pattern_sets())
+    text = data.draw(texts(patterns))
+    index = PrefixIndex(patterns, engine)
+    for cut in data.draw(st.permutations(range(1, len(text) + 1))):
+        for buf in (text[:cut], text[: cut - 1] + data.draw(st.sampled_from([b"a", b"b", b"9", b"\n", b"x"]))):
+            assert index.hold(buf) == naive_hold(buf, patterns), (patterns, buf)
+
+
 def test_long_hex_forms_and_many_patterns_sharing_heads(engine):
     """Forms of 300+ bytes (a secret's hex, %XX) beside thousands of patterns
     that share their first bytes: every tail length, exactly."""

@@ -214,7 +214,7 @@ class PrefixIndex:
     (under 10 entries per pattern; ~110 000 at 1 000 secrets).
     """
 
-    __slots__ = ("_sorted", "_groups", "_short", "_pairs", "_grams", "_bits", "_prime", "maxlen")
+    __slots__ = ("_sorted", "_groups", "_short", "_pairs", "_grams", "_bits", "_prime", "_witness", "maxlen")
 
     HEAD = 8
     #: Most bytes each group's tail is cut at (one ``rfind`` each per hold).
@@ -229,6 +229,7 @@ class PrefixIndex:
 
     def __init__(self, patterns: Iterable[bytes], engine: type):
         self._sorted = ordered = sorted(set(patterns))
+        self._witness = b""
         self.maxlen = max((len(p) for p in ordered), default=0)
         head = self.HEAD
         parts: dict[tuple[bool, bool, bool], list[bytes]] = {}
@@ -377,8 +378,19 @@ class PrefixIndex:
         return 3 if three else 2 if two else one
 
     def _is_prefix(self, buf: bytes, i: int) -> bool:
-        """Is ``buf[i:]`` a prefix of some pattern?"""
+        """Is ``buf[i:]`` a prefix of some pattern?
+
+        The pattern that last answered yes is asked first: a stream cut
+        inside the same token again and again (a log's shared JWT header, a
+        line repeated) is held by it, one compare instead of a bisection's
+        ~17 (~2 us at k = 1 000: the sorted patterns are cold after the big
+        scans). Any pattern is a witness, whichever thread stored it."""
         tail = buf[i:]
+        if self._witness.startswith(tail):
+            return True
         ordered = self._sorted
         j = bisect_left(ordered, tail)
-        return j < len(ordered) and ordered[j].startswith(tail)
+        if j < len(ordered) and ordered[j].startswith(tail):
+            self._witness = ordered[j]
+            return True
+        return False
