@@ -175,8 +175,12 @@ def test_may_become_is_its_plain_regex(partial):
 @example(b"0a7F  dc")
 @example(b"0000: 4142  xhello")  # a gutter after two spaces
 @example(b"2026-11-30T10:06:59Z INFO")
+@example(b"eyJhbGciOiJIUzI1NiIs")
+@example(b"e\rx")
+@example(b"e\r")
 def test_may_become_equals_its_regex(partial):
-    """may_become's early rejection (its first byte) rejects only what the regex rejects."""
+    """may_become's early rejections (its first byte, its second after a hex digit) reject
+    only what the regex rejects."""
     from paddedcell.redactor import dumps
 
     want = bool(partial) and len(partial) <= dumps.LINE_MAX and dumps._MAY_BECOME.fullmatch(partial.rstrip(b"\r")) is not None

@@ -358,6 +358,9 @@ def run_readings(decoded: list[dict[str, bytes]], longest: int) -> dict[str, lis
 
 #: The first bytes of what :data:`_MAY_BECOME` accepts (the empty string aside).
 _MAY_START = frozenset(b" \t-*0123456789abcdefABCDEF")
+_HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+#: The second bytes it accepts after a hex digit (a run's, or a gutter's first).
+_MAY_SECOND = _HEX_DIGITS | frozenset(b"xX:, -|>")
 
 
 def may_become(partial: bytes) -> bool:
@@ -367,6 +370,8 @@ def may_become(partial: bytes) -> bool:
     partial = partial.rstrip(b"\r")
     if partial and partial[0] not in _MAY_START:
         return False  # most feeds' last line (text): no regex call
+    if len(partial) > 1 and partial[1] not in _MAY_SECOND and partial[0] in _HEX_DIGITS:
+        return False  # a token starting with a hex digit (a JWT's "ey", a repeated secret's head): neither
     return _MAY_BECOME.fullmatch(partial) is not None
 
 
