@@ -885,7 +885,7 @@ class Viewed(_matcher._Engine):
             if r > last:
                 last = r
             if last >= 0 and n - last < wrap[1].maxlen and not buf[last + 1 :].rstrip(wrap[2]):
-                h = self._wrap_hold(wrap[0], wrap[1], buf)
+                h = self._wrap_hold(wrap[0], wrap[1], buf, last)
                 if h > best:
                     best = h
         i = n - best
@@ -1029,20 +1029,23 @@ class Viewed(_matcher._Engine):
                 found.append((_to_raw(tokens, starts, a, s)[0], _to_raw(tokens, starts, a, e - 1)[1]))
         return seen
 
-    def _wrap_hold(self, view: View, proper, buf: bytes) -> int:
+    def _wrap_hold(self, view: View, proper, buf: bytes, last: int | None = None) -> int:
         """The line-break view's hold from the view of a window at the end
-        (the prefix index looks at the last ``maxlen`` view bytes only)."""
+        (the prefix index looks at the last ``maxlen`` view bytes only).
+        ``last``: the last line break, when :meth:`scan_keep` has found it
+        and made the two rejections below (no second look on every feed)."""
         size, width = len(buf), 2 * proper.maxlen + 64
         # Only a suffix that spans a line break needs the view: one that does
         # not is a raw suffix, and the base's raw hold covers the encoded
         # forms too. Spanning one needs encoding characters after the last
         # break and right before it.
-        last = buf.rfind(b"\n")
-        last = max(last, buf.rfind(b"\r", last + 1))  # a \r after the last \n, if any
-        if last < 0 or size - last >= proper.maxlen:
-            return 0  # a suffix spanning the break is longer than the last line: held by no pattern
-        if buf[last + 1 :].rstrip(self._wrap_bytes):
-            return 0
+        if last is None:
+            last = buf.rfind(b"\n")
+            last = max(last, buf.rfind(b"\r", last + 1))  # a \r after the last \n, if any
+            if last < 0 or size - last >= proper.maxlen:
+                return 0  # a suffix spanning the break is longer than the last line: held by no pattern
+            if buf[last + 1 :].rstrip(self._wrap_bytes):
+                return 0
         j, stop = last, max(-1, last - 8)
         while j > stop and buf[j] in b"\r\n":
             j -= 1
