@@ -52,7 +52,6 @@ candidate line: its fields need not start with a hex digit).
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import threading
@@ -60,16 +59,10 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Iterable
 
-#: The views' gates in C (``_native.c``: the candidate lines here, the ``%XX``
-#: triggers in :class:`.views.PercentGate`), or None: not built (no compiler
-#: at install) or ``PADDEDCELL_NATIVE=0``; then the regex forms below, which
-#: define what it returns, run instead.
-_native = None
-if os.environ.get("PADDEDCELL_NATIVE", "1") != "0":
-    try:
-        from . import _native
-    except ImportError:
-        _native = None
+# The C module (loaded by .holds, or None): the views' gates in C (the candidate lines
+# here, the %XX triggers in views.PercentGate); without it the regex forms below, which
+# define what it returns, run instead.
+from .holds import _native
 
 #: A line longer than this (bytes, ``\\r`` included) is not a dump line
 #: (``xxd -c 64`` lines are 227 bytes).

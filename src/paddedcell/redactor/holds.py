@@ -26,14 +26,17 @@ _PRINTABLE = frozenset(range(0x20, 0x7F))
 #: Byte order of the grams' integers (they are cast from the patterns' bytes, see :meth:`_Grams.of`).
 _ORDER = sys.byteorder
 
-#: The gram filter's build in C (``_native.gram_bits``), or None: the module was not built or
-#: ``PADDEDCELL_NATIVE=0`` (as in :mod:`.dumps`, which imports this module's users).
-_gram_bits = None
+#: The redactor's C module (``_native.c``), or None: not built (no compiler at install) or
+#: ``PADDEDCELL_NATIVE=0``; then every user runs its Python form. Loaded here, the lowest
+#: module of the package; :mod:`.dumps` and :mod:`.views` take it from here.
+_native = None
 if os.environ.get("PADDEDCELL_NATIVE", "1") != "0":
     try:
-        from ._native import gram_bits as _gram_bits
+        from . import _native
     except ImportError:
-        _gram_bits = None
+        _native = None
+#: The gram filter's build in C (``_native.gram_bits``), or None.
+_gram_bits = _native.gram_bits if _native is not None else None
 
 
 class _Heads:
