@@ -67,6 +67,9 @@ def test_the_daemon_answers_a_direct_get_as_the_local_read_does(tmp_path):
     assert "cryptography.hazmat.bindings._rust" in local_imported[0]
     # No daemon (no socket file): the local read does not load the client's socket or wire.
     assert not {"_socket", "paddedcell.session.wire"} & local_imported[0], local_imported[0]
+    # The local read goes through vault.read: none of the writers (api, admin) is loaded.
+    assert "paddedcell.vault.read" in local_imported[0]
+    assert not {"paddedcell.vault.api", "paddedcell.vault.admin"} & local_imported[0]
 
     # A locked vault (an admin-password leak): exit 3 either way, same message.
     with Daemon(home, PADDEDCELL_SUPERVISOR_SANDBOX="none") as daemon:

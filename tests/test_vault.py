@@ -385,11 +385,12 @@ def test_the_fast_aesgcm_import_is_the_public_class():
 
 
 def test_get_imports_no_typing_trio_click_or_rich(ready, ws):
-    """The lean `get` path: what a fresh interpreter imports to answer one get."""
+    """The lean `get` path: what a fresh interpreter imports to answer one get (as
+    ``pass_mgr get`` does it: through vault.read, never the writers in api and admin)."""
     import subprocess
     import sys
 
-    code = ("import sys\nfrom paddedcell import config\nfrom paddedcell.vault import get_secret\n"
+    code = ("import sys\nfrom paddedcell import config\nfrom paddedcell.vault.read import get_secret\n"
             f"get_secret('a1', {ws!r}, 'db', settings=config.load())\n"
             "print(' '.join(sorted(sys.modules)))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PADDEDCELL_")}
@@ -401,8 +402,23 @@ def test_get_imports_no_typing_trio_click_or_rich(ready, ws):
     # What the interpreter's own start-up (site, .pth files) loads is not ours to judge.
     loaded = modules(code) - modules("import sys; print(' '.join(sorted(sys.modules)))")
     for heavy in ("trio", "click", "rich", "typing", "hashlib", "dataclasses", "tomllib",
-                  "cryptography.hazmat.primitives.ciphers", "cryptography.hazmat.primitives.kdf"):
+                  "cryptography.hazmat.primitives.ciphers", "cryptography.hazmat.primitives.kdf",
+                  "paddedcell.vault.api", "paddedcell.vault.admin", "paddedcell.vault.admin_crypto",
+                  "paddedcell.vault.guard", "paddedcell.vault.leak"):
         assert heavy not in loaded, heavy
+
+
+def test_the_package_names_resolve_lazily_and_stay_the_same_objects():
+    """``paddedcell.vault`` loads api and errors at the first use of a name (PEP 562), so
+    that importing vault.read does not; the names are the very objects of their modules."""
+    import paddedcell.vault as vault
+    from paddedcell.vault import api, errors, read
+
+    assert vault.get_secret is api.get_secret is read.get_secret
+    assert vault.VaultError is errors.VaultError
+    assert set(vault.__all__) <= set(dir(vault))
+    with pytest.raises(AttributeError):
+        vault.no_such_name
 
 
 def test_scrypt_when_openssl_lacks_argon2(s, ws, monkeypatch):

@@ -73,11 +73,11 @@ def load_settings():
 
 def require_ready(settings) -> None:
     """Exit 3 with the vault's message unless it is initialized and not locked."""
-    from ..vault import admin
     from ..vault.errors import VaultError
+    from ..vault.read import AdminPaths, require_ready as vault_ready
 
     try:
-        admin.require_ready(admin.AdminPaths(settings.home_text))
+        vault_ready(AdminPaths(settings.home_text))
     except VaultError as exc:
         fail(str(exc), exc.exit_code)
 
@@ -110,8 +110,8 @@ def run_get(key: str, version: int | None) -> int:
         return exits.OK
     require_ready(settings)
     agent_id, workspace = agent_env()
-    from ..vault.api import get_secret
     from ..vault.errors import VaultError
+    from ..vault.read import get_secret
 
     try:
         value = get_secret(agent_id, workspace, key, version=version, settings=settings)

@@ -21,112 +21,35 @@ Layout (directories 0700, files 0600)::
     security.log         JSON lines; CRITICAL on a leak (time and source only)
 
 Status is decided by two ``stat`` calls (locked.json, admin.json) so that
-``get`` stays cheap; only a present lock file is read and its MAC checked. Paths are strings (``os.path``): ``pathlib`` and ``json``
-would cost every ``get`` milliseconds of imports.
+``get`` stays cheap; only a present lock file is read and its MAC checked. Paths are
+strings (``os.path``): ``pathlib`` and ``json`` would cost every ``get`` milliseconds of
+imports. The read side (paths, status, host key, generations) lives in :mod:`.read`, which
+``get`` imports without this module; it is re-exported here.
 """
 
 from __future__ import annotations
 
-import binascii
 import os
 import time
 
-from ..config import path_text
 from . import crypto
-from .errors import IntegrityError, Locked, NotInitialized, VaultError
+from .errors import NotInitialized, VaultError
 from .files import atomic_write, ensure_private_dir, read_private
+# The read side (what `pass_mgr get` needs) lives in .read; re-exported here for writers.
+from .read import (HOST_KEY_BYTES, AdminPaths, check_generation, generation_file, host_key_check,
+                   lock_is_authentic, read_host_key, record_generation, require_ready,
+                   seen_generation, status, subkey)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-#: Three independent 32-byte keys: store wraps, the admin.json MAC, and one unused since
-#: the leak detector left the disk (older releases sealed it under the third); the file
-#: adds a CRC-32 so that damage to a part `get` does not use is still noticed.
-HOST_KEY_BYTES = 96
-_CRC_BYTES = 4
-_HOST_SUBKEYS = {"wrap": 0, "admin-mac": 1}
-
-
-class AdminPaths:
-    """Where the admin state lives under ``home`` (a plain class: ``dataclasses``
-    costs ``pass_mgr get`` several milliseconds of imports)."""
-
-    __slots__ = ("home",)
-
-    def __init__(self, home: str | Path):
-        self.home = path_text(os.fspath(home))
-
-    def _under(self, *parts: str) -> str:
-        return path_text(os.path.join(self.home, *parts))
-
-    keys_dir = property(lambda self: self._under("keys"))
-    host_key = property(lambda self: self._under("keys", "host.key"))
-    vault_dir = property(lambda self: self._under("vault"))
-    admin_file = property(lambda self: self._under("vault", "admin.json"))
-    admin_next_file = property(lambda self: self._under("vault", "admin.next.json"))
-    locked_file = property(lambda self: self._under("vault", "locked.json"))
-    registry_dir = property(lambda self: self._under("vault", "stores"))
-    generations_dir = property(lambda self: self._under("vault", "generations"))
-    lock_file = property(lambda self: self._under("vault", ".lock"))
-    security_log = property(lambda self: self._under("security.log"))
-
-
-def status(paths: AdminPaths) -> str:
-    """"locked" | "tampered" | "ready" | "uninitialized".
-
-    Only a lock file the vault wrote (its MAC verifies under the host key) is a leak
-    lock. Any other file at ``vault/locked.json`` is "tampered": something other than
-    pass_mgr wrote there, which the vault refuses (exit 6) until a human looks, instead
-    of treating it as a leak whose password must be replaced."""
-    if os.path.lexists(paths.locked_file):
-        try:
-            host = read_host_key(paths)
-        except VaultError:
-            return "tampered"
-        return "locked" if lock_is_authentic(paths, host) else "tampered"
-    if os.path.lexists(paths.admin_file):
-        return "ready"
-    return "uninitialized"
-
-
-def require_ready(paths: AdminPaths) -> None:
-    state = status(paths)
-    if state == "locked":
-        raise Locked()
-    if state == "tampered":
-        raise IntegrityError(f"{paths.locked_file} was not written by pass_mgr (its MAC does not "
-                             "verify): someone tampered with the vault; a human must check it, "
-                             "then remove the file or run: pass_mgr admin init")
-    if state == "uninitialized":
-        raise NotInitialized()
-
-
-def subkey(host_key: bytes, purpose: str) -> bytes:
-    """The host key's independent key for ``purpose`` (random, not derived: no KDF on `get`)."""
-    index = _HOST_SUBKEYS[purpose]
-    return host_key[32 * index:32 * (index + 1)]
-
-
-def read_host_key(paths: AdminPaths) -> bytes:
-    try:
-        raw = read_private(paths.host_key)
-    except FileNotFoundError:
-        raise IntegrityError(f"the host key {paths.host_key} is missing; restore it from a backup, "
-                             "or have a human run: pass_mgr admin recover") from None
-    key, check = raw[:HOST_KEY_BYTES], raw[HOST_KEY_BYTES:]
-    if len(raw) != HOST_KEY_BYTES + _CRC_BYTES or \
-            binascii.crc32(key).to_bytes(_CRC_BYTES, "big") != check:
-        raise IntegrityError(f"the host key {paths.host_key} is corrupt; restore it from a backup, "
-                             "or have a human run: pass_mgr admin recover")
-    return key
-
 
 def create_host_key(paths: AdminPaths) -> bytes:
     ensure_private_dir(paths.keys_dir)
     key = os.urandom(HOST_KEY_BYTES)
-    atomic_write(paths.host_key, key + binascii.crc32(key).to_bytes(_CRC_BYTES, "big"))
+    atomic_write(paths.host_key, key + host_key_check(key))
     return key
 
 
@@ -263,18 +186,6 @@ def write_locked(paths: AdminPaths, source: str) -> None:
     atomic_write(paths.locked_file, data)
 
 
-def lock_is_authentic(paths: AdminPaths, host_key: bytes) -> bool:
-    """True when locked.json was written by the vault (its MAC verifies): only then is
-    the vault locked after a leak and ``admin init`` treats the old password as burnt."""
-    try:
-        raw = read_private(paths.locked_file)
-        doc = crypto.parse_canonical(raw, "locked.json")
-        crypto.verify_document(subkey(host_key, "admin-mac"), doc, b"locked.json", "locked.json")
-    except (OSError, VaultError):
-        return False
-    return True
-
-
 def clear_locked(paths: AdminPaths) -> None:
     try:
         os.unlink(paths.locked_file)
@@ -338,43 +249,6 @@ def store_records(paths: AdminPaths) -> list[tuple[Path, str | None, str | None]
 
 def known_stores(paths: AdminPaths) -> list[Path]:
     return [directory for directory, _agent, _workspace in store_records(paths)]
-
-
-def generation_file(paths: AdminPaths, store_id: str) -> str:
-    return os.path.join(paths.generations_dir, store_id)
-
-
-def seen_generation(paths: AdminPaths, store_id: str) -> int:
-    """The highest generation of this store seen on this host (0: never seen)."""
-    try:
-        raw = read_private(generation_file(paths, store_id))
-    except FileNotFoundError:
-        return 0
-    text = raw.decode("ascii", "replace").strip()
-    if not (text.isascii() and text.isdigit()) or len(text) > 18:
-        raise IntegrityError(f"{generation_file(paths, store_id)} is corrupt; a human can remove "
-                             "it to accept the store as it is")
-    return int(text)
-
-
-def record_generation(paths: AdminPaths, store_id: str, generation: int) -> None:
-    """Remember ``generation`` for the store unless a higher one is recorded."""
-    if generation <= seen_generation(paths, store_id):
-        return
-    ensure_private_dir(paths.generations_dir)
-    atomic_write(generation_file(paths, store_id), str(generation).encode("ascii"))
-
-
-def check_generation(paths: AdminPaths, store_id: str, generation: int, what: str) -> int:
-    """Refuse a store older than the newest this host has seen (it was rolled back);
-    returns the generation recorded."""
-    seen = seen_generation(paths, store_id)
-    if generation < seen:
-        raise IntegrityError(
-            f"{what} is older (generation {generation}) than the newest copy this host saw "
-            f"(generation {seen}): it was rolled back; put the newest copy back, or accept "
-            f"this one with: rm {generation_file(paths, store_id)}")
-    return seen
 
 
 def log_security(paths: AdminPaths, level: str, event: str, **fields: Any) -> None:

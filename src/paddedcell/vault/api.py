@@ -14,11 +14,13 @@ import os
 from . import admin, crypto
 from .admin import AdminPaths
 from .errors import Busy, Forbidden, IntegrityError, NoSuchKey, UnsafePermissions, VaultError
-from .files import (FileLock, atomic_write, check_private, ensure_private_dir, read_private,
-                    remove_stale_temps)
+from .files import FileLock, atomic_write, ensure_private_dir, read_private, remove_stale_temps
+# Reading (get_secret and the store read every reader shares) lives in .read, which
+# `pass_mgr get` imports without this module.
+from .read import get_secret, no_store, read_store, store_ref
+from .read import load_settings as _load_settings
 from .settings import VaultSettings
-from .store import (STORE_FILE, OpenStore, StoreRef, check_key_name, linked_below, locate,
-                    workspace_of)
+from .store import STORE_FILE, OpenStore, StoreRef, check_key_name, linked_below, workspace_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,19 +31,6 @@ if TYPE_CHECKING:
 #: and never the mask character #. A value starts with a letter or digit, so it never
 #: looks like an option (-x) to the command it is passed to.
 SYMBOLS = "-_.:@%+="
-
-
-def _load_settings(settings: Any) -> Any:
-    if settings is None:
-        from .. import config
-
-        return config.load()
-    return settings
-
-
-def _paths(settings: Any) -> AdminPaths:
-    """The admin paths from the settings' home as text (never building a pathlib.Path)."""
-    return AdminPaths(getattr(settings, "home_text", None) or settings.home)
 
 
 # Plain classes, not NamedTuple or dataclasses: building those at import time costs
@@ -75,20 +64,16 @@ class InitReport:
 
 def vault_status(settings: Any = None) -> str:
     """"uninitialized" | "ready" | "locked" | "tampered" (a lock file pass_mgr did not write)."""
-    return admin.status(_paths(_load_settings(settings)))
+    return admin.status(AdminPaths.of(_load_settings(settings)))
 
 
 # -- reading --------------------------------------------------------------------------
 
 
-def _store_ref(settings: Any, agent_id: str, workspace: str) -> StoreRef:
-    return locate(VaultSettings.of(settings).path_template, agent_id, workspace)
-
-
 def _real_store_ref(settings: Any, agent_id: str, workspace: str) -> StoreRef:
     """The store to write: never through a symbolic link the agent made in its workspace
     (the writer would create and write the store wherever it points, as itself)."""
-    ref = _store_ref(settings, agent_id, workspace)
+    ref = store_ref(settings, agent_id, workspace)
     link = linked_below(workspace, ref.directory)
     if link is not None:
         raise UnsafePermissions(f"refusing the store of agent {agent_id}: {link} is a symbolic "
@@ -97,59 +82,15 @@ def _real_store_ref(settings: Any, agent_id: str, workspace: str) -> StoreRef:
     return ref
 
 
-def _read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | None:
-    paths = _paths(settings)
-    admin.require_ready(paths)
-    ref = _store_ref(settings, agent_id, workspace)
-    if linked_below(workspace, ref.directory) is not None:
-        return None  # not this workspace's store: where the agent's link points
-    try:
-        check_private(ref.directory)
-    except FileNotFoundError:
-        return None
-    if not os.path.lexists(ref.file):
-        return None
-    host = admin.read_host_key(paths)
-    with FileLock(ref.lock, exclusive=False, timeout=VaultSettings.of(settings).lock_timeout):
-        try:
-            raw = read_private(ref.file)
-        except FileNotFoundError:
-            return None
-    store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=admin.subkey(host, "wrap"),
-                           host_mac_key=admin.subkey(host, "admin-mac"))
-    seen = admin.check_generation(paths, store.store_id, store.generation, str(ref.file))
-    if seen < store.generation:  # first sight (a store from before the records): remember it
-        try:
-            admin.record_generation(paths, store.store_id, store.generation)
-        except OSError:
-            pass  # a read-only home: the check still runs against what is recorded
-    return store
-
-
-def _no_store(agent_id: str, key: str) -> NoSuchKey:
-    return NoSuchKey(f"no secret named {key!r} for agent {agent_id}; pass_mgr list shows the keys")
-
-
-def get_secret(agent_id: str, workspace: str, key: str, *, version: int | None = None,
-               settings: Any = None) -> str:
-    """The current value of ``key`` (or an older ``version`` still in its history)."""
-    settings = _load_settings(settings)
-    check_key_name(key)
-    store = _read_store(settings, agent_id, workspace)
-    if store is None:
-        raise _no_store(agent_id, key)
-    return store.value(key, version)
-
-
 def agent_secret_values(agent_id: str, workspace: str, *, settings: Any = None) -> list[str]:
     """Every current and historical value in the agent's store, for redaction, and the
     retired ones (unset, rotated out) for ``vault.retired_mask_days`` after they left."""
-    store = _read_store(_load_settings(settings), agent_id, workspace)
+    store = read_store(_load_settings(settings), agent_id, workspace)
     return [] if store is None else store.all_values()
 
 
 def list_keys(agent_id: str, workspace: str, *, settings: Any = None) -> list[str]:
-    store = _read_store(_load_settings(settings), agent_id, workspace)
+    store = read_store(_load_settings(settings), agent_id, workspace)
     return [] if store is None else store.keys()
 
 
@@ -157,7 +98,7 @@ def agent_values_and_bindings(agent_id: str, workspace: str, *, settings: Any = 
                               ) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """``agent_secret_values`` and ``key_bindings`` from one read of the store (what a
     session start needs: its masks, and whether egress is on for it)."""
-    store = _read_store(_load_settings(settings), agent_id, workspace)
+    store = read_store(_load_settings(settings), agent_id, workspace)
     return ([], {}) if store is None else (store.all_values(), store.bindings())
 
 
@@ -168,7 +109,7 @@ def store_places(settings: Any = None) -> list[tuple[str, str]]:
     settings = _load_settings(settings)
     template = VaultSettings.of(settings).path_template
     places = []
-    for directory, agent_id, workspace in admin.store_records(_paths(settings)):
+    for directory, agent_id, workspace in admin.store_records(AdminPaths.of(settings)):
         if workspace is None:
             try:
                 agent_id = _agent_id_of(read_private(os.path.join(str(directory), STORE_FILE)))
@@ -183,7 +124,7 @@ def store_places(settings: Any = None) -> list[tuple[str, str]]:
 def key_bindings(agent_id: str, workspace: str, *,
                  settings: Any = None) -> dict[str, dict[str, Any]]:
     """The bound keys of the agent's store and their binding records (no values)."""
-    store = _read_store(_load_settings(settings), agent_id, workspace)
+    store = read_store(_load_settings(settings), agent_id, workspace)
     return {} if store is None else store.bindings()
 
 
@@ -192,7 +133,7 @@ def all_bindings(settings: Any = None) -> list[tuple[str, str, dict[str, dict[st
     ``admin status`` shows a human (names and hosts, never values). Unreadable stores are
     skipped (``pass_mgr list`` in that agent's context says why)."""
     settings = _load_settings(settings)
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     if admin.status(paths) != "ready":
         return []
     host = admin.read_host_key(paths)
@@ -226,9 +167,9 @@ def key_history(agent_id: str, workspace: str, key: str, *,
                 settings: Any = None) -> list[tuple[int, str]]:
     """(version, created) of each kept value, newest first; no values."""
     check_key_name(key)
-    store = _read_store(_load_settings(settings), agent_id, workspace)
+    store = read_store(_load_settings(settings), agent_id, workspace)
     if store is None:
-        raise _no_store(agent_id, key)
+        raise no_store(agent_id, key)
     return store.history(key)
 
 
@@ -238,14 +179,14 @@ def key_history(agent_id: str, workspace: str, key: str, *,
 def _mutate(settings: Any, agent_id: str, workspace: str, change: Callable[[OpenStore], Change],
             *, create: bool, missing_key: str | None = None) -> Change:
     """Read-modify-write the agent's store under its exclusive lock, in one atomic replace."""
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     admin.require_ready(paths)
     ref = _real_store_ref(settings, agent_id, workspace)
 
     def missing() -> NoSuchKey:
         if missing_key is None:
             return NoSuchKey(f"agent {agent_id} has no secrets yet; nothing to rotate")
-        return _no_store(agent_id, missing_key)
+        return no_store(agent_id, missing_key)
 
     if not create and not os.path.lexists(ref.file):
         raise missing()
@@ -327,7 +268,7 @@ def rotate_secret(agent_id: str, workspace: str, key: str, *, settings: Any = No
     def change(store: OpenStore) -> Change:
         entry = store.entries.get(key)
         if entry is None:
-            raise _no_store(agent_id, key)
+            raise no_store(agent_id, key)
         length = int(entry.get("length") or VaultSettings.of(settings).generate_length)
         symbols = bool(entry.get("symbols", True))
         value = random_value(length, symbols)
@@ -378,7 +319,7 @@ def set_secret(agent_id: str, workspace: str, key: str, value: str, admin_passwo
         raise VaultError("the secret value contains a newline or NUL; give one line")
     if not _is_utf8(value):
         raise VaultError("the secret value is not valid UTF-8; give it as UTF-8 text")
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     admin.require_ready(paths)
     minimum = VaultSettings.of(settings).min_length
     if len(value) < minimum and not allow_short:
@@ -404,13 +345,13 @@ def bind_secret(agent_id: str, workspace: str, key: str, binding: Any, admin_pas
     settings = _load_settings(settings)
     check_key_name(key)
     record = None if binding is None else _binding_record(binding)
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     admin.require_ready(paths)
     _authenticate(paths, admin_password)
 
     def change(store: OpenStore) -> Change:
         if key not in store.entries:
-            raise _no_store(agent_id, key)
+            raise no_store(agent_id, key)
         store.set_binding(key, record)
         return Change(key, None, 0)
 
@@ -438,7 +379,7 @@ def arm_guard(password: str, settings: Any = None) -> str | None:
     daemons that start later load its filter. Returns why no runtime file could keep it
     for them (None when one does: ``vault/guard_runtime.py``)."""
     settings = _load_settings(settings)
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     if admin.status(paths) == "uninitialized":
         raise admin.NotInitialized()
     return _authenticate(paths, password)
@@ -449,7 +390,7 @@ def reload_guard(settings: Any = None) -> str:
     (a human's process just wrote it) and say the guard's state."""
     from . import guard
 
-    paths = _paths(_load_settings(settings))
+    paths = AdminPaths.of(_load_settings(settings))
     guard.look_again()
     return guard.state(paths)
 
@@ -459,7 +400,7 @@ def guard_state(settings: Any = None) -> str:
     since it started) or "uninitialized" (``vault/guard.py``)."""
     from . import guard
 
-    return guard.state(_paths(_load_settings(settings)))
+    return guard.state(AdminPaths.of(_load_settings(settings)))
 
 
 def lend_guard(settings: Any = None) -> dict[str, Any] | None:
@@ -467,7 +408,7 @@ def lend_guard(settings: Any = None) -> dict[str, Any] | None:
     confirmed by the admin KDF) for a foreground ``pcexec``; None while waiting."""
     from . import guard
 
-    found = guard.current(_paths(_load_settings(settings)))
+    found = guard.current(AdminPaths.of(_load_settings(settings)))
     return None if found is None else found.filter_json()
 
 
@@ -475,7 +416,7 @@ def borrow_guard(filter_json: dict[str, Any], settings: Any = None) -> None:
     """Hold the filter a daemon lent (``lend_guard``); its hits are confirmed by the KDF."""
     from . import guard
 
-    paths = _paths(_load_settings(settings))
+    paths = AdminPaths.of(_load_settings(settings))
     guard.adopt(filter_json, admin.load_admin(paths, admin.read_host_key(paths)))
 
 
@@ -532,7 +473,7 @@ def init_admin(password: str, settings: Any = None, *,
     """
     settings = _load_settings(settings)
     _check_new_password(password, settings)
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     ensure_private_dir(paths.home)
     ensure_private_dir(paths.vault_dir)
     with FileLock(paths.lock_file, exclusive=True, timeout=VaultSettings.of(settings).lock_timeout):
@@ -672,7 +613,7 @@ def _agent_id_of(raw: bytes) -> str:
 def recover(password: str, settings: Any = None) -> InitReport:
     """After the host key is lost: a new host key, every known store re-opened via the admin wrap."""
     settings = _load_settings(settings)
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     with FileLock(paths.lock_file, exclusive=True, timeout=VaultSettings.of(settings).lock_timeout):
         if os.path.lexists(paths.admin_next_file):  # an init crashed before its commit
             os.unlink(paths.admin_next_file)
@@ -735,7 +676,7 @@ def find_leaks(text: str | bytes, source: str, *, settings: Any = None) -> list[
     code points into a str, bytes into bytes), empty when it does not. A hit locks the vault
     and writes one CRITICAL line (time and source, never the text), whatever the run count."""
     settings = _load_settings(settings)
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     detector = _detector(paths)
     spans = detector.spans(text) if detector is not None else []
     if not spans:
@@ -779,7 +720,7 @@ def output_guard(redactor: Any, source: str, *, settings: Any = None,
     that had none (``add_secrets``).
     """
     settings = _load_settings(settings)
-    paths = _paths(settings)
+    paths = AdminPaths.of(settings)
     if _detector(paths) is None and not os.path.lexists(paths.admin_file):
         return redactor
     from . import guard
