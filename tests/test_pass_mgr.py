@@ -376,3 +376,24 @@ def test_recover_after_the_host_key_is_lost(ready):
     ready.ok("admin", "recover", "--password-stdin", input=PW + "\n")
     assert ready.ok("get", "db", agent=True) == "s3cret value!\n"
     assert ready.set("db", "after-long-enough", password=PW).returncode == 0
+
+
+def test_the_spec_still_matches_pyinstallers_loader():
+    """packaging/pass_mgr.spec and pass_mgr_entry.py shorten the onedir binary's start by
+    reading PyInstaller's loader (the bootstrap's .egg walk, its finder and archive names);
+    where it changed they quietly do nothing, so a PyInstaller upgrade is caught here, not by
+    a slower `get`."""
+    import ast
+
+    import PyInstaller
+
+    loader = Path(PyInstaller.__file__).parent / "loader"
+    spec = ast.parse((ROOT / "packaging" / "pass_mgr.spec").read_text())
+    egg_walk = next(ast.literal_eval(node.value) for node in ast.walk(spec)
+                    if isinstance(node, ast.Assign)
+                    and [getattr(t, "id", None) for t in node.targets] == ["EGG_WALK"])
+    assert (loader / "pyiboot01_bootstrap.py").read_text().count(egg_walk) == 1
+    importers = (loader / "pyimod02_importers.py").read_text()
+    for name in ("class PyiFrozenFinder", "def path_hook", "global pyz_archive"):
+        assert name in importers, name
+    assert "import ctypes" in (loader / "pyimod03_ctypes.py").read_text()
