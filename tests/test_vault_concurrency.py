@@ -5,6 +5,7 @@
   (no lost update, no duplicate generation, no corrupt file).
 - 100 SIGKILLs at random points of a writer: the store always opens, with the
   old or the new value, and the next writer is not blocked.
+- A read while a writer replaces the store is never taken for a rollback.
 """
 
 from __future__ import annotations
@@ -173,3 +174,42 @@ def test_sigkill_at_random_points_never_corrupts(setup):
     set_secret("agent", workspace, "k", "final", PW, settings)
     assert get_secret("agent", workspace, "k", settings=settings) == "final"
     assert not [p for p in Path(workspace).rglob(".tmp-*")]
+
+
+def test_a_read_during_a_write_is_never_taken_for_a_rollback(setup, monkeypatch):
+    """A writer records the store's new generation after replacing it. A reader that
+    checked the record after releasing its shared lock could see the new record beside
+    the copy it read, and refuse it as rolled back (exit 6): the check runs under the
+    lock, so the writer waits for it."""
+    import threading
+
+    from paddedcell.vault import generate_secret, rotate_secret
+    from paddedcell.vault.store import OpenStore
+
+    settings, workspace, _env_ = setup
+    generate_secret("agent", workspace, "k", settings=settings)
+    opened, go_on = threading.Event(), threading.Event()
+    real_load = OpenStore.load.__func__
+
+    def load_and_wait(cls, *args, **kwargs):
+        store = real_load(cls, *args, **kwargs)
+        if threading.current_thread().name == "reader":
+            opened.set()
+            go_on.wait(10)  # a writer tries to replace the store now
+        return store
+
+    monkeypatch.setattr(OpenStore, "load", classmethod(load_and_wait))
+    got = []
+    reader = threading.Thread(target=lambda: got.append(get_secret(
+        "agent", workspace, "k", settings=settings)), name="reader")
+    reader.start()
+    assert opened.wait(10)
+    writer = threading.Thread(target=rotate_secret, args=("agent", workspace, "k"),
+                              kwargs={"settings": settings}, name="writer")
+    writer.start()
+    time.sleep(0.3)
+    assert writer.is_alive()  # it waits for the reader's shared lock
+    go_on.set()
+    reader.join(10)
+    writer.join(10)
+    assert len(got) == 1 and key_history("agent", workspace, "k", settings=settings)[0][0] == 2

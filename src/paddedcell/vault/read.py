@@ -207,14 +207,17 @@ def read_store(settings: Any, agent_id: str, workspace: str) -> OpenStore | None
     if not os.path.lexists(ref.file):
         return None
     host = read_host_key(paths)
+    # The generation is checked under the shared lock too: a writer records the new
+    # generation after replacing the store, so a check after the lock is released could
+    # see a newer record than the copy read, and call it rolled back.
     with FileLock(ref.lock, exclusive=False, timeout=VaultSettings.of(settings).lock_timeout):
         try:
             raw = read_private(ref.file)
         except FileNotFoundError:
             return None
-    store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=subkey(host, "wrap"),
-                           host_mac_key=subkey(host, "admin-mac"))
-    seen = check_generation(paths, store.store_id, store.generation, str(ref.file))
+        store = OpenStore.load(raw, agent_id, str(ref.file), host_wrap_key=subkey(host, "wrap"),
+                               host_mac_key=subkey(host, "admin-mac"))
+        seen = check_generation(paths, store.store_id, store.generation, str(ref.file))
     if seen < store.generation:  # first sight (a store from before the records): remember it
         try:
             record_generation(paths, store.store_id, store.generation)
