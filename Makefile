@@ -66,7 +66,7 @@ PASS_MGR_SOURCES := $(wildcard src/paddedcell/__init__.py src/paddedcell/config.
 	src/paddedcell/cli/pass_mgr*.py src/paddedcell/session/*.py \
 	src/paddedcell/vault/*.py src/paddedcell/egress/__init__.py \
 	src/paddedcell/egress/binding.py src/paddedcell/egress/policy.py) \
-	packaging/pass_mgr.spec packaging/pass_mgr_entry.py
+	packaging/pass_mgr.spec packaging/pass_mgr_entry.py packaging/pass_mgr_preboot.py
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 1700000000)
 PYINSTALLER := PYTHONHASHSEED=1 SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/pyinstaller \
 	--noconfirm --log-level WARN

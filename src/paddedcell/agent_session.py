@@ -37,14 +37,27 @@ DAEMON_MARKER_PREFIX = b"PADDEDCELL_DAEMON="
 SANDBOX_MOUNT_SOURCE = "paddedcell-sandbox"
 #: ``argv`` words that make a process the daemon (``paddedcell serve``).
 _DAEMON_MODULES = (b"paddedcell.cli.main", b"paddedcell")
+#: The environment variable that locates a session's channel (a locator, not a
+#: credential); here, not in ``session.protocol``, so that ``in_session`` loads nothing more.
+CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
 
 
 def _read(path: str) -> bytes | None:
+    """The whole file, or None. ``os.read`` on a descriptor, not ``open``: no buffered
+    file object for each of the few small /proc files every ``pass_mgr get`` reads."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _ppid(pid: int, proc: str) -> int | None:

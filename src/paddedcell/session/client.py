@@ -18,16 +18,12 @@ from __future__ import annotations
 import os
 
 from .. import exits
-from .protocol import CHANNEL_VARIABLE, Refusal
+from ..agent_session import CHANNEL_VARIABLE, inside_agent_session
 
 
 def in_session() -> bool:
     """Inside an agent session: the channel variable, or ancestry / sandbox facts."""
-    if os.environ.get(CHANNEL_VARIABLE):
-        return True
-    from ..agent_session import inside_agent_session
-
-    return inside_agent_session()
+    return bool(os.environ.get(CHANNEL_VARIABLE)) or inside_agent_session()
 
 
 def _candidates():
@@ -89,6 +85,7 @@ def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
     finally:
         sock.close()
     raw = b"".join(chunks)
+    from .protocol import Refusal
     from .wire import decode_line
 
     try:
@@ -103,7 +100,9 @@ def _exchange(path: str, payload: bytes, timeout: float | None) -> dict:
 
 def request(op: str, timeout: float | None = 60.0, **fields) -> dict:
     """Send one request; the answer dict when ``ok``, else raise :class:`Refusal`."""
-    from .wire import encode_line  # here: a human's direct `pass_mgr get` never needs it
+    # Here, not at the top: a human's direct `pass_mgr get` needs neither.
+    from .protocol import Refusal
+    from .wire import encode_line
 
     payload = encode_line({"op": op, **fields})
     refused = None

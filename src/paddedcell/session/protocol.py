@@ -19,10 +19,8 @@ Import-light on purpose (the ``pass_mgr`` binary bundles it): ``exits`` and the 
 from __future__ import annotations
 
 from .. import exits
+from ..agent_session import CHANNEL_VARIABLE  # noqa: F401 (its home is import-light)
 from ..pass_mgr_grammar import AGENT_OPS
-
-#: The environment variable that locates the channel (a locator, not a credential).
-CHANNEL_VARIABLE = "PADDEDCELL_CHANNEL"
 #: Vault ops the channel answers itself, for the session's agent: pass_mgr's agent commands.
 VAULT_OPS = AGENT_OPS
 
