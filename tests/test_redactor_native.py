@@ -24,6 +24,7 @@ from paddedcell.redactor import dumps, matcher, views
 native = pytest.importorskip("paddedcell.redactor._native")
 
 from test_redactor_dumps import SECRET, layout_lines, mixed_lines  # noqa: E402
+from test_redactor_holds import pattern_sets, texts  # noqa: E402
 
 #: The tests comparing the two forms, skipped under PADDEDCELL_NATIVE=0 (the module is
 #: there, the redactor does not use it; the switch's own test runs).
@@ -448,3 +449,139 @@ def test_gram_bits_refuses_what_it_cannot_read():
         native.gram_bits([b"abcdefgh"], 0)
     with pytest.raises(TypeError):
         native.gram_bits([b"abcdefgh"])
+
+
+# ---- the hold in C (holds.PrefixIndex with _native.prefix_table) -------------------------
+
+
+@contextlib.contextmanager
+def python_holds():
+    """Build prefix indexes (and redactors) inside this block to get the Python hold."""
+    from paddedcell.redactor import holds, stream
+
+    saved = holds._prefix_table
+    holds._prefix_table = None
+    stream._cache.clear()  # a cached matcher was built with the C hold
+    try:
+        yield
+    finally:
+        holds._prefix_table = saved
+        stream._cache.clear()
+
+
+def both_holds(patterns, engine=None):
+    """The same patterns' index with the C hold and with the Python one."""
+    from paddedcell.redactor.holds import PrefixIndex
+
+    engine = engine or matcher.ENGINE
+    fast = PrefixIndex(patterns, engine)
+    with python_holds():
+        slow = PrefixIndex(patterns, engine)
+    return fast, slow
+
+
+def every_prefix(patterns) -> set[bytes]:
+    return {p[:k] for p in patterns for k in range(1, len(p) + 1)}
+
+
+def defined_hold(buf: bytes, prefixes: set[bytes], maxlen: int) -> int:
+    """The definition: the longest suffix of at most maxlen - 1 bytes that starts a pattern."""
+    return next((k for k in range(min(len(buf), maxlen - 1), 0, -1) if buf[-k:] in prefixes), 0)
+
+
+@needs_native
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_c_hold_is_the_python_hold_at_every_cut(data):
+    """Patterns that extend each other over a few bytes (NUL, line breaks, case pairs),
+    text made of their pieces: the C hold, the Python hold and the definition agree
+    at every cut, with maxlen as built and raised by one (views, dumps)."""
+    patterns = data.draw(pattern_sets())
+    text = data.draw(texts(patterns))
+    fast, slow = both_holds(patterns)
+    if fast._bits is None:
+        return  # no pattern of 8 bytes: no gram filter, no C table (the Python hold runs)
+    assert fast._table is not None and slow._table is None
+    prefixes = every_prefix(patterns)
+    for raised in (0, 1):
+        fast.maxlen = slow.maxlen = max(map(len, patterns)) + raised
+        for cut in range(len(text) + 1):
+            buf = text[:cut]
+            want = defined_hold(buf, prefixes, fast.maxlen)
+            assert fast.hold(buf) == slow.hold(buf) == want, (patterns, buf, raised)
+
+
+@needs_native
+def test_the_c_hold_with_its_filters_saturated():
+    """3 000 patterns over 4 bytes: the Bloom filters and the gram bitmap pass almost
+    anything, so every answer comes from the sorted patterns; every cut of a text of
+    their pieces, and the same cuts as a memoryview."""
+    rng = random.Random(2112)
+    patterns = {bytes(rng.choices(b"ab\nc", k=rng.randrange(1, 30))) for _ in range(3000)}
+    fast, slow = both_holds(patterns)
+    ordered = sorted(patterns)
+    text = b"".join(p[: rng.randrange(1, len(p) + 1)] for p in rng.choices(ordered, k=300))
+    prefixes = every_prefix(patterns)
+    for cut in range(len(text) + 1):
+        buf = text[max(0, cut - 64) : cut]
+        want = defined_hold(buf, prefixes, fast.maxlen)
+        assert fast.hold(buf) == want == slow.hold(buf), buf
+        assert native.prefix_hold(fast._table, fast.maxlen, memoryview(buf)) == want
+
+
+@needs_native
+def test_the_c_hold_of_shared_headers_and_near_misses():
+    """JWT-like patterns sharing a 36-byte header, fragments of them, and text
+    that diverges from them at every byte: each cut held exactly (the witness
+    pattern, asked first, must never answer for a tail it does not start)."""
+    rng = random.Random(7)
+    header = b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+    alnum = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    secrets = [header + bytes(rng.choices(alnum, k=rng.randrange(20, 60))) for _ in range(40)]
+    patterns = set(secrets) | {s[i : i + 12] for s in secrets for i in range(36, len(s) - 12, 5)}
+    fast, slow = both_holds(patterns)
+    prefixes = every_prefix(patterns)
+    for s in secrets[:10]:
+        for k in range(1, len(s) + 1):
+            for tail in (s[:k], s[: k - 1] + b"#", s[: k - 1] + bytes([s[k - 1] ^ 1])):
+                buf = b"x=Bearer " + tail
+                want = defined_hold(buf, prefixes, fast.maxlen)
+                assert fast.hold(buf) == want == slow.hold(buf), buf
+
+
+@needs_native
+def test_a_stream_split_at_every_offset_is_the_same_with_either_hold():
+    """A redactor built with the C hold and one with the Python hold, over text
+    of the secrets' shared header, their pieces and near misses, split in two at
+    every offset: the same output, equal to one-shot redaction."""
+    from paddedcell.redactor import StreamRedactor, redact
+
+    rng = random.Random(11)
+    header = b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+    alnum = b"abcdefghijklmnopqrstuvwxyz0123456789"
+    secrets = [header + bytes(rng.choices(alnum, k=30)) for _ in range(6)] + [b"ghp_" + bytes(rng.choices(alnum, k=36))]
+    text = b"".join([b"auth=Bearer " + header + b"zz\n", b"t=" + secrets[0] + b"\n", secrets[1][:50],
+                     b" x " + secrets[6][:20] + b"\n", secrets[2].hex().encode()[:70], b"\n", header[:20]])
+    fast = StreamRedactor(secrets)
+    with python_holds():
+        slow = StreamRedactor(secrets)
+    assert fast._engine.base._prefix._table is not None and slow._engine.base._prefix._table is None
+    want = redact(text, secrets)
+    for cut in range(len(text) + 1):
+        outs = []
+        for r in (fast.fresh(), slow.fresh()):
+            outs.append(r.feed(text[:cut]) + r.feed(text[cut:]) + r.flush())
+        assert outs[0] == outs[1] == want, cut
+
+
+def test_prefix_table_refuses_what_it_cannot_read():
+    bits = bytes(128)
+    with pytest.raises(ValueError):
+        native.prefix_table([b"b", b"a"], bits, 1021)  # not sorted
+    with pytest.raises(TypeError):
+        native.prefix_table([b"a", "b"], bits, 1021)
+    with pytest.raises(TypeError):
+        native.prefix_table([b"", b"a"], bits, 1021)
+    with pytest.raises(TypeError):
+        native.prefix_table([b"a"], bytes(2), 1021)  # a bitmap shorter than the prime's
+

@@ -45,6 +45,13 @@
  *     sys.byteorder) reads it), and how many bits are set. The GIL is
  *     released for the pass (tens of millions of windows at k = 10 000).
  *
+ * prefix_table(sorted_patterns, gram_bits, prime) -> table
+ * prefix_hold(table, maxlen, buf) -> int
+ *     holds.PrefixIndex.hold: the longest suffix of buf, of at most
+ *     maxlen - 1 bytes, that is a prefix of one of the patterns (a sorted
+ *     list of distinct non-empty bytes; gram_bits and prime: holds._Grams'
+ *     filter of their 8-byte windows). See "the hold" below.
+ *
  * _set_simd(level) -> int
  *     For the tests: the gates and strip_breaks use at most this level (3
  *     AVX-512 BW+VBMI2, 2 AVX2, 1 SSE2, 0 none: memchr) and the level now in
@@ -1255,6 +1262,415 @@ gram_bits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* ---- the hold: the longest held tail, whole ------------------------- */
+
+/* holds.PrefixIndex.hold in one call, from a table built once per index
+ * (prefix_table). The answer is the definition's, not the Python form's
+ * steps: the longest suffix of buf, of at most maxlen - 1 bytes, that is a
+ * prefix of some pattern. Every candidate is confirmed against the sorted
+ * patterns (lower bound, then a compare), so the filters below only decide
+ * which candidates are looked at:
+ *
+ * - a tail of 8 bytes or more has every byte in the patterns' alphabet
+ *   (alpha) and every 8-byte window in the gram filter (holds._Grams: the
+ *   same bitmap and prime); it starts with some pattern's first 8 bytes
+ *   (heads: a blocked Bloom filter, two bits in one 64-byte block);
+ * - a tail of 3 to 7 bytes is in a Bloom filter of the patterns' prefixes of
+ *   those lengths; of 1 or 2 bytes, in an exact bitmap.
+ *
+ * The filters' blocks are prefetched together (a 4 KiB feed finds them cold
+ * after the Hyperscan scan: one memory latency, not one each), and the
+ * lower bound starts from the range of the tail's first two bytes. */
+
+typedef struct {
+    PyObject *patterns;           /* the sorted list (the pointers below point into it) */
+    PyObject *gram_obj;           /* the gram filter's bytes */
+    const unsigned char *grams;
+    uint64_t prime;
+    Py_ssize_t count;
+    const unsigned char **ptr;
+    Py_ssize_t *len;
+    uint64_t *key;                /* the first 8 bytes, big-endian, zero-padded: the list's order */
+    uint32_t *first2;             /* 65537 entries: the first pattern whose first two bytes are >= x */
+    uint64_t *shortbloom, *headbloom;
+    int short_shift, head_shift;  /* 64 - log2(blocks) */
+    unsigned char alpha[32], p1[32];
+    unsigned char *p2;            /* 8192 bytes */
+    Py_ssize_t witness;
+} prefix_tab;
+
+#define PT_NAME "paddedcell.redactor._native.prefix_table"
+
+static void
+prefix_tab_free(PyObject *capsule)
+{
+    prefix_tab *t = PyCapsule_GetPointer(capsule, PT_NAME);
+    if (t == NULL)
+        return;
+    Py_XDECREF(t->patterns);
+    Py_XDECREF(t->gram_obj);
+    PyMem_Free(t->ptr);
+    PyMem_Free(t->len);
+    PyMem_Free(t->key);
+    PyMem_Free(t->first2);
+    PyMem_Free(t->shortbloom);
+    PyMem_Free(t->headbloom);
+    PyMem_Free(t->p2);
+    PyMem_Free(t);
+}
+
+static inline uint64_t
+load_be(const unsigned char *p, Py_ssize_t m)
+{
+    uint64_t k = 0;
+    Py_ssize_t i;
+    for (i = 0; i < 8; i++)
+        k = (k << 8) | (i < m ? p[i] : 0);
+    return k;
+}
+
+static inline uint64_t
+mix64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    return x;
+}
+
+/* A blocked Bloom filter: 512-bit blocks, two bits per key in the block the hash's top bits pick. */
+static inline const uint64_t *
+bloom_block(const uint64_t *bloom, int shift, uint64_t h)
+{
+    return bloom + 8 * (shift >= 64 ? 0 : (h >> shift));
+}
+
+static inline int
+bloom_has(const uint64_t *block, uint64_t h)
+{
+    unsigned a = (unsigned)(h & 511), b = (unsigned)((h >> 9) & 511);
+    return (block[a >> 6] >> (a & 63) & 1) && (block[b >> 6] >> (b & 63) & 1);
+}
+
+static inline void
+bloom_add(uint64_t *bloom, int shift, uint64_t h)
+{
+    uint64_t *block = bloom + 8 * (shift >= 64 ? 0 : (h >> shift));
+    unsigned a = (unsigned)(h & 511), b = (unsigned)((h >> 9) & 511);
+    block[a >> 6] |= (uint64_t)1 << (a & 63);
+    block[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+
+/* The key of a tail of 3-7 bytes (its length in the top byte). */
+static inline uint64_t
+short_key(const unsigned char *p, Py_ssize_t m)
+{
+    uint64_t k = (uint64_t)m << 56;
+    Py_ssize_t i;
+    for (i = 0; i < m; i++)
+        k |= (uint64_t)p[i] << (8 * i);
+    return mix64(k);
+}
+
+static inline uint64_t
+head_key(const unsigned char *p)
+{
+    uint64_t k;
+    memcpy(&k, p, 8);
+    return mix64(k ^ 0x5bd1e9955bd1e995ull);
+}
+
+/* Blocks (a power of two) and shift for `entries` keys at ~16 bits each. */
+static Py_ssize_t
+bloom_blocks(Py_ssize_t entries, int *shift)
+{
+    Py_ssize_t blocks = 1;
+    int lg = 0;
+    while (blocks * 512 < entries * 16 && lg < 40) {
+        blocks <<= 1;
+        lg++;
+    }
+    *shift = 64 - lg;
+    return blocks;
+}
+
+/* -1, 0, 1: pattern i against t[:m], in the list's order (bytes order). */
+static inline int
+pt_cmp(const prefix_tab *t, Py_ssize_t i, const unsigned char *s, Py_ssize_t m, uint64_t ks)
+{
+    Py_ssize_t a, c;
+    int r;
+    if (t->key[i] != ks)
+        return t->key[i] < ks ? -1 : 1;
+    a = t->len[i];
+    c = a < m ? a : m;
+    r = memcmp(t->ptr[i], s, (size_t)c);
+    if (r)
+        return r < 0 ? -1 : 1;
+    return a < m ? -1 : a > m ? 1 : 0;
+}
+
+/* Whether s[:m] (m >= 1) is a prefix of some pattern (the last one that was is asked first). */
+static int
+pt_is_prefix(prefix_tab *t, const unsigned char *s, Py_ssize_t m)
+{
+    Py_ssize_t lo, hi, w = t->witness;
+    uint64_t ks;
+    if (w >= 0 && t->len[w] >= m && memcmp(t->ptr[w], s, (size_t)m) == 0)
+        return 1;
+    ks = load_be(s, m);
+    if (m >= 2) {
+        unsigned x = (unsigned)s[0] << 8 | s[1];
+        lo = t->first2[x];
+        hi = t->first2[x + 1];
+    }
+    else {
+        lo = t->first2[(unsigned)s[0] << 8];
+        hi = t->first2[((unsigned)s[0] + 1) << 8];
+    }
+    while (lo < hi) {  /* the first pattern >= s[:m] */
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (pt_cmp(t, mid, s, m, ks) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < t->count && t->len[lo] >= m && memcmp(t->ptr[lo], s, (size_t)m) == 0) {
+        t->witness = lo;
+        return 1;
+    }
+    return 0;
+}
+
+static inline int
+gram_has(const prefix_tab *t, const unsigned char *p)
+{
+    uint64_t g, r;
+    memcpy(&g, p, 8);
+    r = g % t->prime;
+    return t->grams[r >> 3] >> (r & 7) & 1;
+}
+
+#if defined(__GNUC__)
+#define PREFETCH(a) __builtin_prefetch((const void *)(a))
+#else
+#define PREFETCH(a) ((void)0)
+#endif
+
+/* The longest held tail of at most top (<= 7) bytes. */
+static Py_ssize_t
+pt_short(prefix_tab *t, const unsigned char *p, Py_ssize_t n, Py_ssize_t top)
+{
+    uint64_t h[8];
+    Py_ssize_t j;
+    for (j = 3; j <= top; j++) {
+        h[j] = short_key(p + n - j, j);
+        PREFETCH(bloom_block(t->shortbloom, t->short_shift, h[j]));
+    }
+    for (j = top; j >= 3; j--)
+        if (bloom_has(bloom_block(t->shortbloom, t->short_shift, h[j]), h[j]) && pt_is_prefix(t, p + n - j, j))
+            return j;
+    if (top >= 2) {
+        unsigned x = (unsigned)p[n - 2] << 8 | p[n - 1];
+        if (t->p2[x >> 3] >> (x & 7) & 1)
+            return 2;
+    }
+    if (top >= 1 && t->p1[p[n - 1] >> 3] >> (p[n - 1] & 7) & 1)
+        return 1;
+    return 0;
+}
+
+/* A held tail of 8 bytes or more (top >= 8, n >= 8, the last 8 bytes in the gram filter), or 0. */
+static Py_ssize_t
+pt_long(prefix_tab *t, const unsigned char *p, Py_ssize_t n, Py_ssize_t top)
+{
+    Py_ssize_t lim = n - top, a = n, g, s;
+    while (a > lim && (t->alpha[p[a - 1] >> 3] >> (p[a - 1] & 7) & 1))
+        a--;
+    if (n - a < 8)
+        return 0;
+    /* The run's own start first (a token after a space, a line start): most held long tails start there. */
+    {
+        uint64_t h = head_key(p + a);
+        if (bloom_has(bloom_block(t->headbloom, t->head_shift, h), h) && pt_is_prefix(t, p + a, n - a))
+            return n - a;
+    }
+    /* The windows back from the end while they pass the gram filter, 8 prefetched at a time. */
+    g = n - 8;
+    while (g > a) {
+        uint64_t r[8];
+        int k, c = (int)(g - a < 8 ? g - a : 8), stop = 0;
+        for (k = 0; k < c; k++) {
+            uint64_t w;
+            memcpy(&w, p + g - 1 - k, 8);
+            r[k] = w % t->prime;
+            PREFETCH(t->grams + (r[k] >> 3));
+        }
+        for (k = 0; k < c; k++) {
+            if (!(t->grams[r[k] >> 3] >> (r[k] & 7) & 1)) {
+                stop = 1;
+                break;
+            }
+            g--;
+        }
+        if (stop)
+            break;
+    }
+    /* Candidates from the longest: a head, then confirmed. (a itself was asked above.) */
+    for (s = g > a ? g : a + 1; s <= n - 8; s++) {
+        uint64_t h = head_key(p + s);
+        if (bloom_has(bloom_block(t->headbloom, t->head_shift, h), h) && pt_is_prefix(t, p + s, n - s))
+            return n - s;
+    }
+    return 0;
+}
+
+/* prefix_hold(table, maxlen, buf) -> int */
+static PyObject *
+prefix_hold(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    prefix_tab *t;
+    Py_ssize_t maxlen, top, n, h = 0;
+    const unsigned char *p;
+
+    Py_buffer view;
+    int viewed = 0;
+
+    if (wrong_nargs(nargs, 3, "prefix_hold(table, maxlen, buf)") || as_ssize(args[1], &maxlen))
+        return NULL;
+    t = PyCapsule_GetPointer(args[0], PT_NAME);
+    if (t == NULL)
+        return NULL;
+    if (PyBytes_Check(args[2])) {
+        p = (const unsigned char *)PyBytes_AS_STRING(args[2]);
+        n = PyBytes_GET_SIZE(args[2]);
+    }
+    else {
+        if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0)
+            return NULL;
+        viewed = 1;
+        p = (const unsigned char *)view.buf;
+        n = view.len;
+    }
+    top = maxlen - 1 < n ? maxlen - 1 : n;
+    if (top > 0 && t->count > 0) {
+        if (top >= 8 && gram_has(t, p + n - 8))
+            h = pt_long(t, p, n, top);
+        if (h == 0)
+            h = pt_short(t, p, n, top < 7 ? top : 7);
+    }
+    if (viewed)
+        PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(h);
+}
+
+/* prefix_table(sorted_patterns, gram_bits, prime) -> capsule (see above). */
+static PyObject *
+prefix_table(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *list, *capsule;
+    prefix_tab *t;
+    Py_ssize_t i, j, prime, shorts = 0, heads = 0, sblocks, hblocks;
+
+    if (wrong_nargs(nargs, 3, "prefix_table(sorted_patterns, gram_bits, prime)") || as_ssize(args[2], &prime))
+        return NULL;
+    list = args[0];
+    if (!PyList_Check(list) || !PyBytes_Check(args[1]) || prime < 1
+        || PyBytes_GET_SIZE(args[1]) < (prime + 7) / 8) {
+        PyErr_SetString(PyExc_TypeError, "prefix_table: (list of bytes, sorted; gram bitmap; its prime)");
+        return NULL;
+    }
+    t = PyMem_Calloc(1, sizeof(*t));
+    if (t == NULL)
+        return PyErr_NoMemory();
+    t->count = PyList_GET_SIZE(list);
+    t->witness = -1;
+    t->prime = (uint64_t)prime;
+    t->ptr = PyMem_Malloc(sizeof(*t->ptr) * (size_t)(t->count + 1));
+    t->len = PyMem_Malloc(sizeof(*t->len) * (size_t)(t->count + 1));
+    t->key = PyMem_Malloc(sizeof(*t->key) * (size_t)(t->count + 1));
+    t->first2 = PyMem_Malloc(sizeof(*t->first2) * 65537);
+    t->p2 = PyMem_Calloc(8192, 1);
+    capsule = NULL;
+    if (t->ptr == NULL || t->len == NULL || t->key == NULL || t->first2 == NULL || t->p2 == NULL)
+        goto nomem;
+    Py_INCREF(list);
+    t->patterns = list;
+    Py_INCREF(args[1]);
+    t->gram_obj = args[1];
+    t->grams = (const unsigned char *)PyBytes_AS_STRING(args[1]);
+    for (i = 0; i < t->count; i++) {
+        PyObject *o = PyList_GET_ITEM(list, i);
+        if (!PyBytes_Check(o) || PyBytes_GET_SIZE(o) == 0) {
+            PyErr_SetString(PyExc_TypeError, "prefix_table: patterns must be non-empty bytes");
+            goto fail;
+        }
+        t->ptr[i] = (const unsigned char *)PyBytes_AS_STRING(o);
+        t->len[i] = PyBytes_GET_SIZE(o);
+        t->key[i] = load_be(t->ptr[i], t->len[i]);
+        if (i > 0) {
+            Py_ssize_t a = t->len[i - 1], b = t->len[i], c = a < b ? a : b;
+            int r = memcmp(t->ptr[i - 1], t->ptr[i], (size_t)c);
+            if (r > 0 || (r == 0 && a >= b)) {
+                PyErr_SetString(PyExc_ValueError, "prefix_table: patterns must be sorted and distinct");
+                goto fail;
+            }
+        }
+        /* distinct prefixes of 3-7 bytes and heads: new where the previous pattern differs (sorted) */
+        for (j = 3; j <= 7 && j <= t->len[i]; j++)
+            if (i == 0 || t->len[i - 1] < j || memcmp(t->ptr[i - 1], t->ptr[i], (size_t)j) != 0)
+                shorts++;
+        if (t->len[i] >= 8 && (i == 0 || t->len[i - 1] < 8 || memcmp(t->ptr[i - 1], t->ptr[i], 8) != 0))
+            heads++;
+    }
+    sblocks = bloom_blocks(shorts, &t->short_shift);
+    hblocks = bloom_blocks(heads, &t->head_shift);
+    t->shortbloom = PyMem_Calloc((size_t)sblocks * 8, sizeof(uint64_t));
+    t->headbloom = PyMem_Calloc((size_t)hblocks * 8, sizeof(uint64_t));
+    if (t->shortbloom == NULL || t->headbloom == NULL)
+        goto nomem;
+    {
+        Py_ssize_t x = 0;
+        for (i = 0; i < t->count; i++) {
+            const unsigned char *q = t->ptr[i];
+            Py_ssize_t m = t->len[i];
+            unsigned f2 = (unsigned)q[0] << 8 | (m >= 2 ? q[1] : 0);
+            while (x <= (Py_ssize_t)f2)
+                t->first2[x++] = (uint32_t)i;
+            t->p1[q[0] >> 3] |= (unsigned char)(1u << (q[0] & 7));
+            if (m >= 2)
+                t->p2[f2 >> 3] |= (unsigned char)(1u << (f2 & 7));
+            for (j = 3; j <= 7 && j <= m; j++)
+                bloom_add(t->shortbloom, t->short_shift, short_key(q, j));
+            if (m >= 8) {
+                bloom_add(t->headbloom, t->head_shift, head_key(q));
+                for (j = 0; j < m; j++)
+                    t->alpha[q[j] >> 3] |= (unsigned char)(1u << (q[j] & 7));
+            }
+        }
+        while (x <= 65536)
+            t->first2[x++] = (uint32_t)t->count;
+    }
+    capsule = PyCapsule_New(t, PT_NAME, prefix_tab_free);
+    if (capsule == NULL)
+        goto fail;
+    return capsule;
+nomem:
+    PyErr_NoMemory();
+fail:
+    Py_XDECREF(t->patterns);
+    Py_XDECREF(t->gram_obj);
+    PyMem_Free(t->ptr);
+    PyMem_Free(t->len);
+    PyMem_Free(t->key);
+    PyMem_Free(t->first2);
+    PyMem_Free(t->shortbloom);
+    PyMem_Free(t->headbloom);
+    PyMem_Free(t->p2);
+    PyMem_Free(t);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"last_not_break", (PyCFunction)(void (*)(void))last_not_break, METH_FASTCALL,
      "last_not_break(buf, end) -> int (the last offset below end that is no \\r or \\n, or -1)"},
@@ -1269,6 +1685,10 @@ static PyMethodDef methods[] = {
      "gates(buf, limit, chars_fullmatch, percent_tables | None) -> (candidate_lines(...), percent_hits(...) | None)"},
     {"gram_bits", (PyCFunction)(void (*)(void))gram_bits, METH_FASTCALL,
      "gram_bits(patterns, prime) -> (bitmap, bits set) (holds._Grams' filter)"},
+    {"prefix_table", (PyCFunction)(void (*)(void))prefix_table, METH_FASTCALL,
+     "prefix_table(sorted_patterns, gram_bits, prime) -> table (holds.PrefixIndex's hold in C)"},
+    {"prefix_hold", (PyCFunction)(void (*)(void))prefix_hold, METH_FASTCALL,
+     "prefix_hold(table, maxlen, buf) -> int (the longest suffix of buf, under maxlen bytes, that is a prefix of some pattern)"},
     {"_set_simd", set_simd, METH_O, "_set_simd(level) -> int (tests: the gates' pass at most AVX2 2, SSE2 1, scalar 0)"},
     {NULL, NULL, 0, NULL},
 };

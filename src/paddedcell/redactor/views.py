@@ -818,9 +818,9 @@ class Viewed(_matcher._Engine):
         if isinstance(base, ThroughLineBreaks):
             if not base._grams_apart and base._raw_scan is None:
                 view_scan = (base._view, base._literal_spans, base._view_found)
-            hold = base._prefix.hold
+            hold = base._prefix.hold_function()
         elif isinstance(base, _matcher.Matcher) and base._prefix is not None:
-            hold = base._prefix.hold
+            hold = base._prefix.hold_function()
         else:
             hold = base.hold
         dump_sync = dump_max = None
