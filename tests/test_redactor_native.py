@@ -509,6 +509,9 @@ def test_the_c_hold_is_the_python_hold_at_every_cut(data):
             buf = text[:cut]
             want = defined_hold(buf, prefixes, fast.maxlen)
             assert fast.hold(buf) == slow.hold(buf) == want, (patterns, buf, raised)
+            # short_hold (the line-break view's, on 8 bytes across a break): at most 7 bytes
+            assert fast.short_hold(buf[-8:]) == slow.short_hold(buf[-8:]) == defined_hold(
+                buf[-8:], prefixes, min(fast.maxlen, 8)), (patterns, buf, raised)
 
 
 @needs_native
@@ -585,3 +588,40 @@ def test_prefix_table_refuses_what_it_cannot_read():
     with pytest.raises(TypeError):
         native.prefix_table([b"a"], bytes(2), 1021)  # a bitmap shorter than the prime's
 
+
+# ---- the last line's quick tests (views.Viewed.scan_keep) --------------------------------
+
+_PARTIAL_PIECES = [b"0", b"00000010", b": ", b" ", b"  ", b"\t", b"-", b"-1", b"x", b"X", b"0x", b",", b":", b"|",
+                   b">", b"*", b"\r", b"\r\r", b"ab", b"Z", b"T", b"2026-11-30T10:", b"ey", b"g", b"%", b"   a",
+                   b" nul", b" sp", b"  \\n", b" 101", b"fe", b"a" * 130, b"0" * 260, b"\x00", b"\xff"]
+
+
+@needs_native
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_PARTIAL_PIECES), max_size=12).map(b"".join), st.binary(max_size=3))
+@example(b"*", b"")
+@example(b"*\r\r", b"")
+@example(b"  *", b"")
+@example(b"0" * 256, b"")
+@example(b"0" * 257, b"")
+@example(b"\r", b"")
+def test_dump_partial_is_may_become(line, before):
+    """The last line's dump test in C (views.Viewed.scan_keep) against dumps.may_become,
+    from every start: layouts' pieces, blanks, gutters, '*', '\\r' runs, lines past LINE_MAX."""
+    buf = before.replace(b"\n", b"") + b"\n" + line
+    for start in range(len(buf) - len(line), len(buf) + 1):
+        want = dumps.may_become(buf[start:])
+        assert native.dump_partial(dumps.LINE_MAX, dumps.may_become, buf, start) is want, buf[start:]
+        if start < len(buf):
+            assert views._partial_may_become(buf, start) is want
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=60), st.binary(min_size=1, max_size=20))
+def test_all_in_is_rstrip(buf, allowed):
+    c, py = views._all_in(allowed), (lambda b, s: not b[s:].rstrip(allowed))
+    assert isinstance(c, views.partial)
+    for start in range(len(buf) + 1):
+        assert c(buf, start) is py(buf, start), (buf, start)
+    assert c(buf + allowed, len(buf)) and c(allowed * 3, 0)

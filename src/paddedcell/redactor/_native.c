@@ -45,6 +45,15 @@
  *     sys.byteorder) reads it), and how many bits are set. The GIL is
  *     released for the pass (tens of millions of windows at k = 10 000).
  *
+ * all_in(set32, buf, start) -> bool
+ *     Every byte of buf[start:] is in set32 (a 256-bit set, bit c & 7 of
+ *     byte c >> 3): not buf[start:].rstrip(the set's bytes).
+ *
+ * dump_partial(line_max, may_become, buf, start) -> bool
+ *     dumps.may_become(buf[start:]) (with LINE_MAX = line_max) for a last
+ *     line without '\n': most lines are turned away here, the others are
+ *     passed to may_become.
+ *
  * prefix_table(sorted_patterns, gram_bits, prime) -> table
  * prefix_hold(table, maxlen, buf) -> int
  *     holds.PrefixIndex.hold: the longest suffix of buf, of at most
@@ -1262,6 +1271,103 @@ gram_bits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* ---- the last line's quick tests (views.Viewed.scan_keep) ----------- */
+
+/* all_in(set32, buf, start) -> bool: every byte of buf[start:] is in set32
+ * (a 256-bit set): not buf[start:].rstrip(set), without its copy and its
+ * memchr per byte (the line-break view's test of the last line, every feed). */
+static PyObject *
+all_in(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t start, i;
+    const unsigned char *p, *set;
+
+    if (wrong_nargs(nargs, 3, "all_in(set32, buf, start)") || as_ssize(args[2], &start))
+        return NULL;
+    if (!PyBytes_Check(args[0]) || PyBytes_GET_SIZE(args[0]) != 32) {
+        PyErr_SetString(PyExc_TypeError, "all_in: set32 is bytes[32]");
+        return NULL;
+    }
+    set = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    p = (const unsigned char *)view.buf;
+    if (start < 0)
+        start = 0;
+    for (i = view.len; i > start; i--)
+        if (!(set[p[i - 1] >> 3] >> (p[i - 1] & 7) & 1))
+            break;
+    PyBuffer_Release(&view);
+    if (i > start)
+        Py_RETURN_FALSE;
+    Py_RETURN_TRUE;
+}
+
+/* dump_partial(line_max, may_become, buf, start) -> bool: dumps.may_become(buf[start:])
+ * for a partial last line (no '\n' in it), with the tests that turn most
+ * lines away made here, no slice: longer than LINE_MAX, a first byte no
+ * dump line starts with, or (after the blanks) a byte before the first
+ * ' ', '|' or '>' that none of its alternatives takes there ([-0-9A-Fa-fxX:,]:
+ * an offset, groups, 0x items, decimal fields; a '*' line aside). Else the
+ * regex decides: may_become is called on the slice. */
+static PyObject *
+dump_partial(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t start, n, line_max, a, e;
+    const unsigned char *p;
+    int maybe = 1;
+    PyObject *part, *r;
+
+    if (wrong_nargs(nargs, 4, "dump_partial(line_max, may_become, buf, start)") || as_ssize(args[3], &start)
+        || as_ssize(args[0], &line_max))
+        return NULL;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    p = (const unsigned char *)view.buf;
+    n = view.len;
+    if (start < 0 || start > n) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "dump_partial: start out of range");
+        return NULL;
+    }
+    if (start == n || n - start > line_max)
+        maybe = 0;  /* (may_become: an empty or too long line is not held) */
+    else {
+        e = n;
+        while (e > start && p[e - 1] == '\r')
+            e--;
+        a = start;
+        if (!(e - a == 1 && p[a] == '*')) {
+            while (a < e && (p[a] == ' ' || p[a] == '\t'))
+                a++;
+            for (; a < e && p[a] != ' ' && p[a] != '|' && p[a] != '>'; a++)
+                if (!(ISHEX(p[a]) || p[a] == '-' || p[a] == 'x' || p[a] == 'X' || p[a] == ':' || p[a] == ',')) {
+                    maybe = 0;
+                    break;
+                }
+        }
+    }
+    if (!maybe) {
+        PyBuffer_Release(&view);
+        Py_RETURN_FALSE;
+    }
+    part = PyBytes_FromStringAndSize((const char *)p + start, n - start);
+    PyBuffer_Release(&view);
+    if (part == NULL)
+        return NULL;
+    r = PyObject_CallOneArg(args[1], part);
+    Py_DECREF(part);
+    if (r == NULL)
+        return NULL;
+    maybe = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    if (maybe < 0)
+        return NULL;
+    return PyBool_FromLong(maybe);
+}
+
 /* ---- the hold: the longest held tail, whole ------------------------- */
 
 /* holds.PrefixIndex.hold in one call, from a table built once per index
@@ -1685,6 +1791,10 @@ static PyMethodDef methods[] = {
      "gates(buf, limit, chars_fullmatch, percent_tables | None) -> (candidate_lines(...), percent_hits(...) | None)"},
     {"gram_bits", (PyCFunction)(void (*)(void))gram_bits, METH_FASTCALL,
      "gram_bits(patterns, prime) -> (bitmap, bits set) (holds._Grams' filter)"},
+    {"all_in", (PyCFunction)(void (*)(void))all_in, METH_FASTCALL,
+     "all_in(set32, buf, start) -> bool (every byte of buf[start:] is in the 256-bit set)"},
+    {"dump_partial", (PyCFunction)(void (*)(void))dump_partial, METH_FASTCALL,
+     "dump_partial(line_max, may_become, buf, start) -> bool (dumps.may_become(buf[start:]), most lines turned away in C)"},
     {"prefix_table", (PyCFunction)(void (*)(void))prefix_table, METH_FASTCALL,
      "prefix_table(sorted_patterns, gram_bits, prime) -> table (holds.PrefixIndex's hold in C)"},
     {"prefix_hold", (PyCFunction)(void (*)(void))prefix_hold, METH_FASTCALL,

@@ -390,6 +390,8 @@ class PrefixIndex:
     def short_hold(self, tail: bytes) -> int:
         """The longest held suffix of ``tail`` of at most 7 bytes (exact only when
         no longer suffix is held: see :meth:`may_contain` of its last 8 bytes)."""
+        if self._table is not None:  # the C hold told tails of 8 bytes or more are not asked
+            return _prefix_hold(self._table, min(self.maxlen, self.HEAD), tail)
         return self._short_hold(tail, min(len(tail), self.maxlen - 1, self.HEAD - 1))
 
     def _short_hold(self, buf: bytes, top: int) -> int:

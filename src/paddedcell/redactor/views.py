@@ -91,6 +91,7 @@ import re
 import struct
 import threading
 from bisect import bisect_right
+from functools import partial
 from operator import sub
 from typing import Iterable
 
@@ -111,6 +112,20 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 #: First bytes of a partial line that :func:`.dumps.may_become` turns away at once.
 _NO_DUMP_LINE = frozenset(range(256)) - _dumps._MAY_START - {13}
 _may_become = _dumps.may_become
+
+
+def _partial_may_become(buf: bytes, start: int) -> bool:
+    """:func:`.dumps.may_become` of the last line ``buf[start:]`` (``start < len(buf)``): a
+    line starting with a byte no dump line starts with is turned away at once (no slice, no frame)."""
+    return buf[start] not in _NO_DUMP_LINE and _may_become(buf[start:])
+
+
+def _all_in(allowed: bytes):
+    """``test(buf, start)``: whether every byte of ``buf[start:]`` is one of ``allowed``
+    (in C when built: one table lookup a byte, no slice; ``rstrip`` is a memchr a byte)."""
+    if _native is not None and hasattr(_native, "all_in"):
+        return partial(_native.all_in, _bitset(allowed, 256))
+    return lambda buf, start: not buf[start:].rstrip(allowed)
 _WS = frozenset(WS)
 
 
@@ -830,9 +845,12 @@ class Viewed(_matcher._Engine):
                 dump_sync, dump_max = _native.dump_sync, _dumps.LINE_MAX
         wrap = None
         if self._base_wrap is not None:
-            wrap = (*self._base_wrap, self._wrap_bytes)
+            wrap = (*self._base_wrap, _all_in(self._wrap_bytes))
+        #: ``dumps.may_become(buf[start:])`` of the last line, as ``(buf, start)``: in C when built.
+        may_become = (partial(_native.dump_partial, _dumps.LINE_MAX, _may_become)
+                      if _native is not None and hasattr(_native, "dump_partial") else _partial_may_become)
         return (base.spans, view_scan, hold, self._gates, self._dump, self._percent_args, self._steps, wrap,
-                self._base_syncs, self._sync_leads, dump_sync, dump_max)
+                self._base_syncs, self._sync_leads, dump_sync, dump_max, may_become)
 
     def scan_keep(self, buf: bytes, final: bool = False) -> tuple[int, list[tuple[int, int]], int]:
         """``(hold, found, keep)``: :meth:`scan`, and :meth:`sync` of the cut
@@ -842,7 +860,7 @@ class Viewed(_matcher._Engine):
         (the line-break view's no-hit scan, :meth:`_wrap_hold`'s rejections,
         :meth:`sync`); each goes to its method when they do not decide."""
         (spans, view_scan, base_hold, gates, dump, percent_args, steps, wrap,
-         base_syncs, sync_leads, dump_sync, dump_max) = self._hot
+         base_syncs, sync_leads, dump_sync, dump_max, may_become) = self._hot
         if view_scan is not None and (10 in buf or 13 in buf):  # (a byte as an int: memchr, no TypeError first)
             seen = view_scan[0](buf)  # ThroughLineBreaks.spans, inline up to a hit
             found = view_scan[1](seen)
@@ -861,7 +879,7 @@ class Viewed(_matcher._Engine):
             # answer, without its two frames (a line starting with a byte no
             # dump line starts with: not even may_become's).
             if dump is not None and (lines or lines is None or not final and (
-                    last + 1 == n or buf[last + 1] not in _NO_DUMP_LINE and _may_become(buf[last + 1 :]))):
+                    last + 1 == n or may_become(buf, last + 1))):
                 h = dump.scan(buf, final, found, lines)
                 if h > best:
                     best = h
@@ -884,7 +902,7 @@ class Viewed(_matcher._Engine):
             r = buf.rfind(b"\r", last + 1)
             if r > last:
                 last = r
-            if last >= 0 and n - last < wrap[1].maxlen and not buf[last + 1 :].rstrip(wrap[2]):
+            if last >= 0 and n - last < wrap[1].maxlen and wrap[2](buf, last + 1):
                 h = self._wrap_hold(wrap[0], wrap[1], buf, last)
                 if h > best:
                     best = h
