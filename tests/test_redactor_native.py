@@ -312,9 +312,9 @@ def test_gates_equal_the_python_gates(engine, buf, text):
     with python_gates():
         ref = views.Gates(dumps.CandidateLines(engine is matcher.HyperscanMatcher), set(secrets), engine)
     nat = views.Gates(dumps.CandidateLines(engine is matcher.HyperscanMatcher), set(secrets), engine)
-    assert nat.scan == nat._native_scan
+    assert nat.scan.func is native.gates_for  # (the C call itself; _native_scan its form with a frame)
     for b in (buf, buf + text, text + b"\n" + buf, text):
-        assert each_level(nat.scan, b) == ref.scan(b)
+        assert each_level(nat.scan, b) == ref.scan(b) == nat._native_scan(b)
 
 
 @needs_native
@@ -393,7 +393,7 @@ def test_gates_at_block_and_batch_edges(engine):
 
 
 @needs_native
-def test_gates_without_the_gil_in_threads():
+def test_gates_without_the_gil_in_threads(monkeypatch):
     """A buffer of 64 KiB or more: the pass's SIMD loop runs without the GIL; threads
     scanning at once get what one scan alone gets (and what the Python forms say)."""
     import threading
@@ -406,10 +406,10 @@ def test_gates_without_the_gil_in_threads():
                                  bytes(rng.randrange(32, 127) for _ in range(rng.randrange(300))) + b"\n",
                                  b"x%71a%5A4q%34" + b"\n"]))
     buf = b"".join(parts)
+    monkeypatch.setattr(dumps.CandidateLines, "LIMIT", 10**6)  # (read when the gates are built)
     with python_gates():
         ref = views.Gates(dumps.CandidateLines(False), set(secrets), matcher.AhoMatcher)
     nat = views.Gates(dumps.CandidateLines(False), set(secrets), matcher.AhoMatcher)
-    nat._lines.LIMIT = ref._lines.LIMIT = 10**6
     want = ref.scan(buf)
     assert want[0] and want[1] and each_level(nat.scan, buf) == want
     got = []
@@ -625,3 +625,19 @@ def test_all_in_is_rstrip(buf, allowed):
     for start in range(len(buf) + 1):
         assert c(buf, start) is py(buf, start), (buf, start)
     assert c(buf + allowed, len(buf)) and c(allowed * 3, 0)
+
+
+@needs_native
+def test_gates_for_is_gates_with_the_limit_per_64k():
+    """views.Gates.scan as one call (the buffer last): gates() with the limit per 64 KiB begun."""
+    rng = random.Random(3)
+    tables = views.PercentGate([b"qaZ4q4q4", b"secretvalue"], matcher.AhoMatcher)._tables
+    line = b"0000a0 61 62 63  |abc|\n"
+    for size in (0, 1, 63, 64, 4096, 65535, 65536, 65537, 200_000):
+        buf = bytes(rng.choice(b"ab %5A\n0123") for _ in range(size))
+        for many in (b"", line * 40, line * 70):
+            text = many + buf
+            for limit in (0, 1, 32):
+                for t in (None, tables):
+                    want = native.gates(text, limit * (1 + len(text) // 65536), dumps._CHARS_LINE.fullmatch, t)
+                    assert native.gates_for(limit, dumps._CHARS_LINE.fullmatch, t, text) == want

@@ -28,6 +28,9 @@
  *     (candidate_lines(buf, limit, chars_fullmatch), percent_hits(buf,
  *     *tables), or None when tables is None) in one pass (views.Gates.scan).
  *
+ * gates_for(limit_64k, chars_fullmatch, tables | None, buf) -> (lines, hits)
+ *     gates(buf, limit_64k * (1 + len(buf) // 65536), chars_fullmatch, tables).
+ *
  * strip_breaks(buf) -> bytes
  *     views.WrapView.view: buf less every '\r' and '\n' (buf itself when it is
  *     bytes without either).
@@ -842,30 +845,27 @@ percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return g.hits;
 }
 
-/* gates(buf, limit, chars_fullmatch, percent_tables | None) -> (lines, hits) */
+/* gates(buf, limit, ...) and gates_for(...): the pass over buf with these arguments. */
 static PyObject *
-gates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+gates_impl(PyObject *buf, Py_ssize_t limit, PyObject *fullmatch, PyObject *tables_obj)
 {
     Py_buffer view;
-    Py_ssize_t limit;
     gate_scan g;
     PyObject *const *tables = NULL;
     PyObject *lines, *hits;
 
-    if (wrong_nargs(nargs, 4, "gates(buf, limit, chars_fullmatch, percent_tables)") || as_ssize(args[1], &limit))
-        return NULL;
-    if (args[3] != Py_None) {
-        if (!PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 4) {
+    if (tables_obj != Py_None) {
+        if (!PyTuple_Check(tables_obj) || PyTuple_GET_SIZE(tables_obj) != 4) {
             PyErr_SetString(PyExc_TypeError, "gates: percent_tables is a 4-tuple or None");
             return NULL;
         }
-        tables = &PyTuple_GET_ITEM(args[3], 0);
+        tables = &PyTuple_GET_ITEM(tables_obj, 0);
         if (check_tables(tables) < 0)
             return NULL;
     }
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+    if (PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    if (gate_run(&g, args[0], &view, 1, limit, args[2], tables != NULL, tables) < 0) {
+    if (gate_run(&g, buf, &view, 1, limit, fullmatch, tables != NULL, tables) < 0) {
         PyBuffer_Release(&view);
         return NULL;
     }
@@ -878,6 +878,35 @@ gates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     else
         hits = g.hits;
     return Py_BuildValue("(NN)", lines, hits);
+}
+
+/* gates(buf, limit, chars_fullmatch, percent_tables | None) -> (lines, hits) */
+static PyObject *
+gates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t limit;
+
+    if (wrong_nargs(nargs, 4, "gates(buf, limit, chars_fullmatch, percent_tables)") || as_ssize(args[1], &limit))
+        return NULL;
+    return gates_impl(args[0], limit, args[2], args[3]);
+}
+
+/* gates_for(limit_64k, chars_fullmatch, percent_tables | None, buf) -> (lines, hits):
+ * gates() with limit = limit_64k per 64 KiB begun (views.Gates.scan as one call, the
+ * buffer last: a functools.partial of the rest, no Python frame a feed). */
+static PyObject *
+gates_for(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t limit, n;
+
+    if (wrong_nargs(nargs, 4, "gates_for(limit_64k, chars_fullmatch, percent_tables, buf)")
+        || as_ssize(args[0], &limit))
+        return NULL;
+    if (PyBytes_Check(args[3]))
+        n = PyBytes_GET_SIZE(args[3]);
+    else if ((n = PyObject_Length(args[3])) < 0)
+        return NULL;
+    return gates_impl(args[3], limit * (1 + n / 65536), args[1], args[2]);
 }
 
 /* The best level this CPU runs: 2 AVX2, 1 SSE2, 0 neither. */
@@ -1789,6 +1818,8 @@ static PyMethodDef methods[] = {
      "percent_hits(buf, bytes32, pairs8192, triples, width) -> list[tuple[int, int]] | None"},
     {"gates", (PyCFunction)(void (*)(void))gates, METH_FASTCALL,
      "gates(buf, limit, chars_fullmatch, percent_tables | None) -> (candidate_lines(...), percent_hits(...) | None)"},
+    {"gates_for", (PyCFunction)(void (*)(void))gates_for, METH_FASTCALL,
+     "gates_for(limit_64k, chars_fullmatch, percent_tables | None, buf) -> gates(buf, limit_64k * (1 + len(buf) // 65536), ...)"},
     {"gram_bits", (PyCFunction)(void (*)(void))gram_bits, METH_FASTCALL,
      "gram_bits(patterns, prime) -> (bitmap, bits set) (holds._Grams' filter)"},
     {"all_in", (PyCFunction)(void (*)(void))all_in, METH_FASTCALL,

@@ -701,6 +701,9 @@ class Gates:
         self._percent = PercentGate(percent, engine) if percent else None
         if _native is not None:
             self.scan = self._native_scan
+            if lines is not None and hasattr(_native, "gates_for"):  # (one C call a feed, no frame)
+                self.scan = partial(_native.gates_for, lines.LIMIT, _CHARS_LINE.fullmatch,
+                                    None if self._percent is None else self._percent._tables)
 
     def _native_scan(self, buf: bytes) -> tuple[list[int] | None, list[tuple[int, int]] | None]:
         """:meth:`scan` with both gates in one C pass over ``buf`` (``_native.gates``: each
