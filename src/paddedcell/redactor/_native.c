@@ -1437,11 +1437,8 @@ typedef struct {
 #define PT_NAME "paddedcell.redactor._native.prefix_table"
 
 static void
-prefix_tab_free(PyObject *capsule)
+prefix_tab_release(prefix_tab *t)
 {
-    prefix_tab *t = PyCapsule_GetPointer(capsule, PT_NAME);
-    if (t == NULL)
-        return;
     Py_XDECREF(t->patterns);
     Py_XDECREF(t->gram_obj);
     PyMem_Free(t->ptr);
@@ -1452,6 +1449,14 @@ prefix_tab_free(PyObject *capsule)
     PyMem_Free(t->headbloom);
     PyMem_Free(t->p2);
     PyMem_Free(t);
+}
+
+static void
+prefix_tab_free(PyObject *capsule)
+{
+    prefix_tab *t = PyCapsule_GetPointer(capsule, PT_NAME);
+    if (t != NULL)
+        prefix_tab_release(t);
 }
 
 static inline uint64_t
@@ -1793,16 +1798,7 @@ prefix_table(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 nomem:
     PyErr_NoMemory();
 fail:
-    Py_XDECREF(t->patterns);
-    Py_XDECREF(t->gram_obj);
-    PyMem_Free(t->ptr);
-    PyMem_Free(t->len);
-    PyMem_Free(t->key);
-    PyMem_Free(t->first2);
-    PyMem_Free(t->shortbloom);
-    PyMem_Free(t->headbloom);
-    PyMem_Free(t->p2);
-    PyMem_Free(t);
+    prefix_tab_release(t);  /* what is not allocated yet is NULL (the table was calloc'ed) */
     return NULL;
 }
 
