@@ -436,15 +436,13 @@ _ENV_PREFIXES = tuple(_env_name(section, "") for section in SETTINGS)
 def _env_settings(env: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """(section, key, variable) of each setting ``env`` sets, in :data:`SETTINGS` order
     (the first bad one is the one reported, whatever the environment's order)."""
-    names = [name for name in env if name.startswith(_ENV_PREFIXES)]
+    names = {name for name in env if name.startswith(_ENV_PREFIXES)}
     if not names:
         return []
-    if not _ENV_SETTINGS:
+    if not _ENV_SETTINGS:  # (in SETTINGS order: a dict keeps it)
         _ENV_SETTINGS.update({_env_name(section, key): (section, key)
                               for section, keys in SETTINGS.items() for key in keys})
-    order = {name: i for i, name in enumerate(_ENV_SETTINGS)}
-    return [(*_ENV_SETTINGS[name], name)
-            for name in sorted((n for n in names if n in _ENV_SETTINGS), key=order.__getitem__)]
+    return [(section, key, name) for name, (section, key) in _ENV_SETTINGS.items() if name in names]
 
 
 def _from_text(raw: str, kind: type) -> Any:
