@@ -131,14 +131,19 @@ CRASH_WRITER = r"""
 import sys
 from paddedcell.vault import rotate_store, set_secret
 workspace, pw, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
-print("ready", flush=True)
+def say(line):
+    # One write a line: under PYTHONUNBUFFERED, print() writes its pieces one at a
+    # time, and a kill between them would leave half a line.
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+say("ready")
 n = start
 while True:
     n += 1
     value = f"value-{n}"
-    print("pending", value, flush=True)
+    say(f"pending {value}")
     set_secret("agent", workspace, "k", value, pw)
-    print("done", value, flush=True)
+    say(f"done {value}")
     if n % 3 == 0:
         rotate_store("agent", workspace)
 """
@@ -158,7 +163,8 @@ def test_sigkill_at_random_points_never_corrupts(setup):
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0, 0.05))
         proc.send_signal(signal.SIGKILL)
-        output = proc.communicate()[0].split("\n")
+        # Whole lines only: a kill mid-write can cut the last one short.
+        output = proc.communicate()[0].split("\n")[:-1]
         pending = last_done
         for line in output:
             if line.startswith("pending "):
