@@ -402,6 +402,7 @@ def test_get_imports_no_typing_trio_click_or_rich(ready, ws):
     # What the interpreter's own start-up (site, .pth files) loads is not ours to judge.
     loaded = modules(code) - modules("import sys; print(' '.join(sorted(sys.modules)))")
     for heavy in ("trio", "click", "rich", "typing", "hashlib", "dataclasses", "tomllib",
+                  "binascii", "zlib",
                   "cryptography.hazmat.primitives.ciphers", "cryptography.hazmat.primitives.kdf",
                   "paddedcell.vault.api", "paddedcell.vault.admin", "paddedcell.vault.admin_crypto",
                   "paddedcell.vault.guard", "paddedcell.vault.leak"):

@@ -115,3 +115,70 @@ def test_deeply_nested_input_is_one_integrity_error_not_a_crash(depth):
     raw = b'{"a":' + b"[" * depth + b"]" * depth + b"}"
     obj, message = parse(raw)
     assert obj is None and message == str(crypto.damaged("f"))
+
+
+# -- base64 and CRC-32 without binascii (crypto.b64d, crypto.crc32) ----------------------
+
+
+def reference_b64d(text):
+    """b64d as it was, on binascii: the bytes, or None where it raised."""
+    import binascii
+
+    try:
+        data = binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+    except (binascii.Error, UnicodeEncodeError):
+        return None
+    return data if binascii.b2a_base64(data, newline=False).decode("ascii") == text else None
+
+
+def ours_b64d(text):
+    try:
+        return crypto.b64d(text, "x")
+    except IntegrityError as exc:
+        assert str(exc) == str(crypto.damaged("x"))
+        return None
+
+
+B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=80), st.data())
+def test_b64d_reads_what_binascii_strictly_reads_and_nothing_else(data, draw):
+    text = crypto.b64e(data)
+    assert ours_b64d(text) == data
+    # One character changed, dropped or added: both accept or refuse alike.
+    alphabet = draw.draw(st.sampled_from([B64_CHARS, B64_CHARS + " \n-_.é\x00"]))
+    at = draw.draw(st.integers(0, len(text)))
+    char = draw.draw(st.sampled_from(alphabet))
+    for mutant in (text[:at] + char + text[at + 1:], text[:at] + text[at + 1:],
+                   text[:at] + char + text[at:]):
+        assert ours_b64d(mutant) == reference_b64d(mutant), mutant
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=B64_CHARS + " \n-_é", max_size=14))
+def test_b64d_on_any_short_text_matches_binascii(text):
+    assert ours_b64d(text) == reference_b64d(text)
+
+
+def test_b64d_refuses_what_is_not_text_and_every_discarded_bit():
+    for bad in (None, b"AAAA", 12, ["AAAA"]):
+        assert ours_b64d(bad) is None
+    assert ours_b64d("") == b""
+    for data in (b"\xff", b"\xff\xff"):
+        text = crypto.b64e(data)
+        last = B64_CHARS.index(text.rstrip("=")[-1])
+        for low in range(1, 16):  # the same first bits, some discarded bit set
+            twin = text.rstrip("=")[:-1] + B64_CHARS[last | low]
+            twin += "=" * (len(text) - len(text.rstrip("=")))
+            if twin != text:
+                assert ours_b64d(twin) is None, twin
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_crc32_is_binascii_crc32(data):
+    import binascii
+
+    assert crypto.crc32(data) == binascii.crc32(data)

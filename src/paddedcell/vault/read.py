@@ -12,7 +12,6 @@ The home's layout: :mod:`.admin`.
 
 from __future__ import annotations
 
-import binascii
 import os
 
 from ..config import path_text
@@ -126,7 +125,7 @@ def subkey(host_key: bytes, purpose: str) -> bytes:
 
 def host_key_check(key: bytes) -> bytes:
     """The CRC-32 that ends the host key file."""
-    return binascii.crc32(key).to_bytes(_CRC_BYTES, "big")
+    return crypto.crc32(key).to_bytes(_CRC_BYTES, "big")
 
 
 def read_host_key(paths: AdminPaths) -> bytes:
