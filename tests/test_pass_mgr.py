@@ -111,6 +111,44 @@ def test_set_then_get_in_agent_context(ready):
     assert ready.ok("get", "--version=1", "db", agent=True) == "s3cret value!\n"
 
 
+def test_a_direct_get_loads_neither_the_channel_client_nor_binascii(ready):
+    """Outside a session, with no daemon: the session decision comes from agent_session
+    alone and the read from vault.read; a module costs a start ~0.1 ms, binascii ~0.4 ms."""
+    if ready.exe != str(CONSOLE):
+        pytest.skip("-X importtime is the console script's (the binary has no site)")
+    result = ready.run("get", "db", agent=True, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert (result.returncode, result.stdout) == (0, b"s3cret value!\n")
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines()
+              if line.startswith("import time:")}
+    assert {"paddedcell.agent_session", "paddedcell.vault.read"} <= loaded, loaded
+    for module in ("paddedcell.session", "paddedcell.session.client", "binascii", "zlib",
+                   "paddedcell.cli.pass_mgr_click", "click"):
+        assert module not in loaded, module
+
+
+def test_in_session_is_the_channel_variable_or_the_process_facts(monkeypatch):
+    """pass_mgr decides "over the channel" with agent_session.in_session; session.client
+    (pcexec, paddedcell process) must decide alike."""
+    from paddedcell import agent_session
+    from paddedcell.session import client
+
+    monkeypatch.delenv(agent_session.CHANNEL_VARIABLE, raising=False)
+    facts = {"inside": False}
+    monkeypatch.setattr(agent_session, "inside_agent_session", lambda: facts["inside"])
+    for variable in (None, "", "/run/x.sock"):
+        for inside in (False, True):
+            facts["inside"] = inside
+            if variable is None:
+                monkeypatch.delenv(agent_session.CHANNEL_VARIABLE, raising=False)
+            else:
+                monkeypatch.setenv(agent_session.CHANNEL_VARIABLE, variable)
+            expected = bool(variable) or inside
+            assert agent_session.in_session() is expected, (variable, inside)
+            monkeypatch.setattr(client, "inside_agent_session", lambda: facts["inside"],
+                                raising=False)
+            assert client.in_session() is expected, (variable, inside)
+
+
 def test_set_warns_about_argv_and_checks_the_admin_password(pm):
     pm.init()
     result = pm.set("db", "v1-long-enough")

@@ -127,6 +127,14 @@ def in_sandbox(mountinfo: str = "/proc/self/mountinfo") -> bool:
     return needle in raw
 
 
+def in_session() -> bool:
+    """Inside an agent session: the channel variable, or ancestry / sandbox facts. The
+    one decision that sends ``pass_mgr``, ``pcexec`` and ``paddedcell process`` over the
+    channel (``session.client`` re-exports it); here so that a direct ``pass_mgr get``
+    makes it without importing the channel's client."""
+    return bool(os.environ.get(CHANNEL_VARIABLE)) or inside_agent_session()
+
+
 def inside_agent_session(proc: str = "/proc") -> bool:
     """True when this process descends from a daemon-started agent session.
 

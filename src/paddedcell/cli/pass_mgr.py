@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] and args[0] in AGENT_OPS:
         # Inside an agent session the session's supervisor answers, for its agent only
         # (docs/design.md §1); AGENT_ID there is informational. Logic: cli/pass_mgr_channel.py.
-        from ..session.client import in_session
+        from ..agent_session import in_session
 
         if in_session():
             from .pass_mgr_channel import run_pass_mgr
