@@ -1,5 +1,5 @@
 """A human's direct ``pass_mgr get`` asks a running daemon (``POST /vault/get``,
-cli/pass_mgr_daemon.py) and answers exactly as the local read would; the daemon answers
+cli/pass_mgr_get.py) and answers exactly as the local read would; the daemon answers
 its own uid only, never a process of a session (docs/design.md §4.3, "direct get")."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ for agent in ("a1", "a2"):
     print("ANSWER " + json.dumps({"status": raw.split(b" ", 2)[1].decode(),
                                   "leaked": b"value" in raw}))
 from paddedcell import config
-from paddedcell.cli.pass_mgr_daemon import get_via_daemon
+from paddedcell.cli.pass_mgr_get import get_via_daemon
 os.environ.update(AGENT_ID="a2", AGENT_WORKSPACE=ws)
 print("ANSWER " + json.dumps({"lean": get_via_daemon(config.load(), "db", None)}))
 os.environ.update(AGENT_ID="a2")
