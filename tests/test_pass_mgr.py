@@ -427,10 +427,20 @@ def test_the_spec_still_matches_pyinstallers_loader():
 
     loader = Path(PyInstaller.__file__).parent / "loader"
     spec = ast.parse((ROOT / "packaging" / "pass_mgr.spec").read_text())
-    egg_walk = next(ast.literal_eval(node.value) for node in ast.walk(spec)
-                    if isinstance(node, ast.Assign)
-                    and [getattr(t, "id", None) for t in node.targets] == ["EGG_WALK"])
-    assert (loader / "pyiboot01_bootstrap.py").read_text().count(egg_walk) == 1
+    names: dict = {}
+    for node in spec.body:  # the spec's texts: EGG_WALK, then LOADER_EDITS built on it
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] \
+                in (["EGG_WALK"], ["LOADER_EDITS"]):
+            exec(compile(ast.Module([node], []), "pass_mgr.spec", "exec"), names)
+    assert set(names["LOADER_EDITS"]) == {"pyiboot01_bootstrap", "pyimod01_archive"}
+    for module, edits in names["LOADER_EDITS"].items():
+        source = (loader / f"{module}.py").read_text()
+        for old, new in edits:
+            assert source.count(old) == 1, (module, old)
+            source = source.replace(old, new)
+        compile(source, module, "exec")
+        if module == "pyimod01_archive":  # what the copy is for
+            assert "import struct" not in source and "\nimport zlib" not in source
     importers = (loader / "pyimod02_importers.py").read_text()
     for name in ("class PyiFrozenFinder", "def path_hook", "global pyz_archive"):
         assert name in importers, name
