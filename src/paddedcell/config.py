@@ -274,7 +274,7 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         # and the connection closes (a stalled client must not hold an fd for ever).
         "request_timeout_seconds": Setting(30.0, positive=True),
         # A human's direct `pass_mgr get` waits this long for a running daemon's answer,
-        # then reads the vault itself (cli/pass_mgr_daemon.py).
+        # then reads the vault itself (cli/pass_mgr_get.py).
         "direct_get_timeout_seconds": Setting(5.0, positive=True),
         # Connections the daemon socket holds at once, in all (at most half the soft
         # file limit) and from one process (at most half of that); more are closed on

@@ -150,7 +150,7 @@ def register(router: Router, ctx: Any) -> None:
 
     @router.route("POST", "/vault/get")
     async def vault_get(request: Request) -> dict[str, Any]:
-        """A human's direct ``pass_mgr get`` (cli/pass_mgr_daemon.py): the value the local
+        """A human's direct ``pass_mgr get`` (cli/pass_mgr_get.py): the value the local
         read would print, so the caller skips importing the vault. Only for our own uid
         (nothing it could not read from the store files with the host key) and never for a
         process of a session (it asks its channel, which knows its agent): 403 otherwise,

@@ -18,12 +18,7 @@ from __future__ import annotations
 import os
 
 from .. import exits
-from ..agent_session import CHANNEL_VARIABLE, inside_agent_session
-
-
-def in_session() -> bool:
-    """Inside an agent session: the channel variable, or ancestry / sandbox facts."""
-    return bool(os.environ.get(CHANNEL_VARIABLE)) or inside_agent_session()
+from ..agent_session import CHANNEL_VARIABLE, in_session  # noqa: F401 (the one decision)
 
 
 def _candidates():
