@@ -119,3 +119,34 @@ def test_large_evictions_keep_the_newest_bytes():
         buf.append(chunk)
         everything += chunk
         assert buf.held() == bytes(everything[buf.start:])
+
+
+def test_large_appends_are_held_by_reference():
+    from paddedcell.supervisor.buffers import BY_REFERENCE
+    buf = OutputBuffer(4 * BY_REFERENCE, BufferBudget(1 << 20), floor=BY_REFERENCE)
+    chunk = bytes(range(256)) * (BY_REFERENCE // 256)
+    buf.append(b"small")
+    buf.append(chunk)
+    assert buf.tail(len(chunk)) is chunk  # no copy in, none out
+    assert buf.held() == b"small" + chunk
+
+
+@given(st.lists(st.binary(max_size=90), max_size=60), st.integers(1, 300), st.integers(1, 120))
+def test_pieces_evict_whole_yet_keep_the_floor(chunks, capacity, floor):
+    """With tiny piece thresholds: whole pieces go first, never below the floor, and
+    what is held is always the exact tail, within the reservation."""
+    from unittest import mock
+    from paddedcell.supervisor import buffers
+    with mock.patch.object(buffers, "BY_REFERENCE", 8), mock.patch.object(buffers, "OPEN_PIECE", 24):
+        budget = BufferBudget(10_000)
+        buf = OutputBuffer(capacity, budget, floor=floor)
+        everything = b""
+        for chunk in chunks:
+            buf.append(chunk)
+            everything += chunk
+            assert sum(len(p) for p in buf._pieces) == len(buf) <= buf.reserved
+            assert len(buf) >= min(buf.floor, len(everything))
+            assert buf.end == len(everything)
+            assert buf.read(0) == everything[buf.start:]
+            lo, hi = max(0, len(everything) - 40), max(0, len(everything) - 3)
+            assert buf.read(lo, hi) == everything[max(lo, buf.start):hi]
