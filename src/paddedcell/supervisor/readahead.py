@@ -13,8 +13,11 @@ keeps writing). Without a secret the work per read is trivial and the loop reads
 a second thread costs more there (GIL hand-offs) than it saves.
 
 :class:`Handoff` shows a thread's output on the loop in order with one wake-up
-for whatever piled up since the last one (not one per batch); the thread waits
-once ``limit`` bytes are unshown (back-pressure when the loop lags).
+for whatever piled up since the last one (not one per batch); a pipe's worker
+wakes the loop only per ``wake_at`` bytes and when its turn ends (each wake-up
+takes the GIL from the worker: 128 MiB, 10 secrets, 12 alternated rounds, per
+batch 0.68 GB/s and 0.197 CPU s, per two batches 0.74 and 0.175). The thread
+waits once ``limit`` bytes are unshown (back-pressure when the loop lags).
 
 A pipe that masks secrets is read by its limiter worker (:func:`read_batches`):
 what is ready, into one buffer, then used; the enlarged pipe is the read-ahead
@@ -36,13 +39,20 @@ from typing import Callable, ContextManager
 
 import trio
 
+from .buffers import BY_REFERENCE
+
 
 class Handoff:
-    """Bytes a worker thread made, shown on the loop by ``show`` in the order put."""
+    """Bytes a worker thread made, shown on the loop by ``show`` in the order put.
 
-    def __init__(self, show: Callable[[bytes], None], limit: int):
+    The loop is woken once ``wake_at`` bytes are queued (0: at every put), and at
+    ``flush``: a worker that hands over batch after batch wakes it per few batches,
+    not per batch, and flushes when its turn ends."""
+
+    def __init__(self, show: Callable[[bytes], None], limit: int, *, wake_at: int = 0):
         self._show = show
         self.limit = limit
+        self.wake_at = wake_at
         self._token = trio.lowlevel.current_trio_token()
         self._items: list[bytes] = []
         self._size = 0
@@ -57,25 +67,40 @@ class Handoff:
         with self._lock:
             self._items.append(data)
             self._size += len(data)
-            schedule, self._scheduled = not self._scheduled, True
-        if schedule:
-            try:
-                self._token.run_sync_soon(self._drain)
-            except trio.RunFinishedError:
-                return False
+            schedule = not self._scheduled and self._size >= self.wake_at
+            self._scheduled |= schedule
+        if schedule and not self._schedule():
+            return False
         with self._lock:
             while self._size > self.limit and self._scheduled:
                 self._room.wait()
         return True
 
+    def flush(self) -> bool:
+        """From the worker: have the loop show what is queued; False once it is gone."""
+        with self._lock:
+            schedule = not self._scheduled and self._size > 0
+            self._scheduled |= schedule
+        return self._schedule() if schedule else True
+
+    def _schedule(self) -> bool:
+        try:
+            self._token.run_sync_soon(self._drain)
+        except trio.RunFinishedError:
+            return False
+        return True
+
     def _drain(self) -> None:
-        """On the loop: show everything queued so far (one append, one write)."""
+        """On the loop: show everything queued so far, in order (large pieces as they
+        are: joining them would copy what the output buffer holds by reference)."""
         with self._lock:
             items, self._items, self._size = self._items, [], 0
             self._scheduled = False
             self._room.notify()
-        if items:
-            self._show(items[0] if len(items) == 1 else b"".join(items))
+        if len(items) > 1 and all(len(item) < BY_REFERENCE for item in items):
+            items = [b"".join(items)]
+        for item in items:
+            self._show(item)
 
 
 def read_ready(fd: int, buffer: memoryview) -> tuple[int, bool, bool]:

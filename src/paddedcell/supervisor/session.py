@@ -84,6 +84,11 @@ REDACTED_BATCH = PIPE_SIZE
 #: Batches a worker reads and filters in one turn at the limiter's threads (the
 #: loop shows them meanwhile; the worker waits once a batch's worth is unshown).
 BATCHES_PER_TURN = 8
+#: A masking pipe's worker wakes the loop once this much filtered output is queued (and
+#: at the end of its turn), not at every batch, and waits once ``HANDOFF_LIMIT`` is
+#: unshown (back-pressure; in flight per filter thread: this and one batch).
+HANDOFF_WAKE_AT = 2 * REDACTED_BATCH
+HANDOFF_LIMIT = 4 * REDACTED_BATCH
 F_SETPIPE_SZ = 1031
 
 OutputCallback = Callable[[str, bytes], None]
@@ -378,9 +383,12 @@ class Session:
         take turns at the limiter's threads; nothing is read past them (back-pressure).
         The loop runs every queued hand-off before it resumes the pump (its entry queue
         is first in, first out), so nothing is shown out of order."""
-        return read_batches(fd, _batch_buffer(),
-                            lambda data: handoff.put(self._filter(stream, data)),
-                            BATCHES_PER_TURN)
+        try:
+            return read_batches(fd, _batch_buffer(),
+                                lambda data: handoff.put(self._filter(stream, data)),
+                                BATCHES_PER_TURN)
+        finally:
+            handoff.flush()
 
     def _trivial(self, stream: str, data: bytes) -> bool:
         """No work worth a thread: nothing to mask, and ASCII the sanitizer passes as is."""
@@ -392,7 +400,7 @@ class Session:
         redactor = self._redactors[stream]
         size = PTY_READ_SIZE if self.pty else PIPE_READ_SIZE
         limiter = _filter_limiter(self.settings)
-        handoff = Handoff(partial(self._emit, stream), REDACTED_BATCH)
+        handoff = Handoff(partial(self._emit, stream), HANDOFF_LIMIT, wake_at=HANDOFF_WAKE_AT)
         enlarged = _enlarge_pipe(fd) if stream == "stdout" else 0
         try:
             while True:
