@@ -377,12 +377,14 @@ class Session:
         this thread's batch buffer, sanitize and filter it (the command refills the pipe
         meanwhile: :func:`.readahead.read_batches`) and hand it to the loop's ``_emit``
         in order without a round trip
-        (:class:`.readahead.Handoff`: one loop wake-up for what piled up, and a wait when
-        the loop lags). Returns
+        (:class:`.readahead.Handoff`: one loop wake-up per ``HANDOFF_WAKE_AT`` bytes, what
+        is left at the end of the turn, and a wait when the loop lags). Returns
         ``(eof, drained)`` after ``BATCHES_PER_TURN`` batches at most, so that sessions
         take turns at the limiter's threads; nothing is read past them (back-pressure).
         The loop runs every queued hand-off before it resumes the pump (its entry queue
-        is first in, first out), so nothing is shown out of order."""
+        is first in, first out), so nothing is shown out of order, and a session's next
+        turn (or another's, at this thread) starts only after its last hand-off was
+        shown: in flight per filter thread, ``HANDOFF_LIMIT`` and one batch."""
         try:
             return read_batches(fd, _batch_buffer(),
                                 lambda data: handoff.put(self._filter(stream, data)),
