@@ -183,26 +183,32 @@ def supervised(path: Path, settings, secrets: list[str], use_pty: bool = False) 
         sink.close()
 
 
-def filter_alone(path: Path, settings, secrets: list[str]) -> tuple[float, float]:
-    """The same bytes through the session's filter (``Session._filter``: OpenClaw's
-    sanitizer, then ``new_filter`` with the settings' forms), fed in the pump's batch
-    size from a view, as the pump feeds its read buffer, the matcher already built (as
-    the pump's is): ``(wall, CPU)`` seconds of the feeding alone. Reading the file is
-    left out of both (the pump's figures leave out ``cat``'s reading too: it is another
-    process); it was 0.26-0.31 of the 2.25 CPU s this row showed for 512 MiB."""
+def filter_alone(path: Path, settings, secrets: list[str],
+                 sanitize: bool = False) -> tuple[float, float]:
+    """The same bytes through the redactor the session builds (``new_filter``, the
+    settings' forms) -- with ``sanitize``, through the session's whole filter
+    (``Session._filter``: OpenClaw's sanitizer first) -- fed in the pump's batch size
+    from a view, as the pump feeds its read buffer, the matcher already built (as the
+    pump's is): ``(wall, CPU)`` seconds of the feeding alone. Reading the file is left
+    out of both (the pump's figures leave out ``cat``'s reading too: it is another
+    process); it was 0.26-0.31 of the 2.25 CPU s this row showed for 512 MiB. The goal
+    (issue 21) counts the sanitizer as the pump's cost, against the redactor alone."""
     from paddedcell.execspec.ansi import OutputSanitizer
     from paddedcell.redactor.filters import new_filter
     from paddedcell.supervisor.session import REDACTED_BATCH
 
     data = path.read_bytes()
     view = memoryview(data)
-    sanitizer, redactor = OutputSanitizer(None), new_filter(secrets, settings)
+    redactor = new_filter(secrets, settings)
+    sanitizer = OutputSanitizer(None) if sanitize else None
 
     def feed() -> float:
         start = time.perf_counter()
         for i in range(0, len(data), REDACTED_BATCH):
-            redactor.feed(sanitizer.feed(view[i:i + REDACTED_BATCH]))
-        redactor.feed(sanitizer.flush())
+            batch = view[i:i + REDACTED_BATCH]
+            redactor.feed(sanitizer.feed(batch) if sanitizer else bytes(batch))
+        if sanitizer:
+            redactor.feed(sanitizer.flush())
         redactor.flush()
         return time.perf_counter() - start
     return cpu_seconds(feed)
@@ -598,15 +604,17 @@ def loop_turns_under_load(settings, seconds: float = 5.0, sessions: int = 8,
 
 
 def pipe_rows(work: Path, settings, secrets: list[str], mib: int, rounds: int) -> list[dict]:
-    """Row 2: the pipe pump against a raw pipe read, the session's filter alone on the
-    same bytes, and the pump path's CPU: a session's CPU less a one-line session's (the
-    same secrets; the start-up and end: spawning through the sandbox, the session's
-    tasks), which is no per-byte work and which the filter alone does not pay either."""
+    """Row 2: the pipe pump against a raw pipe read, the redactor alone on the same
+    bytes, and the pump path's CPU (read sizes, the sanitizer, the guard, aggregation:
+    issue 21's budget is 1.5x the redactor alone): a session's CPU less a one-line
+    session's (the same secrets; the start-up and end: spawning through the sandbox,
+    the session's tasks), which is no per-byte work and which the redactor alone does
+    not pay either. The session's whole filter (sanitizer + redactor) is context."""
     big = make_file(work, mib * MIB)
     tiny = work / "one-line.txt"
     tiny.write_bytes(b"x\n")
     supervised(make_file(work, MIB), settings, secrets)  # warm: imports, sandbox probe
-    cpu: dict[str, list[float]] = {"ours": [], "alone": [], "fixed": []}
+    cpu: dict[str, list[float]] = {"ours": [], "alone": [], "fixed": [], "filter": []}
 
     def timed(name, fn, measured=cpu_seconds):
         wall, used = measured(fn)
@@ -617,11 +625,14 @@ def pipe_rows(work: Path, settings, secrets: list[str], mib: int, rounds: int) -
                      "ours": lambda: timed("ours", lambda: supervised(big, settings, secrets)),
                      "fixed": lambda: timed("fixed", lambda: supervised(tiny, settings, secrets)),
                      "alone": lambda: timed("alone", lambda: filter_alone(big, settings, secrets),
-                                            measured=lambda fn: fn())},
+                                            measured=lambda fn: fn()),
+                     "filter": lambda: timed("filter", lambda: filter_alone(
+                         big, settings, secrets, sanitize=True), measured=lambda fn: fn())},
                     rounds)
     raw, ours, alone = times["raw"], times["ours"], times["alone"]
     rate = mib * MIB / ours / 1e9
-    session, fixed, cpu_alone = (statistics.median(cpu[name]) for name in ("ours", "fixed", "alone"))
+    session, fixed, cpu_alone, cpu_filter = (statistics.median(cpu[name])
+                                             for name in ("ours", "fixed", "alone", "filter"))
     path = session - fixed
     return [
         {"benchmark": f"pipes + 10 secrets, {mib} MiB", "ours": rate,
@@ -629,15 +640,17 @@ def pipe_rows(work: Path, settings, secrets: list[str], mib: int, rounds: int) -
          "goal": ">= 1 GB/s", "met": rate >= 1.0,
          "note": f"{rounds} rounds; the session's start-up and end included "
                  f"({times['fixed'] * 1000:.0f} ms wall for one line)"},
-        {"benchmark": "  context: the session's filter alone, same data",
+        {"benchmark": "  context: the redactor alone, same data",
          "ours": mib * MIB / alone / 1e9, "baseline": None, "unit": "GB/s", "ratio": None,
          "goal": "(the pipe row's ceiling)", "met": True,
-         "note": "OpenClaw's sanitizer + the redactor, the pump's batch size"},
-        {"benchmark": "  pump path / filter alone, CPU s", "ours": path,
+         "note": f"the pump's batch size; with OpenClaw's sanitizer first (the session's "
+                 f"whole filter) {mib * MIB / times['filter'] / 1e9:.2f} GB/s"},
+        {"benchmark": "  pump path / redactor alone, CPU s", "ours": path,
          "baseline": cpu_alone, "unit": "s", "ratio": path / cpu_alone,
          "goal": "<= 1.5x", "met": path / cpu_alone <= 1.5,
          "note": f"pump path = session {session:.3f} - one-line session {fixed:.3f} CPU s; "
-                 f"whole session {session / cpu_alone:.2f}x; wall {ours / alone:.2f}x"},
+                 f"whole session {session / cpu_alone:.2f}x; against sanitizer + redactor "
+                 f"{path / cpu_filter:.2f}x; wall {ours / alone:.2f}x"},
     ]
 
 
