@@ -129,8 +129,51 @@ def test_a_scan_interrupted_leaves_no_hit_for_the_next():
     """Hits left in the thread's list by an interrupted scan are not reported later."""
     m = matcher.HyperscanMatcher([SECRET])
     assert m.spans(SECRET) == [(0, len(SECRET))]
-    _, acc = m._local.pair
+    _, acc, _ = m._local.scanners
     acc.append((5, 7))  # as if a scan had stopped before its list was taken
     assert m.spans(b"plain text") == []
     assert m.spans(b"") == []
     assert matcher.HyperscanMatcher([]).spans(b"abc") == []
+
+
+@pytest.fixture
+def split_databases(monkeypatch):
+    """Hyperscan builds its database without the escape forms for any set (not
+    only from SPLIT_MIN patterns on), and the redactor builds afresh (no cached
+    matcher of the same secrets without one)."""
+    from collections import OrderedDict
+
+    from paddedcell.redactor import stream
+
+    monkeypatch.setattr(matcher.HyperscanMatcher, "SPLIT_MIN", 1)
+    monkeypatch.setattr(stream, "_cache", OrderedDict())
+
+
+@pytest.mark.skipif(matcher.HYPERSCAN_PROBLEM is not None, reason="no pyperscan")
+def test_the_plain_database_finds_what_the_whole_one_finds(split_databases):
+    """A buffer without an escape byte is scanned for the patterns without one;
+    any other buffer for all of them: either way every occurrence is found."""
+    pats = [b"plain-Secret-1", b"6a6B7c6a6B7c", b"6A6B7C6A6B7C", b"%41%42%43%44", b"\\x41\\x42\\x43",
+            b"65,66,67,68", b"A\x00B\x00C\x00D\x00", b"&#65;&#66;&#67;"]
+    e = matcher.HyperscanMatcher(pats)
+    assert e._plain_db is not None
+    for filler in (b" plain text ", b" 100% ", b" a\\b ", b" a&b ", b" \x00 ", b" 1,2 "):
+        text = filler.join(pats) + filler + b"6a6b7C6A6B7C plain-secret-1"
+        assert sorted(e.spans(text)) == sorted(matcher.FindMatcher(pats).spans(text)), filler
+        for p in pats:  # each pattern alone (a buffer with its own bytes only)
+            assert e.spans(b"x" + p) == [(1, 1 + len(p))], p
+
+
+@pytest.mark.parametrize("escape", [b"", *(bytes([c]) for c in matcher.ESCAPE_BYTES)])
+def test_a_form_in_either_database_is_masked_at_every_split(split_databases, escape):
+    """The secret's base64 form (no escape byte: in both databases) and its
+    %XX form (in the whole one alone), in a line with or without another
+    escape byte, are masked under every split and byte by byte."""
+    from redactor_engines import assert_exact_under_every_split
+
+    secret = b"s3cr3t-Tok3n-Zq8xv2"
+    for form in (base64.b64encode(secret), b"".join(b"%%%02X" % c for c in secret), b"\\x" + secret.hex().encode()):
+        text = b"id=1 " + escape + b" value=" + form + b" end\n"
+        expected = redact(text, [secret])
+        assert form not in expected and b"######" in expected, form
+        assert_exact_under_every_split(text, secret, expected)
