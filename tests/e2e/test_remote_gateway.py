@@ -280,7 +280,8 @@ def test_remote_client_against_a_real_gateway(stack, gateway, fake_model, tmp_pa
             assert request["allowed"] == ["allow-once", "deny"], request
         asked[case] = request
         watcher.send(f"{request['id']} {decision}")
-    decided = {}
+    # A decision can come before the next request: the loop above read past it.
+    decided = {e["id"]: e for e in watcher.seen if e.get("event") == "approval-decided"}
     while len(decided) < len(markers):
         event = watcher.wait_for(lambda e: e.get("event") == "approval-decided", 60, "the decisions sent")
         decided[event["id"]] = event
