@@ -144,8 +144,6 @@ def test_in_session_is_the_channel_variable_or_the_process_facts(monkeypatch):
                 monkeypatch.setenv(agent_session.CHANNEL_VARIABLE, variable)
             expected = bool(variable) or inside
             assert agent_session.in_session() is expected, (variable, inside)
-            monkeypatch.setattr(client, "inside_agent_session", lambda: facts["inside"],
-                                raising=False)
             assert client.in_session() is expected, (variable, inside)
 
 
