@@ -193,3 +193,54 @@ def test_the_declared_choices_are_the_readers_own():
     assert config.SETTINGS["redactor"]["forms_off"].choices == tuple(f.name for f in fields(Variants))
     assert spawn.SANDBOX_PROFILES is config.SANDBOX_PROFILES
     assert config.SETTINGS["supervisor"]["sandbox"].choices == config.SANDBOX_PROFILES
+
+
+# --- The settings a pass_mgr get reads: config_base --------------------------------------
+
+
+def test_the_get_settings_are_declared_once_in_config_base():
+    """config.SETTINGS holds config_base's very declarations (no copied default), and
+    config_base knows every section (a variable of any of them sends a get to config)."""
+    from paddedcell import config_base
+
+    assert config_base.SECTIONS == tuple(config.SETTINGS)
+    for section, keys in config_base.EARLY.items():
+        for key, setting in keys.items():
+            assert config.SETTINGS[section][key] is setting, (section, key)
+    assert config.Setting is config_base.Setting and config.Settings is config_base.Settings
+    assert config_base._ENV_PREFIXES == config._ENV_PREFIXES
+
+
+def test_defaults_only_is_load_when_nothing_is_set(tmp_path):
+    from paddedcell import config_base
+    from paddedcell.vault.settings import VaultSettings
+
+    env = {"PADDEDCELL_HOME": str(tmp_path / "home/"), "PADDEDCELL_AGENT": "1",
+           "PADDEDCELL_HOMEWARD": "x", "PADDEDCELL_DAEMON": "1", "AGENT_ID": "a"}
+    fast, full = config_base.defaults_only(env), config.load(env)
+    assert fast is not None and fast.home_text == full.home_text
+    for section, keys in config_base.EARLY.items():
+        for key in keys:
+            assert fast[f"{section}.{key}"] == full[f"{section}.{key}"], (section, key)
+    typed = VaultSettings.of(fast)  # every setting the vault's read side types
+    assert typed.lock_timeout == 30.0 and typed.mask == "######"
+    with pytest.raises(KeyError, match="supervisor.max_live_sessions"):
+        fast["supervisor.max_live_sessions"]  # only what a get reads
+
+
+@pytest.mark.parametrize("variable", ["PADDEDCELL_VAULT_HISTORY_DEPTH", "PADDEDCELL_REDACTOR_MASK",
+                                      "PADDEDCELL_MESSAGES_BUSY_REPLY", "PADDEDCELL_AUDIT_X"])
+def test_defaults_only_leaves_any_setting_variable_to_load(tmp_path, variable):
+    from paddedcell import config_base
+
+    assert config_base.defaults_only({"PADDEDCELL_HOME": str(tmp_path), variable: "v"}) is None
+
+
+def test_defaults_only_leaves_a_config_file_to_load(tmp_path):
+    from paddedcell import config_base
+
+    (tmp_path / "config.toml").write_text("")
+    assert config_base.defaults_only({"PADDEDCELL_HOME": str(tmp_path)}) is None
+    (tmp_path / "config.toml").unlink()
+    (tmp_path / "config.toml").mkdir()  # not a file: load() ignores it too
+    assert config_base.defaults_only({"PADDEDCELL_HOME": str(tmp_path)}) is not None

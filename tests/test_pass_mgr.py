@@ -126,6 +126,55 @@ def test_a_direct_get_loads_neither_the_channel_client_nor_binascii(ready):
         assert module not in loaded, module
 
 
+def _get_without_settings(pm: PassMgr, env: dict[str, str] | None = None,
+                          config_toml: str | None = None) -> subprocess.CompletedProcess:
+    """``get db`` as an agent with no ``PADDEDCELL_<SECTION>_...`` variable (the fixture's
+    fast-KDF ones dropped) unless ``env`` sets one, and ``config_toml`` as the home's file."""
+    config_file = pm.home / "config.toml"
+    if config_toml is None:
+        config_file.unlink(missing_ok=True)
+    else:
+        config_file.write_text(config_toml)
+    full = {k: v for k, v in pm.env.items() if k not in FAST_KDF}
+    full.update(pm.agent_env(), **(env or {}))
+    return subprocess.run([pm.exe, "get", "db"], capture_output=True, env=full, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_a_get_with_nothing_set_reads_the_defaults_without_the_settings_table(ready):
+    """No config.toml and no setting's variable: the get's settings are their declared
+    defaults (config_base), and the table of every setting (config, ~0.7 ms) stays unread."""
+    result = _get_without_settings(ready, {"PYTHONPROFILEIMPORTTIME": "1"})
+    assert (result.returncode, result.stdout) == (0, b"s3cret value!\n"), result.stderr
+    if ready.exe == str(CONSOLE):  # -X importtime needs site (the binary has none)
+        loaded = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines()
+                  if line.startswith("import time:")}
+        assert "paddedcell.config_base" in loaded and "paddedcell.config" not in loaded, loaded
+    # Whatever could set a setting makes the get read and check them all, as before.
+    result = _get_without_settings(ready, {"PADDEDCELL_VAULT_LOCK_TIMEOUT_SECONDS": "7",
+                                           "PYTHONPROFILEIMPORTTIME": "1"})
+    assert (result.returncode, result.stdout) == (0, b"s3cret value!\n"), result.stderr
+    if ready.exe == str(CONSOLE):
+        assert b"| paddedcell.config\n" in result.stderr
+
+
+@pytest.mark.parametrize("env, toml, named", [
+    ({"PADDEDCELL_VAULT_HISTORY_DEPTH": "many"}, None, "PADDEDCELL_VAULT_HISTORY_DEPTH"),
+    # Not a setting the get reads: still every command line's exit 2.
+    ({"PADDEDCELL_SUPERVISOR_MAX_LIVE_SESSIONS": "-1"}, None, "supervisor.max_live_sessions"),
+    ({"PADDEDCELL_DAEMON_SOCKET_NAME": "a/b"}, None, "daemon.socket_name"),
+    ({}, "[vault]\nlock_timeout_seconds = \"soon\"\n", "vault.lock_timeout_seconds"),
+    ({}, "[egress]\nmode = \"sometimes\"\n", "egress.mode"),
+    ({}, "[nosuch]\n", "unknown section [nosuch]"),
+    ({}, "not toml [", "not valid TOML"),
+])
+def test_a_get_refuses_any_bad_setting_with_one_line_and_exit_2(ready, env, toml, named):
+    result = _get_without_settings(ready, env, toml)
+    assert result.returncode == 2 and result.stdout == b"", result
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pass_mgr: ") and named in lines[0], lines
+
+
 def test_in_session_is_the_channel_variable_or_the_process_facts(monkeypatch):
     """pass_mgr decides "over the channel" with agent_session.in_session; session.client
     (pcexec, paddedcell process) must decide alike."""

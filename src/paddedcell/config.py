@@ -13,72 +13,15 @@ from __future__ import annotations
 
 import os
 
+# The declaration type, the settings every `pass_mgr get` reads (EARLY: declared there,
+# placed in SETTINGS below) and the resolved settings live in config_base; the names stay
+# importable from here.
+from .config_base import (EARLY, SECTIONS, Setting, Settings, _is_file, _nearest,  # noqa: F401
+                          paddedcell_home, paddedcell_home_text, path_text)
+
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs pass_mgr get ~10 ms of start-up; annotations only
-    from pathlib import Path
+if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
-
-class Setting:
-    """One setting, declared once: its default and the values it accepts.
-
-    The type follows the default: ``bool``, ``int``, ``float`` (an integer is taken
-    too), ``str``, or a list of strings (a list, or one string the reader splits).
-    ``choices``: the allowed strings (with ``each``, the allowed names of a comma-separated
-    list); numbers are at least ``minimum`` (0 unless declared: no setting is negative)
-    and, with ``positive``, more than 0. ``check``: a pure function that names what is
-    wrong with a string of a set form, or returns None. :meth:`problem` says, from
-    these alone, what is wrong with a value; every error about a setting comes from it.
-    """
-
-    __slots__ = ("default", "choices", "each", "minimum", "maximum", "positive", "check")
-
-    def __init__(self, default: Any, *, choices: str = "", each: bool = False,
-                 minimum: float = 0, maximum: float | None = None, positive: bool = False,
-                 check: Callable[[str], str | None] | None = None):
-        self.default, self.check = default, check
-        self.choices, self.each = tuple(choices.split()), each  # what a string may be
-        self.minimum, self.maximum, self.positive = minimum, maximum, positive  # a number
-
-    @property
-    def kind(self) -> type:
-        return type(self.default)
-
-    def problem(self, value: Any) -> str | None:
-        """What is wrong with ``value`` for this setting ("must be ..."), or None."""
-        kind = self.kind
-        if kind is bool:
-            return None if isinstance(value, bool) else "must be true or false"
-        if kind in (int, float):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                return "must be a number" if kind is float else "must be an integer"
-            if kind is int and not isinstance(value, int):
-                return "must be an integer"
-            if value != value or value in (float("inf"), float("-inf")):
-                return "must be a finite number"
-            if self.positive and value <= 0:
-                return "must be more than 0"
-            if value < self.minimum:
-                return f"must be at least {self.minimum}"
-            if self.maximum is not None and value > self.maximum:
-                return f"must be at most {self.maximum}"
-            return None
-        if kind is list:
-            if isinstance(value, str) or (isinstance(value, list)
-                                          and all(isinstance(v, str) for v in value)):
-                return None
-            return "must be a list of strings (or one string)"
-        if not isinstance(value, str):
-            return "must be a string"
-        if self.choices:
-            names = [n.strip() for n in value.split(",") if n.strip()] if self.each \
-                else [value.strip().lower()]
-            for name in names:
-                if name not in self.choices:
-                    close = _nearest(name, self.choices, fallback=False)
-                    near = f" (did you mean {close[15:-1]}?)" if close else ""
-                    what = f"names {name!r}, not one of" if self.each else "must be one of"
-                    return f"{what} {', '.join(self.choices)}{near}"
-        return self.check(value) if self.check else None
 
 
 def _start_count(text: str) -> str | None:
@@ -104,13 +47,13 @@ SANDBOX_PROFILES = ("auto", "namespaces", "user", "none", "rlimits", "bwrap")
 NETWORK_MODES = ("proxy", "none", "host")
 
 #: Each setting, once. Keep a short reason beside anything surprising. Numbers are at
-#: least 0 unless declared otherwise; ``positive`` marks intervals and timeouts.
+#: least 0 unless declared otherwise; ``positive`` marks intervals and timeouts. The
+#: settings a ``pass_mgr get`` reads are declared in config_base (``EARLY[...]`` here).
 SETTINGS: dict[str, dict[str, Setting]] = {
     "redactor": {
-        "mask": Setting("######"),
+        "mask": EARLY["redactor"]["mask"],
         "variants": Setting(True),
-        # Variants of short secrets (base64, hex, ...) match ordinary text.
-        "variant_min_length": Setting(8, minimum=1),
+        "variant_min_length": EARLY["redactor"]["variant_min_length"],
         # Secrets shorter than this are masked but produce a warning.
         "warn_below_length": Setting(6),
         # Any run of this many bytes of a secret of 16+ bytes is masked too
@@ -121,29 +64,7 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         # doubling, fragments, wrapped); "" = every form.
         "forms_off": Setting("", choices=REDACTOR_FORMS, each=True),
     },
-    "vault": {
-        "path_template": Setting("{AGENT_WORKSPACE}/.paddedcell/secrets/{AGENT_ID}"),
-        "history_depth": Setting(5),
-        "generate_length": Setting(32, minimum=1),
-        # Argon2id for the admin password: RFC 9106's second recommended option
-        # (t=3, p=4, m=64 MiB). Tests lower these; admin.json records what was used.
-        "kdf_iterations": Setting(3, minimum=1),
-        "kdf_lanes": Setting(4, minimum=1),
-        "kdf_memory_kib": Setting(65536, minimum=8),  # Argon2's floor: 8 KiB per lane
-        # Only where OpenSSL lacks Argon2 (< 3.2): scrypt N (r=8, p=1; 128 MiB).
-        "scrypt_n": Setting(2**17, minimum=2),
-        "admin_password_min_length": Setting(8, minimum=1),
-        # `pass_mgr set` refuses shorter secrets unless --allow-short: a short value's
-        # encoded forms are not masked (redactor.variant_min_length), and the mask
-        # itself tells a guesser which of 10**4 PINs it is.
-        "min_length": Setting(8, minimum=1),
-        # Values removed by unset or rotated out of the history stay masked this long.
-        "retired_mask_days": Setting(30),
-        # A writer waits this long for another pass_mgr's lock before giving up.
-        "lock_timeout_seconds": Setting(30.0),
-        # check-leak texts longer than this run in a worker thread in the daemon.
-        "leak_thread_threshold_bytes": Setting(64 * 1024),
-    },
+    "vault": EARLY["vault"],  # every vault setting: config_base.py
     "supervisor": {
         "default_timeout_seconds": Setting(1800),
         "default_yield_ms": Setting(10000),
@@ -267,15 +188,12 @@ SETTINGS: dict[str, dict[str, Setting]] = {
         "max_field_chars": Setting(4096, minimum=1),
     },
     "daemon": {
-        "socket_name": Setting("paddedcell.sock", check=lambda name: None if name and "/" not in name
-                               else "must be a file name (no '/', not empty)"),
+        "socket_name": EARLY["daemon"]["socket_name"],
         "start_timeout_seconds": Setting(10.0, positive=True),
         # A request whose first byte arrived must be whole within this, else 408
         # and the connection closes (a stalled client must not hold an fd for ever).
         "request_timeout_seconds": Setting(30.0, positive=True),
-        # A human's direct `pass_mgr get` waits this long for a running daemon's answer,
-        # then reads the vault itself (cli/pass_mgr_get.py).
-        "direct_get_timeout_seconds": Setting(5.0, positive=True),
+        "direct_get_timeout_seconds": EARLY["daemon"]["direct_get_timeout_seconds"],
         # Connections the daemon socket holds at once, in all (at most half the soft
         # file limit) and from one process (at most half of that); more are closed on
         # accept, so one runaway client cannot take every descriptor or slot.
@@ -347,46 +265,15 @@ SETTINGS: dict[str, dict[str, Setting]] = {
     },
 }
 
+if tuple(SETTINGS) != SECTIONS or any(SETTINGS[section][key] is not setting for section, keys
+                                      in EARLY.items() for key, setting in keys.items()):
+    raise ImportError("config_base.SECTIONS and EARLY must match config.SETTINGS")
+
 #: The defaults alone, read from :data:`SETTINGS`.
 DEFAULTS: dict[str, dict[str, Any]] = {
     section: {key: setting.default for key, setting in keys.items()}
     for section, keys in SETTINGS.items()
 }
-
-
-def paddedcell_home(environ: Mapping[str, str] | None = None) -> Path:
-    """``PADDEDCELL_HOME``, default ``~/.paddedcell``."""
-    from pathlib import Path
-
-    env = os.environ if environ is None else environ
-    raw = env.get("PADDEDCELL_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".paddedcell"
-
-
-def path_text(path: str) -> str:
-    """``str(pathlib.PurePosixPath(path))`` without importing pathlib.
-
-    ``pathlib`` (with the ``re``, ``fnmatch`` and ``urllib`` it imports) costs
-    ``pass_mgr get`` several milliseconds of start-up, so its path handles text.
-    """
-    rest = path.lstrip("/")
-    slashes = len(path) - len(rest)
-    root = "//" if slashes == 2 else "/" if slashes else ""  # POSIX keeps exactly two
-    parts = [part for part in rest.split("/") if part and part != "."]
-    return root + "/".join(parts) if (root or parts) else "."
-
-
-def paddedcell_home_text(environ: Mapping[str, str] | None = None) -> str:
-    """``str(paddedcell_home(environ))``, without importing pathlib in the usual cases."""
-    env = os.environ if environ is None else environ
-    raw = env.get("PADDEDCELL_HOME")
-    if raw and not raw.startswith("~"):
-        return path_text(raw)
-    if not raw:
-        home = os.path.expanduser("~")
-        if not home.startswith("~"):
-            return path_text(home + "/.paddedcell")
-    return str(paddedcell_home(env))  # "~user/...", or no home directory: pathlib decides
 
 
 class ConfigError(ValueError):
@@ -408,18 +295,6 @@ def exit_on_bad_settings(prog: str, run: Callable[[], Any]) -> Any:
         sys.stderr.write(f"{prog}: {exc}\n")
         sys.stderr.flush()
         raise SystemExit(ConfigError.exit_code) from None
-
-
-def _nearest(word: str, names, fallback: bool = True) -> str:
-    """"; did you mean X?" for the valid name closest to a misspelt one, else the list
-    (or nothing, without ``fallback``: the caller has listed the names already)."""
-    import difflib
-
-    names = sorted(names)
-    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
-    if close:
-        return f"; did you mean {close[0]}?"
-    return f"; valid names: {', '.join(names)}" if fallback else ""
 
 
 def _env_name(section: str, key: str) -> str:
@@ -508,63 +383,6 @@ def _unknown_key(config_file: str, section: str, key: str) -> ConfigError:
     near = f"; did you mean {homes[0]}.{key}?" if homes else \
         _nearest(f"{section}.{key}", (f"{section}.{k}" for k in SETTINGS[section]))
     return ConfigError(f"{config_file}: unknown setting {section}.{key}{near}")
-
-
-def _is_file(path: str) -> bool:
-    """``pathlib.Path(path).is_file()``: False when absent, other errors raise."""
-    import errno
-    import stat
-
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            return False
-        raise
-    except ValueError:  # an embedded NUL
-        return False
-    return stat.S_ISREG(st.st_mode)
-
-
-class Settings:
-    """Resolved settings: ``settings["supervisor.max_live_sessions"]``.
-
-    ``home`` is a ``Path``, made on first use; ``home_text`` is the same path as a
-    string, for ``pass_mgr get``, which must not pay for importing pathlib.
-    """
-
-    def __init__(self, values: dict[str, dict[str, Any]], home: Path | str):
-        self._values = values
-        self.home = home
-
-    @property
-    def home(self) -> Path:
-        if isinstance(self._home, str):
-            from pathlib import Path
-
-            self._home = Path(self._home)
-        return self._home
-
-    @home.setter
-    def home(self, value: Path | str) -> None:
-        self._home = value
-
-    @property
-    def home_text(self) -> str:
-        return self._home if isinstance(self._home, str) else str(self._home)
-
-    def __getitem__(self, dotted: str) -> Any:
-        section, _, key = dotted.partition(".")
-        try:
-            return self._values[section][key]
-        except KeyError:
-            raise KeyError(f"unknown setting {dotted!r}") from None
-
-    def section(self, name: str) -> dict[str, Any]:
-        return dict(self._values[name])
-
-    def as_dict(self) -> dict[str, dict[str, Any]]:
-        return {name: dict(values) for name, values in self._values.items()}
 
 
 def _read_toml(config_file: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ..config import path_text
+from ..config_base import path_text
 from . import crypto
 from .errors import IntegrityError, Locked, NoSuchKey, NotInitialized, VaultError
 from .files import FileLock, atomic_write, check_private, ensure_private_dir, read_private
