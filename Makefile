@@ -19,6 +19,11 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# setuptools (PyInstaller's dependency, setup.py's build backend) installs a .pth that
+	# imports _distutils_hack at every interpreter start (~0.3-0.6 ms of each pass_mgr get,
+	# pcexec, ...). Nothing here imports distutils, and setuptools loads its own when
+	# imported (the native build, PyInstaller): the shim only costs.
+	rm -f $(VENV)/lib/python*/site-packages/distutils-precedence.pth
 	$(BIN)/python -m compileall -q src
 	touch $(STAMP)
 
@@ -62,6 +67,7 @@ bench: venv
 # onefile (dist/onefile/pass_mgr). Reproducible: a fixed hash seed and the last
 # commit's time as SOURCE_DATE_EPOCH. Rebuilt only when a file it bundles changes.
 PASS_MGR_SOURCES := $(wildcard src/paddedcell/__init__.py src/paddedcell/config.py \
+	src/paddedcell/config_base.py \
 	src/paddedcell/exits.py src/paddedcell/agent_session.py src/paddedcell/cli/__init__.py \
 	src/paddedcell/cli/pass_mgr*.py src/paddedcell/session/*.py \
 	src/paddedcell/vault/*.py src/paddedcell/egress/__init__.py \

@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent / "src" / "paddedcell"
 
 #: Lowest first. A module belongs to the layer of its top-level package (or module).
 LAYERS = (
-    # shared leaves: the package's own names, exit codes, settings, texts, audit, reaping,
-    # pass_mgr's grammar, the accept-with-backoff helper (daemon socket and channels)
-    {"paddedcell", "exits", "config", "agent_text", "audit", "orphans", "pass_mgr_grammar",
-     "accept"},
+    # shared leaves: the package's own names, exit codes, settings (config_base: the ones a
+    # pass_mgr get reads), texts, audit, reaping, pass_mgr's grammar, the accept-with-backoff
+    # helper (daemon socket and channels)
+    {"paddedcell", "exits", "config", "config_base", "agent_text", "audit", "orphans",
+     "pass_mgr_grammar", "accept"},
     # pure cores and the session's identity rules: no I/O framework, no daemon
     {"agent_session", "session", "redactor", "vault", "execspec", "egress"},
     {"supervisor"},  # runs commands (trio)
