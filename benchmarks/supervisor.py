@@ -786,10 +786,12 @@ def main() -> None:
                      "unit": "cores", "ratio": None,
                      "goal": "(above ~0.5 the PTY rows' medians swing)", "met": True,
                      "note": f"before the PTY rows {idle_before:.2f}, after {idle_after:.2f}"})
-        # Context: how busy the machine is during the raw loop alone. A terminal refills
-        # its ~4 KiB line-discipline buffer only as it is read, and the kernel's tty work
-        # (kworkers), cat and the reader fill the cores: when they are full, every CPU
-        # second a pump adds costs the command's output as much.
+        # Context: how busy the machine is during the raw loop, other load included. A
+        # terminal refills its ~4 KiB line-discipline buffer only as it is read (a kworker
+        # per refill); cat's output processing (ONLCR, n_tty_write: ~0.43 CPU s per 64 MiB)
+        # and the reader (~0.25 s, nearly all in the kernel) are most of it, the kworkers
+        # ~5% of the samples (perf, session 14). When the cores are full, every CPU second
+        # a pump adds costs the command's output as much.
         saturation = [busy_cores(lambda: raw_pty_read(small)) for _ in range(3)]
         wall_s, busy_s = min(saturation)
         rows.append({"benchmark": "  context: cores busy during the raw PTY loop",

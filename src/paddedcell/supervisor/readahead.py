@@ -12,6 +12,16 @@ while the filter is busy (the terminal's buffer fills meanwhile, the command
 keeps writing). Without a secret the work per read is trivial and the loop reads:
 a second thread costs more there (GIL hand-offs) than it saves.
 
+A read of a PTY master whose flip buffers hold data waits in the kernel for the
+kworker to move the next ~4 KiB into the line discipline (``tty_buffer_flush_work``),
+non-blocking or not: EAGAIN comes only when the command itself is behind. Session
+14, in-process 64 MiB ``cat``: 33 EAGAINs in 16,556 reads on a quiet machine, 100-535
+in ~4,200 reads of 16 MiB with two other processes busy. So reading until EAGAIN
+rarely costs a wait while the command outruns us; a wait costs ~40 µs of CPU in
+Trio (``wait_readable``) against ~14 µs in ``poll``, which counts only on a loaded
+machine. A read's own cost is the kernel's (it copies in 64-byte steps through the
+line discipline): ~25 µs of CPU per ~4 KiB, the raw loop's too.
+
 :class:`Handoff` shows a thread's output on the loop in order with one wake-up
 for whatever piled up since the last one (not one per batch); a pipe's worker
 wakes the loop only per ``wake_at`` bytes and when its turn ends (each wake-up
