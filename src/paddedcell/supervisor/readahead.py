@@ -20,7 +20,7 @@ in ~4,200 reads of 16 MiB with two other processes busy. So reading until EAGAIN
 rarely costs a wait while the command outruns us; a wait costs ~40 µs of CPU in
 Trio (``wait_readable``) against ~14 µs in ``poll``, which counts only on a loaded
 machine. A read's own cost is the kernel's (it copies in 64-byte steps through the
-line discipline): ~25 µs of CPU per ~4 KiB, the raw loop's too.
+line discipline): the raw loop spends ~0.25 CPU s on 22,218 reads of 64 MiB.
 
 :class:`Handoff` shows a thread's output on the loop in order with one wake-up
 for whatever piled up since the last one (not one per batch); a pipe's worker
