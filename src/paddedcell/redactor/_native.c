@@ -48,6 +48,14 @@
  *     sys.byteorder) reads it), and how many bits are set. The GIL is
  *     released for the pass (tens of millions of windows at k = 10 000).
  *
+ * class_runs(spec, buf) -> int
+ *     matcher.HyperscanMatcher's gates: bit j set when buf holds a run of at
+ *     least run_j bytes of class j (j < 8). spec is bytes[256 + 32]: byte c
+ *     the classes holding c (bit j), then run_j as 8 native int32 (0: the
+ *     class is not asked). A run is found by looking at every run_j-th byte
+ *     and walking back from one in the class: ~n / run_j loads when the
+ *     class is rare in buf.
+ *
  * all_in(set32, buf, start) -> bool
  *     Every byte of buf[start:] is in set32 (a 256-bit set, bit c & 7 of
  *     byte c >> 3): not buf[start:].rstrip(the set's bytes).
@@ -1300,6 +1308,57 @@ gram_bits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* ---- the literal groups' gates (matcher.HyperscanMatcher) ------------ */
+
+/* Whether p[0:n] holds run bytes in a row whose class byte has bit set. */
+static int
+has_run(const unsigned char *p, Py_ssize_t n, const unsigned char *table, unsigned char bit, Py_ssize_t run)
+{
+    Py_ssize_t i = run - 1, j, lo;
+
+    while (i < n) {
+        if (!(table[p[i]] & bit)) {  /* no run of `run` holds byte i: the next one ends at i + run or later */
+            i += run;
+            continue;
+        }
+        lo = i - run + 1;
+        for (j = i - 1; j >= lo && (table[p[j]] & bit); j--)
+            ;
+        if (j < lo)
+            return 1;
+        i = j + run;  /* byte j is out of the class: a run ends at j + run or later */
+    }
+    return 0;
+}
+
+/* class_runs(spec, buf) -> int: bit j set when buf holds a run of at least
+ * run_j bytes of class j (see the module comment). */
+static PyObject *
+class_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    const unsigned char *table;
+    int32_t runs[8];
+    long mask = 0;
+    int j;
+
+    if (wrong_nargs(nargs, 2, "class_runs(spec, buf)"))
+        return NULL;
+    if (!PyBytes_Check(args[0]) || PyBytes_GET_SIZE(args[0]) != 256 + 32) {
+        PyErr_SetString(PyExc_TypeError, "class_runs: spec is bytes[288]");
+        return NULL;
+    }
+    table = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    memcpy(runs, table + 256, sizeof(runs));
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    for (j = 0; j < 8; j++)
+        if (runs[j] > 0 && has_run((const unsigned char *)view.buf, view.len, table, (unsigned char)(1u << j), runs[j]))
+            mask |= 1L << j;
+    PyBuffer_Release(&view);
+    return PyLong_FromLong(mask);
+}
+
 /* ---- the last line's quick tests (views.Viewed.scan_keep) ----------- */
 
 /* all_in(set32, buf, start) -> bool: every byte of buf[start:] is in set32
@@ -1818,6 +1877,8 @@ static PyMethodDef methods[] = {
      "gates_for(limit_64k, chars_fullmatch, percent_tables | None, buf) -> gates(buf, limit_64k * (1 + len(buf) // 65536), ...)"},
     {"gram_bits", (PyCFunction)(void (*)(void))gram_bits, METH_FASTCALL,
      "gram_bits(patterns, prime) -> (bitmap, bits set) (holds._Grams' filter)"},
+    {"class_runs", (PyCFunction)(void (*)(void))class_runs, METH_FASTCALL,
+     "class_runs(spec, buf) -> int (bit j: buf holds a run of run_j bytes of class j)"},
     {"all_in", (PyCFunction)(void (*)(void))all_in, METH_FASTCALL,
      "all_in(set32, buf, start) -> bool (every byte of buf[start:] is in the 256-bit set)"},
     {"dump_partial", (PyCFunction)(void (*)(void))dump_partial, METH_FASTCALL,

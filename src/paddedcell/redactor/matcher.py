@@ -64,12 +64,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import struct
 import threading
+from functools import partial
 from typing import Iterable
 
 import ahocorasick
 
-from .holds import PrefixIndex
+from .holds import PrefixIndex, _native
 
 log = logging.getLogger("paddedcell.redactor")
 
@@ -173,6 +176,63 @@ def _as_regex(pattern: bytes) -> bytes:
     return b"".join([_ESCAPED[c] for c in pattern])
 
 
+#: Byte classes of the gated literal groups (see :class:`HyperscanMatcher`), in the
+#: order a literal is given to one: the numbers and escapes of the number forms (hex,
+#: octal and decimal lists, ``\xNN``, ``\uNNNN``, ``%XX``, ``&#NN;``, ``0xNN, ``),
+#: base32 and base32hex upper case, base32 lower case, base64 (both alphabets).
+GATE_CLASSES = (
+    b"0123456789ABCDEFabcdefxXuU\\%&#;:, .-",
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ=",
+    b"0123456789abcdefghijklmnopqrstuvwxyz=",
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/=-_",
+)
+#: A literal is gated by a class when it holds a run of this many bytes of it.
+GATE_RUN = 24
+#: The C test of the gates (``_native.class_runs``), or None.
+_class_runs = getattr(_native, "class_runs", None) if _native is not None else None
+
+
+def longest_run(pattern: bytes, allowed: frozenset[int]) -> int:
+    """The most bytes of ``allowed`` in a row in ``pattern``."""
+    best = run = 0
+    for c in pattern:
+        if c in allowed:
+            run += 1
+            if run > best:
+                best = run
+        else:
+            run = 0
+    return best
+
+
+class ClassGates:
+    """Which literal groups a buffer can hold: group ``j`` is possible only if
+    the buffer has a run of ``runs[j]`` bytes of class ``j`` (every literal of
+    the group holds such a run). One C pass (``_native.class_runs``, a load
+    every ``runs[j]``-th byte where the class is rare), or ``re`` without it."""
+
+    __slots__ = ("runs", "classes", "_spec", "_res", "test")
+
+    def __init__(self, classes: list[bytes], runs: list[int]):
+        self.classes, self.runs = classes, runs
+        table = bytearray(256)
+        for j, cls in enumerate(classes):
+            for c in cls:
+                table[c] |= 1 << j
+        self._spec = bytes(table) + struct.pack("8i", *(list(runs) + [0] * (8 - len(runs))))
+        self._res = [re.compile(b"[" + b"".join(b"\\x%02x" % c for c in sorted(set(cls))) + b"]{%d}" % n)
+                     for cls, n in zip(classes, runs)]
+        self.test = partial(_class_runs, self._spec) if _class_runs is not None else self.python_test
+
+    def python_test(self, buf: bytes) -> int:
+        """:attr:`test` without the C module (and its reference in the tests)."""
+        mask = 0
+        for j, expr in enumerate(self._res):
+            if expr.search(buf) is not None:
+                mask |= 1 << j
+        return mask
+
+
 class HyperscanMatcher(_Engine):
     """Hyperscan block mode over literal patterns, leftmost start of match on,
     through the ``pyperscan`` binding.
@@ -211,12 +271,23 @@ class HyperscanMatcher(_Engine):
     #: ... when it leaves out at least this share of them.
     SPLIT_SHARE = 0.2
 
-    def __init__(self, patterns: Iterable[bytes]):
+    #: Give literal groups of their own, gated by byte-class runs, from this many patterns on.
+    GATE_MIN = 200_000
+    #: ... a group of at least this many (a smaller one stays with the rest).
+    GATE_GROUP_MIN = 5_000
+
+    def __init__(self, patterns: Iterable[bytes], gated: bool = True, split_share: float | None = None):
         import pyperscan
 
         self.patterns = sorted(set(patterns))
         self._local = threading.local()
         self._db = None
+        #: ``(gates, [(bit, matcher of a group)], matcher of the rest)`` or None (see the class docstring).
+        self._gated = self._groups(split_share) if gated and len(self.patterns) >= self.GATE_MIN else None
+        if self._gated is not None:
+            self._confirm, self._long = None, None
+            self.spans = self._gated_spans  # (an instance attribute: what a feed calls, no test a call)
+            return
         compiled, long, self._confirm = self.expressions(self.patterns)
         self._long = FindMatcher(long) if long else None
         if not compiled:
@@ -227,12 +298,45 @@ class HyperscanMatcher(_Engine):
         self._plain_db = None
         if len(self.patterns) >= self.SPLIT_MIN:
             plain = [p for p in self.patterns if _ESCAPE_SET.isdisjoint(p)]
-            if len(plain) <= (1 - self.SPLIT_SHARE) * len(self.patterns):
+            if len(plain) <= (1 - (self.SPLIT_SHARE if split_share is None else split_share)) * len(self.patterns):
                 # (a caseless group's members are all plain or none: an escape byte has no case;
                 # the too long ones are bytes.find's, whichever database is scanned)
                 compiled_plain = self.expressions(plain)[0]
                 if compiled_plain:
                     self._plain_db = pyperscan.BlockDatabase(*compiled_plain)
+
+    #: The escape split's share inside a gated group (see :meth:`_groups`).
+    GROUP_SPLIT_SHARE = 0.1
+
+    def _groups(self, split_share: float | None):
+        """Split the patterns into gated groups and the rest (see the class docstring), or None."""
+        sets = [frozenset(c) for c in GATE_CLASSES]
+        members: list[list[bytes]] = [[] for _ in sets]
+        runs = [0] * len(sets)
+        rest: list[bytes] = []
+        for p in self.patterns:
+            for j, allowed in enumerate(sets):
+                n = longest_run(p, allowed) if len(p) >= GATE_RUN else 0
+                if n >= GATE_RUN:
+                    members[j].append(p)
+                    if runs[j] == 0 or n < runs[j]:
+                        runs[j] = n
+                    break
+            else:
+                rest.append(p)
+        classes, needs, groups = [], [], []
+        for j in range(len(sets)):
+            if len(members[j]) < self.GATE_GROUP_MIN:
+                rest += members[j]
+                continue
+            classes.append(GATE_CLASSES[j])
+            needs.append(runs[j])
+            groups.append((1 << (len(classes) - 1),
+                           HyperscanMatcher(members[j], gated=False, split_share=self.GROUP_SPLIT_SHARE)))
+        if not groups:
+            return None
+        share = self.GROUP_SPLIT_SHARE if split_share is None else split_share
+        return ClassGates(classes, needs), groups, HyperscanMatcher(rest, gated=False, split_share=share)
 
     @classmethod
     def expressions(cls, patterns: Iterable[bytes]) -> tuple[list, list[bytes], frozenset[bytes] | None]:
@@ -312,6 +416,20 @@ class HyperscanMatcher(_Engine):
             acc.clear()
         if self._long is not None:
             found += self._long.spans(buf)
+        return found
+
+
+    def _gated_spans(self, buf: bytes) -> list[tuple[int, int]]:
+        """:meth:`spans` of a gated set: the rest's, and each group's whose gate the buffer passes."""
+        gates, groups, rest = self._gated
+        found = rest.spans(buf)
+        if not buf:
+            return found
+        mask = gates.test(buf)
+        if mask:
+            for bit, group in groups:
+                if mask & bit:
+                    found += group.spans(buf)
         return found
 
 
