@@ -641,3 +641,45 @@ def test_gates_for_is_gates_with_the_limit_per_64k():
                 for t in (None, tables):
                     want = native.gates(text, limit * (1 + len(text) // 65536), dumps._CHARS_LINE.fullmatch, t)
                     assert native.gates_for(limit, dumps._CHARS_LINE.fullmatch, t, text) == want
+
+
+def _runs_by_definition(buf: bytes, classes: list[bytes], runs: list[int]) -> int:
+    """Bit j: ``buf`` holds ``runs[j]`` bytes of ``classes[j]`` in a row (the gates' definition)."""
+    return sum(1 << j for j, (cls, n) in enumerate(zip(classes, runs))
+               if matcher.longest_run(buf, frozenset(cls)) >= n)
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=120).map(lambda b: bytes(c % 8 + 48 for c in b) if b[:1] == b"\0" else b),
+       st.lists(st.tuples(st.binary(min_size=1, max_size=6).map(lambda b: bytes(c % 8 + 48 for c in b)),
+                          st.integers(1, 40)), min_size=1, max_size=8))
+@example(b"0123", [(b"0123", 4)])
+@example(b"012x3012", [(b"0123", 4)])
+@example(b"x0123", [(b"0123", 5)])
+def test_class_runs_is_the_longest_run(buf, spec):
+    """matcher.ClassGates' C test (``_native.class_runs``: a byte every run-th, walking
+    back from one in the class) against its regex form and the definition, for up to
+    eight classes: runs at the buffer's ends, exactly as long as asked, one byte short."""
+    classes, runs = [c for c, _ in spec], [n for _, n in spec]
+    gates = matcher.ClassGates(classes, runs)
+    want = _runs_by_definition(buf, classes, runs)
+    assert gates.test(buf) == want
+    assert gates.python_test(buf) == want
+
+
+@needs_native
+def test_class_runs_on_long_buffers():
+    """Runs placed at every offset of a 4 KiB buffer, each length around the asked one."""
+    rng = random.Random(5)
+    classes = [c for c in matcher.GATE_CLASSES]
+    for n in (1, 2, 24, 25, 63, 200):
+        gates = matcher.ClassGates(classes, [n] * len(classes))
+        for _ in range(40):
+            buf = bytearray(b"~" * 4096)
+            j = rng.randrange(len(classes))
+            length = n + rng.choice((-1, 0, 1))
+            at = rng.randrange(0, 4096 - max(length, 0) + 1)
+            buf[at : at + max(length, 0)] = bytes(rng.choice(classes[j]) for _ in range(max(length, 0)))
+            want = _runs_by_definition(bytes(buf), classes, [n] * len(classes))
+            assert gates.test(bytes(buf)) == gates.python_test(bytes(buf)) == want, (n, length, at)

@@ -177,3 +177,77 @@ def test_a_form_in_either_database_is_masked_at_every_split(split_databases, esc
         expected = redact(text, [secret])
         assert form not in expected and b"######" in expected, form
         assert_exact_under_every_split(text, secret, expected)
+
+
+@pytest.fixture
+def gated_groups(monkeypatch):
+    """Hyperscan gives every set literal groups gated by byte-class runs (not only
+    from GATE_MIN patterns on), with groups of any size, and the redactor builds
+    afresh (no cached matcher of the same secrets without them)."""
+    from collections import OrderedDict
+
+    from paddedcell.redactor import stream
+
+    monkeypatch.setattr(matcher.HyperscanMatcher, "GATE_MIN", 1)
+    monkeypatch.setattr(matcher.HyperscanMatcher, "GATE_GROUP_MIN", 1)
+    monkeypatch.setattr(stream, "_cache", OrderedDict())
+
+
+#: One pattern per gated group (and the rest): hex, a number list, \x escapes, %XX,
+#: base32 upper and lower case, base32hex, base64 both alphabets, and ungated ones.
+GATED = [b"6a6b7c6d6e6f70717273747576777879", b"6A6B7C6D6E6F70717273747576777879",
+         b"106, 107, 108, 109, 110, 111, 112", b"\\x6a\\x6b\\x6c\\x6d\\x6e\\x6f\\x70\\x71",
+         b"%6A%6B%6C%6D%6E%6F%70%71%72%73", b"NJVWY3DPOBYXE43UOV3HO6DZPJQWEY3E",
+         b"njvwy3dpobyxe43uov3ho6dzpjqwey3e", b"D9LMOR3FE1ON4SRKELR7ESV3F9GM4OR4",
+         b"ams3c2x5b3BxcnN0dXZ3eHl6YWJjZGVmZ2hp+/", b"ams3c2x5b3BxcnN0dXZ3eHl6YWJjZGVmZ2hp-_",
+         b"plain-Secret-1", b"ab\x00cd\x00ef\x00gh"]
+
+
+@pytest.mark.skipif(matcher.HYPERSCAN_PROBLEM is not None, reason="no pyperscan")
+def test_gated_groups_find_what_the_whole_set_finds(gated_groups):
+    """Each group is scanned only on a buffer with a run of its class as long as its
+    shortest one; every occurrence is still found: each pattern alone (its run the
+    only one), all of them in text that opens no gate, and each one byte short."""
+    e = matcher.HyperscanMatcher(GATED)
+    gates, groups, rest = e._gated
+    assert len(groups) == len(matcher.GATE_CLASSES) and rest.patterns
+    find = matcher.FindMatcher(GATED)
+    for filler in (b" ~ ", b"!", b"\n", b" 100% ", b" a\\b "):
+        text = filler.join(GATED) + filler + b"6a6b7C6d6e6f70717273747576777879"
+        assert sorted(e.spans(text)) == sorted(find.spans(text)), filler
+    for p in GATED:
+        for around in (b"", b"~", b"~" * 4096):
+            assert e.spans(around + p + around) == [(len(around), len(around) + len(p))], p
+        assert e.spans(b"~" + p[:-1] + b"~" + p[1:]) == find.spans(b"~" + p[:-1] + b"~" + p[1:])
+
+
+@pytest.mark.skipif(matcher.HYPERSCAN_PROBLEM is not None, reason="no pyperscan")
+def test_a_group_is_not_scanned_without_its_run(gated_groups, monkeypatch):
+    """Text without a run of a group's class does not call that group's scan (what
+    the gates are for), text with one does."""
+    e = matcher.HyperscanMatcher(GATED)
+    gates, groups, rest = e._gated
+    called = []
+    for bit, group in groups:
+        monkeypatch.setattr(group, "spans", lambda buf, bit=bit, f=group.spans: called.append(bit) or f(buf))
+    assert e.spans(b"random ~ text, 100% plain; id=42 " * 100) == []
+    assert called == []
+    assert e.spans(b"~ " + GATED[0] + b" ~") == [(2, 2 + len(GATED[0]))]
+    assert called and all(bit & gates.test(GATED[0]) for bit in called)
+
+
+@pytest.mark.parametrize("escape", [b"", b"\\", b"%", b","])
+def test_a_gated_form_is_masked_at_every_split(gated_groups, escape):
+    """The secret's hex, base32, base64 and decimal-list forms (each in a gated group
+    on Hyperscan) in a line with or without an escape byte, masked under every split
+    and byte by byte, with the held tail equal to the oracle's after every byte."""
+    from redactor_engines import assert_exact_under_every_split
+
+    secret = b"s3cr3t-Tok3n-Zq8xv2"
+    forms = (secret.hex().encode(), base64.b32encode(secret).rstrip(b"="), base64.b64encode(secret),
+             b", ".join(b"%d" % c for c in secret))
+    for form in forms:
+        text = b"id=1 " + escape + b" value=" + form + b" end\n"
+        expected = redact(text, [secret])
+        assert form not in expected and b"######" in expected, form
+        assert_exact_under_every_split(text, secret, expected)
