@@ -227,14 +227,21 @@ def test_fragments_by_sampling_equal_the_oracle(seed, k, shared, chunk):
     data = b"".join(parts)
     patterns = patterns_for(secrets)
     expected = naive_redact(data, patterns)
-    for merge_limit in (0, matcher.Matcher.MERGE_LIMIT):  # grams scanned apart, and merged
+    # grams scanned apart (sparse, and dense: every gram, looked up in C at every step-th
+    # offset, where the C module is built), and merged
+    dense_modes = (False, True) if matcher._gram_set is not None else (False,)
+    for merge_limit, dense in [(0, d) for d in dense_modes] + [(matcher.Matcher.MERGE_LIMIT, False)]:
         saved, matcher.Matcher.MERGE_LIMIT = matcher.Matcher.MERGE_LIMIT, merge_limit
+        saved_min = matcher.FragmentFinder.NATIVE_MIN
+        matcher.FragmentFinder.NATIVE_MIN = 0 if dense else saved_min
         try:
             stream_module._cache.clear()
             r = StreamRedactor(secrets)
         finally:
             matcher.Matcher.MERGE_LIMIT = saved
+            matcher.FragmentFinder.NATIVE_MIN = saved_min
         assert r._engine._merged == (merge_limit > 0)
+        assert r._engine.fragments.dense == dense
         out = b"".join(r.feed(data[i : i + chunk]) for i in range(0, len(data), chunk)) + r.flush()
         assert out == expected
     stream_module._cache.clear()
@@ -302,3 +309,33 @@ def test_forms_switch_off_from_settings():
     secret = b"Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua"
     assert redact(b"<" + secret.hex().encode() + b">", [secret], **options) == b"<" + secret.hex().encode() + b">"
     assert redact(b"<" + secret[1:] + b">", [secret], **options) == b"<" + M + b">"  # fragments still on
+
+
+@pytest.mark.skipif(matcher._gram_set is None, reason="no C module (PADDEDCELL_NATIVE=0 or not built)")
+def test_dense_fragments_find_every_window_at_every_alignment(monkeypatch):
+    """Grams looked up at every step-th offset (:attr:`FragmentFinder.dense`): each
+    window of a secret alone, at each offset of the buffer modulo the step, and cut
+    by a feed at every byte, is masked as the oracle says (the sampled offset falls
+    on each of the window's first ``step`` grams once)."""
+    from paddedcell.redactor import stream as stream_module
+    from collections import OrderedDict
+
+    monkeypatch.setattr(matcher.Matcher, "MERGE_LIMIT", 0)
+    monkeypatch.setattr(matcher.FragmentFinder, "NATIVE_MIN", 0)
+    monkeypatch.setattr(stream_module, "_cache", OrderedDict())
+    secret = b"Zq8xv2NmP4tR7yWb3KdLs9FhJ6cQe1Ua"
+    r = StreamRedactor([secret])
+    finder = r._engine.fragments
+    assert finder.dense and not r._engine._merged
+    step = finder.width - finder.GRAM + 1
+    patterns = patterns_for([secret])
+    for i in range(len(secret) - finder.width + 1):
+        window = secret[i : i + finder.width]
+        for before in range(step + 1):
+            text = b"~" * before + window + b"~"
+            expected = naive_redact(text, patterns)
+            assert M in expected, (i, before)
+            assert redact(text, [secret]) == expected
+            for cut in range(1, len(text)):
+                s = r.fresh()
+                assert s.feed(text[:cut]) + s.feed(text[cut:]) + s.flush() == expected, (i, before, cut)

@@ -683,3 +683,33 @@ def test_class_runs_on_long_buffers():
             buf[at : at + max(length, 0)] = bytes(rng.choice(classes[j]) for _ in range(max(length, 0)))
             want = _runs_by_definition(bytes(buf), classes, [n] * len(classes))
             assert gates.test(bytes(buf)) == gates.python_test(bytes(buf)) == want, (n, length, at)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(min_size=8, max_size=8).map(lambda b: bytes(c % 4 + 97 if b[0] & 1 else c for c in b)),
+                max_size=40),
+       st.binary(max_size=200).map(lambda b: bytes(c % 4 + 97 if len(b) % 2 else c for c in b)),
+       st.integers(1, 9))
+@example([b"\0" * 8], b"\0" * 9, 1)
+@example([b"abcdefgh"], b"xabcdefgh", 2)
+def test_gram_find_is_every_sampled_gram(grams, buf, stride):
+    """matcher.GramMatcher's C lookup (``_native.gram_set``/``gram_find``: a Bloom filter
+    and an open-addressed table) against its definition: every offset in
+    range(0, len(buf) - 7, stride) whose 8 bytes are a gram, in order."""
+    sample = [buf[i : i + 8] for i in range(0, max(len(buf) - 7, 0), 3)]  # some grams that occur
+    every = set(grams) | set(sample[: len(sample) // 2])
+    m = matcher.GramMatcher(every, stride)
+    assert m.spans(buf) == [(i, i + 8) for i in range(0, len(buf) - 7, stride) if buf[i : i + 8] in every]
+
+
+@needs_native
+def test_gram_find_with_many_grams():
+    """100 000 grams (a table of 2^18 slots, a filter of 2^22 bits): every one found, others not."""
+    rng = random.Random(11)
+    grams = {rng.randbytes(8) for _ in range(100_000)}
+    m = matcher.GramMatcher(grams)
+    buf = b"".join(sorted(grams)[:500])
+    assert m.spans(buf) == [(i, i + 8) for i in range(len(buf) - 7) if buf[i : i + 8] in grams]
+    other = rng.randbytes(40_000)
+    assert m.spans(other) == [(i, i + 8) for i in range(len(other) - 7) if other[i : i + 8] in grams]

@@ -56,6 +56,16 @@
  *     and walking back from one in the class: ~n / run_j loads when the
  *     class is rare in buf.
  *
+ * gram_set(grams) -> table
+ *     matcher.GramMatcher's table of distinct 8-byte grams: a blocked Bloom
+ *     filter of ~32 bits a gram (two bits of one 64-bit word, from two
+ *     multiplicative hashes: under 1 % of other grams pass) and an
+ *     open-addressed table of the grams (native uint64), load under 1/2.
+ *
+ * gram_find(table, stride, buf) -> list
+ *     (i, i + 8) for every i in range(0, len(buf) - 7, stride) where
+ *     buf[i:i + 8] is one of the table's grams (in order).
+ *
  * all_in(set32, buf, start) -> bool
  *     Every byte of buf[start:] is in set32 (a 256-bit set, bit c & 7 of
  *     byte c >> 3): not buf[start:].rstrip(the set's bytes).
@@ -1359,6 +1369,150 @@ class_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromLong(mask);
 }
 
+/* ---- 8-byte grams (matcher.GramMatcher) ------------------------------ */
+
+#define GRAM_MUL 0x9E3779B97F4A7C15ull
+#define GRAM_MUL2 0xC2B2AE3D27D4EB4Full
+/* table layout: uint32 filter bits (log2), uint32 slot bits (log2), uint64 whether
+ * the gram 0 is one (0 marks an empty slot), filter bytes, slots (uint64). */
+struct gram_head {
+    uint32_t fbits, sbits;
+    uint64_t zero;
+};
+
+static PyObject *
+gram_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq, *table;
+    Py_ssize_t count, i;
+    uint32_t fbits = 10, sbits = 4;
+    struct gram_head head;
+    unsigned char *filter;
+    uint64_t *slots;
+    char *base;
+
+    if (wrong_nargs(nargs, 1, "gram_set(grams)"))
+        return NULL;
+    seq = PySequence_Tuple(args[0]);
+    if (seq == NULL)
+        return NULL;
+    count = PyTuple_GET_SIZE(seq);
+    while (((Py_ssize_t)1 << fbits) < 32 * count && fbits < 34)
+        fbits++;
+    while (((Py_ssize_t)1 << sbits) < 2 * count + 2 && sbits < 34)
+        sbits++;
+    table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(sizeof(head) + ((size_t)1 << fbits) / 8
+                                                       + sizeof(uint64_t) * ((size_t)1 << sbits)));
+    if (table == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    base = PyBytes_AS_STRING(table);
+    filter = (unsigned char *)base + sizeof(head);
+    slots = (uint64_t *)(void *)(filter + ((size_t)1 << fbits) / 8);
+    memset(filter, 0, ((size_t)1 << fbits) / 8);
+    memset(slots, 0, sizeof(uint64_t) * ((size_t)1 << sbits));
+    head.fbits = fbits;
+    head.sbits = sbits;
+    head.zero = 0;
+    for (i = 0; i < count; i++) {
+        PyObject *g = PyTuple_GET_ITEM(seq, i);
+        uint64_t v, h;
+        size_t k, mask = ((size_t)1 << sbits) - 1;
+        if (!PyBytes_Check(g) || PyBytes_GET_SIZE(g) != 8) {
+            PyErr_SetString(PyExc_TypeError, "gram_set: grams are bytes[8]");
+            Py_DECREF(table);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        memcpy(&v, PyBytes_AS_STRING(g), 8);
+        h = v * GRAM_MUL;
+        {
+            uint64_t g2 = (h ^ (h >> 31)) * GRAM_MUL2, *words = (uint64_t *)(void *)filter;
+            words[h >> (64 - (fbits - 6))] |= (1ull << (g2 >> 58)) | (1ull << ((g2 >> 52) & 63));
+        }
+        if (v == 0) {
+            head.zero = 1;
+            continue;
+        }
+        for (k = (size_t)(h >> (64 - sbits)); slots[k] != 0 && slots[k] != v; k = (k + 1) & mask)
+            ;
+        slots[k] = v;
+    }
+    memcpy(base, &head, sizeof(head));
+    Py_DECREF(seq);
+    return table;
+}
+
+static PyObject *
+gram_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t stride, i, n;
+    struct gram_head head;
+    const unsigned char *filter, *p;
+    const uint64_t *slots, *words;
+    const char *base;
+    PyObject *out;
+    uint32_t fs, ss;
+    size_t mask;
+
+    if (wrong_nargs(nargs, 3, "gram_find(table, stride, buf)") || as_ssize(args[1], &stride))
+        return NULL;
+    if (!PyBytes_Check(args[0]) || PyBytes_GET_SIZE(args[0]) < (Py_ssize_t)sizeof(head) || stride < 1) {
+        PyErr_SetString(PyExc_TypeError, "gram_find: a gram_set table and a stride >= 1");
+        return NULL;
+    }
+    base = PyBytes_AS_STRING(args[0]);
+    memcpy(&head, base, sizeof(head));
+    filter = (const unsigned char *)base + sizeof(head);
+    slots = (const uint64_t *)(const void *)(filter + ((size_t)1 << head.fbits) / 8);
+    fs = 64 - (head.fbits - 6);
+    ss = 64 - head.sbits;
+    words = (const uint64_t *)(const void *)filter;
+    mask = ((size_t)1 << head.sbits) - 1;
+    out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    p = (const unsigned char *)view.buf;
+    n = view.len;
+    for (i = 0; i + 8 <= n; i += stride) {
+        uint64_t v, h, f;
+        size_t k;
+        int hit = 0;
+        memcpy(&v, p + i, 8);
+        h = v * GRAM_MUL;
+        f = (h ^ (h >> 31)) * GRAM_MUL2;
+        f = (1ull << (f >> 58)) | (1ull << ((f >> 52) & 63));
+        if ((words[h >> fs] & f) != f)
+            continue;
+        if (v == 0)
+            hit = head.zero != 0;
+        else
+            for (k = (size_t)(h >> ss); slots[k] != 0; k = (k + 1) & mask)
+                if (slots[k] == v) {
+                    hit = 1;
+                    break;
+                }
+        if (hit) {
+            PyObject *pair = Py_BuildValue("(nn)", i, i + 8);
+            if (pair == NULL || PyList_Append(out, pair) < 0) {
+                Py_XDECREF(pair);
+                PyBuffer_Release(&view);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(pair);
+        }
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* ---- the last line's quick tests (views.Viewed.scan_keep) ----------- */
 
 /* all_in(set32, buf, start) -> bool: every byte of buf[start:] is in set32
@@ -1879,6 +2033,10 @@ static PyMethodDef methods[] = {
      "gram_bits(patterns, prime) -> (bitmap, bits set) (holds._Grams' filter)"},
     {"class_runs", (PyCFunction)(void (*)(void))class_runs, METH_FASTCALL,
      "class_runs(spec, buf) -> int (bit j: buf holds a run of run_j bytes of class j)"},
+    {"gram_set", (PyCFunction)(void (*)(void))gram_set, METH_FASTCALL,
+     "gram_set(grams) -> table (distinct 8-byte grams, for gram_find)"},
+    {"gram_find", (PyCFunction)(void (*)(void))gram_find, METH_FASTCALL,
+     "gram_find(table, stride, buf) -> [(i, i + 8)] where buf[i:i + 8] is a gram, i in range(0, n - 7, stride)"},
     {"all_in", (PyCFunction)(void (*)(void))all_in, METH_FASTCALL,
      "all_in(set32, buf, start) -> bool (every byte of buf[start:] is in the 256-bit set)"},
     {"dump_partial", (PyCFunction)(void (*)(void))dump_partial, METH_FASTCALL,
