@@ -186,8 +186,10 @@ GATE_CLASSES = (
     b"0123456789abcdefghijklmnopqrstuvwxyz=",
     b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/=-_",
 )
-#: A literal is gated by a class when it holds a run of this many bytes of it.
+#: A literal is gated by a class when it holds a run of this many bytes of it ...
 GATE_RUN = 24
+#: ... in a group of its own with a run of this many (see :meth:`HyperscanMatcher._groups`).
+GATE_LONG = 100
 #: The C test of the gates (``_native.class_runs``), or None.
 _class_runs = getattr(_native, "class_runs", None) if _native is not None else None
 
@@ -309,30 +311,39 @@ class HyperscanMatcher(_Engine):
     GROUP_SPLIT_SHARE = 0.1
 
     def _groups(self, split_share: float | None):
-        """Split the patterns into gated groups and the rest (see the class docstring), or None."""
+        """Split the patterns into gated groups and the rest (see the class docstring), or None.
+
+        A literal goes to the first class of :data:`GATE_CLASSES` it holds a run of
+        :data:`GATE_RUN` bytes of, in the group of the long ones (a run of
+        :data:`GATE_LONG` or more: a JWT's base64, which a log of tokens never
+        holds) or of the others; a group's gate is its shortest such run."""
         sets = [frozenset(c) for c in GATE_CLASSES]
-        members: list[list[bytes]] = [[] for _ in sets]
-        runs = [0] * len(sets)
+        members: dict[tuple[int, int], list[bytes]] = {}
+        runs: dict[tuple[int, int], int] = {}
         rest: list[bytes] = []
         for p in self.patterns:
             for j, allowed in enumerate(sets):
                 n = longest_run(p, allowed) if len(p) >= GATE_RUN else 0
                 if n >= GATE_RUN:
-                    members[j].append(p)
-                    if runs[j] == 0 or n < runs[j]:
-                        runs[j] = n
+                    key = (j, int(n >= GATE_LONG))
+                    members.setdefault(key, []).append(p)
+                    if runs.get(key, n) >= n:
+                        runs[key] = n
                     break
             else:
                 rest.append(p)
+        for j in range(len(sets)):  # a small group of long ones joins the others, small others the rest
+            if len(members.get((j, 1), ())) < self.GATE_GROUP_MIN and (j, 1) in members:
+                members.setdefault((j, 0), []).extend(members.pop((j, 1)))
+                runs[(j, 0)] = min(runs.get((j, 0), runs[(j, 1)]), runs.pop((j, 1)))
+            if len(members.get((j, 0), ())) < self.GATE_GROUP_MIN and (j, 0) in members:
+                rest += members.pop((j, 0))
         classes, needs, groups = [], [], []
-        for j in range(len(sets)):
-            if len(members[j]) < self.GATE_GROUP_MIN:
-                rest += members[j]
-                continue
-            classes.append(GATE_CLASSES[j])
-            needs.append(runs[j])
+        for key in sorted(members):
+            classes.append(GATE_CLASSES[key[0]])
+            needs.append(runs[key])
             groups.append((1 << (len(classes) - 1),
-                           HyperscanMatcher(members[j], gated=False, split_share=self.GROUP_SPLIT_SHARE)))
+                           HyperscanMatcher(members[key], gated=False, split_share=self.GROUP_SPLIT_SHARE)))
         if not groups:
             return None
         share = self.GROUP_SPLIT_SHARE if split_share is None else split_share
