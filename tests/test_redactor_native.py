@@ -713,3 +713,22 @@ def test_gram_find_with_many_grams():
     assert m.spans(buf) == [(i, i + 8) for i in range(len(buf) - 7) if buf[i : i + 8] in grams]
     other = rng.randbytes(40_000)
     assert m.spans(other) == [(i, i + 8) for i in range(len(other) - 7) if other[i : i + 8] in grams]
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=150).map(lambda b: bytes(c % 6 + 48 for c in b)),
+       st.lists(st.tuples(st.binary(min_size=1, max_size=5).map(lambda b: bytes(c % 6 + 48 for c in b)),
+                          st.integers(1, 30), st.integers(-1, 7)), min_size=1, max_size=8))
+def test_class_gates_with_parents(buf, spec):
+    """A gate with a parent is open when its run is there and its parent is open (the
+    second C pass runs only then): C and regex forms against that definition."""
+    classes, runs = [c for c, _, _ in spec], [n for _, n, _ in spec]
+    parents = [p if p < j else -1 for j, (_, _, p) in enumerate(spec)]
+    gates = matcher.ClassGates(classes, runs, parents)
+    want = 0
+    for j in range(len(spec)):
+        if (parents[j] < 0 or want >> parents[j] & 1) and matcher.longest_run(buf, frozenset(classes[j])) >= runs[j]:
+            want |= 1 << j
+    assert gates.test(buf) == want
+    assert gates.python_test(buf) == want

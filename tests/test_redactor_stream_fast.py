@@ -200,7 +200,9 @@ GATED = [b"6a6b7c6d6e6f70717273747576777879", b"6A6B7C6D6E6F70717273747576777879
          b"%6A%6B%6C%6D%6E%6F%70%71%72%73", b"NJVWY3DPOBYXE43UOV3HO6DZPJQWEY3E",
          b"njvwy3dpobyxe43uov3ho6dzpjqwey3e", b"D9LMOR3FE1ON4SRKELR7ESV3F9GM4OR4",
          b"ams3c2x5b3BxcnN0dXZ3eHl6YWJjZGVmZ2hp+/", b"ams3c2x5b3BxcnN0dXZ3eHl6YWJjZGVmZ2hp-_",
-         b"plain-Secret-1", b"ab\x00cd\x00ef\x00gh"]
+         b"plain-Secret-1", b"ab\x00cd\x00ef\x00gh",
+         # long runs (a JWT's base64, a long hex): groups of their own, tested after their class's short one
+         base64.b64encode(bytes(range(40, 130))), bytes(range(60, 120)).hex().encode()]
 
 
 @pytest.mark.skipif(matcher.HYPERSCAN_PROBLEM is not None, reason="no pyperscan")
@@ -210,7 +212,10 @@ def test_gated_groups_find_what_the_whole_set_finds(gated_groups):
     only one), all of them in text that opens no gate, and each one byte short."""
     e = matcher.HyperscanMatcher(GATED)
     gates, groups, rest = e._gated
-    assert len(groups) == len(matcher.GATE_CLASSES) and rest.patterns
+    assert len(groups) == len(matcher.GATE_CLASSES) + 2 and rest.patterns
+    children = [(j, p) for j, p in enumerate(gates.parents) if p >= 0]  # the long runs' groups
+    assert len(children) == 2
+    assert all(gates.classes[j] == gates.classes[p] and gates.runs[p] < gates.runs[j] for j, p in children)
     find = matcher.FindMatcher(GATED)
     for filler in (b" ~ ", b"!", b"\n", b" 100% ", b" a\\b "):
         text = filler.join(GATED) + filler + b"6a6b7C6d6e6f70717273747576777879"

@@ -211,26 +211,48 @@ class ClassGates:
     """Which literal groups a buffer can hold: group ``j`` is possible only if
     the buffer has a run of ``runs[j]`` bytes of class ``j`` (every literal of
     the group holds such a run). One C pass (``_native.class_runs``, a load
-    every ``runs[j]``-th byte where the class is rare), or ``re`` without it."""
+    every ``runs[j]``-th byte where the class is rare), or ``re`` without it.
+    A gate whose ``parents[j]`` (a gate of the same class with a shorter run, or
+    -1) is closed is closed too: those are tested in a second pass, only when
+    one of their parents is open."""
 
-    __slots__ = ("runs", "classes", "_spec", "_res", "test")
+    __slots__ = ("runs", "classes", "parents", "_first", "_second", "_children", "_res", "test")
 
-    def __init__(self, classes: list[bytes], runs: list[int]):
+    def __init__(self, classes: list[bytes], runs: list[int], parents: list[int] | None = None):
         self.classes, self.runs = classes, runs
+        self.parents = parents = list(parents) if parents is not None else [-1] * len(classes)
         table = bytearray(256)
         for j, cls in enumerate(classes):
             for c in cls:
                 table[c] |= 1 << j
-        self._spec = bytes(table) + struct.pack("8i", *(list(runs) + [0] * (8 - len(runs))))
+
+        def spec(level: bool) -> bytes:
+            asked = [n if (parents[j] >= 0) == level else 0 for j, n in enumerate(runs)]
+            return bytes(table) + struct.pack("8i", *(asked + [0] * (8 - len(asked))))
+
+        self._first, self._second = spec(False), spec(True)
+        #: ``(parent bit, child bit)`` of each second-level gate.
+        self._children = [(1 << parents[j], 1 << j) for j in range(len(runs)) if parents[j] >= 0]
         self._res = [re.compile(b"[" + b"".join(b"\\x%02x" % c for c in sorted(set(cls))) + b"]{%d}" % n)
                      for cls, n in zip(classes, runs)]
-        self.test = partial(_class_runs, self._spec) if _class_runs is not None else self.python_test
+        self.test = self._native_test if _class_runs is not None else self.python_test
+
+    def _native_test(self, buf: bytes) -> int:
+        mask = _class_runs(self._first, buf)
+        if mask and self._children:
+            wanted = 0
+            for parent, child in self._children:
+                if mask & parent:
+                    wanted |= child
+            if wanted:
+                mask |= _class_runs(self._second, buf) & wanted
+        return mask
 
     def python_test(self, buf: bytes) -> int:
         """:attr:`test` without the C module (and its reference in the tests)."""
         mask = 0
         for j, expr in enumerate(self._res):
-            if expr.search(buf) is not None:
+            if (self.parents[j] < 0 or mask >> self.parents[j] & 1) and expr.search(buf) is not None:
                 mask |= 1 << j
         return mask
 
@@ -338,8 +360,9 @@ class HyperscanMatcher(_Engine):
                 runs[(j, 0)] = min(runs.get((j, 0), runs[(j, 1)]), runs.pop((j, 1)))
             if len(members.get((j, 0), ())) < self.GATE_GROUP_MIN and (j, 0) in members:
                 rest += members.pop((j, 0))
-        classes, needs, groups = [], [], []
-        for key in sorted(members):
+        classes, needs, parents, groups = [], [], [], []
+        for key in sorted(members):  # (a class's short ones first: the parent of its long ones)
+            parents.append(len(classes) - 1 if key[1] and (key[0], 0) in members else -1)
             classes.append(GATE_CLASSES[key[0]])
             needs.append(runs[key])
             groups.append((1 << (len(classes) - 1),
@@ -347,7 +370,7 @@ class HyperscanMatcher(_Engine):
         if not groups:
             return None
         share = self.GROUP_SPLIT_SHARE if split_share is None else split_share
-        return ClassGates(classes, needs), groups, HyperscanMatcher(rest, gated=False, split_share=share)
+        return ClassGates(classes, needs, parents), groups, HyperscanMatcher(rest, gated=False, split_share=share)
 
     @classmethod
     def expressions(cls, patterns: Iterable[bytes]) -> tuple[list, list[bytes], frozenset[bytes] | None]:
