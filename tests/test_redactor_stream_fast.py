@@ -213,9 +213,10 @@ def test_gated_groups_find_what_the_whole_set_finds(gated_groups):
     e = matcher.HyperscanMatcher(GATED)
     gates, groups, rest = e._gated
     assert len(groups) == len(matcher.GATE_CLASSES) + 2 and rest.patterns
-    children = [(j, p) for j, p in enumerate(gates.parents) if p >= 0]  # the long runs' groups
-    assert len(children) == 2
-    assert all(gates.classes[j] == gates.classes[p] and gates.runs[p] < gates.runs[j] for j, p in children)
+    children = [(j, p) for j, p in enumerate(gates.parents) if p >= 0]  # the long runs' groups, at least
+    assert len(children) >= 2
+    assert all(set(gates.classes[j]) <= set(gates.classes[p]) and gates.runs[p] <= gates.runs[j]
+               and gates.parents[p] == -1 for j, p in children)
     find = matcher.FindMatcher(GATED)
     for filler in (b" ~ ", b"!", b"\n", b" 100% ", b" a\\b "):
         text = filler.join(GATED) + filler + b"6a6b7C6d6e6f70717273747576777879"

@@ -237,6 +237,20 @@ class ClassGates:
                      for cls, n in zip(classes, runs)]
         self.test = self._native_test if _class_runs is not None else self.python_test
 
+    @staticmethod
+    def parents_of(classes: list[bytes], runs: list[int]) -> list[int]:
+        """Each gate's parent: a gate no other one implies, whose class holds this one's
+        and whose run is no longer (closed, it closes this one: a run of base32's
+        alphabet is one of base64's), or -1."""
+        sets = [frozenset(c) for c in classes]
+
+        def implied_by(j: int) -> list[int]:
+            return [p for p in range(len(sets)) if p != j and sets[j] <= sets[p] and runs[p] <= runs[j]
+                    and (sets[p], runs[p]) != (sets[j], runs[j]) or p < j and (sets[p], runs[p]) == (sets[j], runs[j])]
+
+        roots = [j for j in range(len(sets)) if not implied_by(j)]
+        return [-1 if j in roots else next((p for p in implied_by(j) if p in roots), -1) for j in range(len(sets))]
+
     def _native_test(self, buf: bytes) -> int:
         mask = _class_runs(self._first, buf)
         if mask and self._children:
@@ -360,9 +374,8 @@ class HyperscanMatcher(_Engine):
                 runs[(j, 0)] = min(runs.get((j, 0), runs[(j, 1)]), runs.pop((j, 1)))
             if len(members.get((j, 0), ())) < self.GATE_GROUP_MIN and (j, 0) in members:
                 rest += members.pop((j, 0))
-        classes, needs, parents, groups = [], [], [], []
-        for key in sorted(members):  # (a class's short ones first: the parent of its long ones)
-            parents.append(len(classes) - 1 if key[1] and (key[0], 0) in members else -1)
+        classes, needs, groups = [], [], []
+        for key in sorted(members):
             classes.append(GATE_CLASSES[key[0]])
             needs.append(runs[key])
             groups.append((1 << (len(classes) - 1),
@@ -370,7 +383,8 @@ class HyperscanMatcher(_Engine):
         if not groups:
             return None
         share = self.GROUP_SPLIT_SHARE if split_share is None else split_share
-        return ClassGates(classes, needs, parents), groups, HyperscanMatcher(rest, gated=False, split_share=share)
+        return (ClassGates(classes, needs, ClassGates.parents_of(classes, needs)), groups,
+                HyperscanMatcher(rest, gated=False, split_share=share))
 
     @classmethod
     def expressions(cls, patterns: Iterable[bytes]) -> tuple[list, list[bytes], frozenset[bytes] | None]:
