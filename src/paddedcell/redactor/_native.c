@@ -58,8 +58,8 @@
  *
  * gram_set(grams) -> table
  *     matcher.GramMatcher's table of distinct 8-byte grams: a blocked Bloom
- *     filter of ~32 bits a gram (two bits of one 64-bit word, from two
- *     multiplicative hashes: under 1 % of other grams pass) and an
+ *     filter of 16-32 bits a gram (two bits of one 64-bit word, from two
+ *     multiplicative hashes: ~2 % of other grams pass) and an
  *     open-addressed table of the grams (native uint64), load under 1/2.
  *
  * gram_find(table, stride, buf) -> list
@@ -1373,6 +1373,9 @@ class_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 #define GRAM_MUL 0x9E3779B97F4A7C15ull
 #define GRAM_MUL2 0xC2B2AE3D27D4EB4Full
+#ifndef GRAM_FILTER_BITS
+#define GRAM_FILTER_BITS 16  /* filter bits a gram (two set: ~2 % of other grams pass) */
+#endif
 /* table layout: uint32 filter bits (log2), uint32 slot bits (log2), uint64 whether
  * the gram 0 is one (0 marks an empty slot), filter bytes, slots (uint64). */
 struct gram_head {
@@ -1397,7 +1400,7 @@ gram_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (seq == NULL)
         return NULL;
     count = PyTuple_GET_SIZE(seq);
-    while (((Py_ssize_t)1 << fbits) < 32 * count && fbits < 34)
+    while (((Py_ssize_t)1 << fbits) < GRAM_FILTER_BITS * count && fbits < 34)
         fbits++;
     while (((Py_ssize_t)1 << sbits) < 2 * count + 2 && sbits < 34)
         sbits++;
