@@ -720,15 +720,17 @@ def test_gram_find_with_many_grams():
 @given(st.binary(max_size=150).map(lambda b: bytes(c % 6 + 48 for c in b)),
        st.lists(st.tuples(st.binary(min_size=1, max_size=5).map(lambda b: bytes(c % 6 + 48 for c in b)),
                           st.integers(1, 30), st.integers(-1, 7)), min_size=1, max_size=8))
+@example(b"000", [(b"0", 1, 1), (b"0", 2, -1)])  # a parent after its child
 def test_class_gates_with_parents(buf, spec):
-    """A gate with a parent is open when its run is there and its parent is open (the
-    second C pass runs only then): C and regex forms against that definition."""
+    """A gate with a parent (a gate without one, before or after it) is open when its
+    run is there and its parent is open (the second C pass runs only then): C and
+    regex forms against that definition."""
     classes, runs = [c for c, _, _ in spec], [n for _, n, _ in spec]
-    parents = [p if p < j else -1 for j, (_, _, p) in enumerate(spec)]
+    roots = [j for j, (_, _, p) in enumerate(spec) if p < 0 or p >= len(spec) or spec[p][2] >= 0 or p == j]
+    parents = [-1 if j in roots else p for j, (_, _, p) in enumerate(spec)]
     gates = matcher.ClassGates(classes, runs, parents)
-    want = 0
-    for j in range(len(spec)):
-        if (parents[j] < 0 or want >> parents[j] & 1) and matcher.longest_run(buf, frozenset(classes[j])) >= runs[j]:
-            want |= 1 << j
+    first = sum(1 << j for j in roots if matcher.longest_run(buf, frozenset(classes[j])) >= runs[j])
+    want = first | sum(1 << j for j in range(len(spec)) if j not in roots and first >> parents[j] & 1
+                       and matcher.longest_run(buf, frozenset(classes[j])) >= runs[j])
     assert gates.test(buf) == want
     assert gates.python_test(buf) == want

@@ -212,9 +212,9 @@ class ClassGates:
     the buffer has a run of ``runs[j]`` bytes of class ``j`` (every literal of
     the group holds such a run). One C pass (``_native.class_runs``, a load
     every ``runs[j]``-th byte where the class is rare), or ``re`` without it.
-    A gate whose ``parents[j]`` (a gate of the same class with a shorter run, or
-    -1) is closed is closed too: those are tested in a second pass, only when
-    one of their parents is open."""
+    A gate whose ``parents[j]`` (a gate without a parent, of a class that holds
+    this one's, with a run no longer; or -1) is closed is closed too: those are
+    tested in a second pass, only when one of their parents is open."""
 
     __slots__ = ("runs", "classes", "parents", "_first", "_second", "_children", "_res", "test")
 
@@ -265,9 +265,11 @@ class ClassGates:
     def python_test(self, buf: bytes) -> int:
         """:attr:`test` without the C module (and its reference in the tests)."""
         mask = 0
-        for j, expr in enumerate(self._res):
-            if (self.parents[j] < 0 or mask >> self.parents[j] & 1) and expr.search(buf) is not None:
-                mask |= 1 << j
+        for second in (False, True):  # the gates without a parent (the parents), then the others
+            for j, expr in enumerate(self._res):
+                parent = self.parents[j]
+                if (parent >= 0) == second and (parent < 0 or mask >> parent & 1) and expr.search(buf) is not None:
+                    mask |= 1 << j
         return mask
 
 
