@@ -716,6 +716,18 @@ def test_gram_find_with_many_grams():
 
 
 @needs_native
+def test_gram_find_refuses_what_is_not_a_gram_set_table():
+    """A table of any other size (cut, grown, or a forged head) is refused before a read."""
+    table = native.gram_set([b"abcdefgh"])
+    assert native.gram_find(table, 1, b"xabcdefgh") == [(1, 9)]
+    for bad in (table[:-8], table + bytes(8), bytes(16) + table[16:], b"\xff" * len(table)):
+        with pytest.raises(ValueError):
+            native.gram_find(bad, 1, b"abcdefgh" * 100)
+    with pytest.raises(TypeError):
+        native.gram_find(b"short", 1, b"abcdefgh")
+
+
+@needs_native
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=150).map(lambda b: bytes(c % 6 + 48 for c in b)),
        st.lists(st.tuples(st.binary(min_size=1, max_size=5).map(lambda b: bytes(c % 6 + 48 for c in b)),

@@ -1468,6 +1468,13 @@ gram_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     base = PyBytes_AS_STRING(args[0]);
     memcpy(&head, base, sizeof(head));
+    /* only gram_set's own layout: a table of another size would read past its end */
+    if (head.fbits < 10 || head.fbits > 34 || head.sbits < 4 || head.sbits > 34
+        || (size_t)PyBytes_GET_SIZE(args[0]) != sizeof(head) + ((size_t)1 << head.fbits) / 8
+                                                 + sizeof(uint64_t) * ((size_t)1 << head.sbits)) {
+        PyErr_SetString(PyExc_ValueError, "gram_find: not a gram_set table");
+        return NULL;
+    }
     filter = (const unsigned char *)base + sizeof(head);
     slots = (const uint64_t *)(const void *)(filter + ((size_t)1 << head.fbits) / 8);
     fs = 64 - (head.fbits - 6);
