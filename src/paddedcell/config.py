@@ -16,8 +16,8 @@ import os
 # The declaration type, the settings every `pass_mgr get` reads (EARLY: declared there,
 # placed in SETTINGS below) and the resolved settings live in config_base; the names stay
 # importable from here.
-from .config_base import (EARLY, SECTIONS, Setting, Settings, _is_file, _nearest,  # noqa: F401
-                          paddedcell_home, paddedcell_home_text, path_text)
+from .config_base import (_ENV_PREFIXES, EARLY, SECTIONS, Setting, Settings,  # noqa: F401
+                          _is_file, _nearest, paddedcell_home, paddedcell_home_text, path_text)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -305,7 +305,7 @@ def _env_name(section: str, key: str) -> str:
 #: that holds a name starting with one of :data:`_ENV_PREFIXES` (most hold none: 118
 #: names built and looked up at every load cost a `pass_mgr get` ~0.25 ms).
 _ENV_SETTINGS: dict[str, tuple[str, str]] = {}
-_ENV_PREFIXES = tuple(_env_name(section, "") for section in SETTINGS)
+# (_ENV_PREFIXES, config_base's: one per section, as _env_name(section, "") makes them)
 
 
 def _env_settings(env: Mapping[str, str]) -> list[tuple[str, str, str]]:

@@ -84,7 +84,6 @@ class Setting:
         return self.check(value) if self.check else None
 
 
-
 #: Every section of :data:`paddedcell.config.SETTINGS`, in its order (``config`` refuses
 #: to import if they differ): a variable ``PADDEDCELL_<SECTION>_...`` may set a setting.
 SECTIONS = ("redactor", "vault", "supervisor", "egress", "audit", "daemon", "restart",
@@ -167,6 +166,7 @@ def paddedcell_home_text(environ: Mapping[str, str] | None = None) -> str:
             return path_text(home + "/.paddedcell")
     return str(paddedcell_home(env))  # "~user/...", or no home directory: pathlib decides
 
+
 def _nearest(word: str, names, fallback: bool = True) -> str:
     """"; did you mean X?" for the valid name closest to a misspelt one, else the list
     (or nothing, without ``fallback``: the caller has listed the names already)."""
@@ -177,6 +177,7 @@ def _nearest(word: str, names, fallback: bool = True) -> str:
     if close:
         return f"; did you mean {close[0]}?"
     return f"; valid names: {', '.join(names)}" if fallback else ""
+
 
 def _is_file(path: str) -> bool:
     """``pathlib.Path(path).is_file()``: False when absent, other errors raise."""
