@@ -208,7 +208,8 @@ def test_the_get_settings_are_declared_once_in_config_base():
         for key, setting in keys.items():
             assert config.SETTINGS[section][key] is setting, (section, key)
     assert config.Setting is config_base.Setting and config.Settings is config_base.Settings
-    assert config_base._ENV_PREFIXES == config._ENV_PREFIXES
+    # the variables a get looks for are the ones config.load reads: one prefix per section
+    assert config_base._ENV_PREFIXES == tuple(config._env_name(s, "") for s in config.SETTINGS)
 
 
 def test_defaults_only_is_load_when_nothing_is_set(tmp_path):

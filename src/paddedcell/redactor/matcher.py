@@ -485,7 +485,6 @@ class HyperscanMatcher(_Engine):
             found += self._long.spans(buf)
         return found
 
-
     def _gated_spans(self, buf: bytes) -> list[tuple[int, int]]:
         """:meth:`spans` of a gated set: the rest's, and each group's whose gate the buffer passes."""
         gates, groups, rest = self._gated
