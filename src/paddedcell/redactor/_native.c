@@ -66,6 +66,17 @@
  *     (i, i + 8) for every i in range(0, len(buf) - 7, stride) where
  *     buf[i:i + 8] is one of the table's grams (in order).
  *
+ * lit_set(literals, stride) -> table
+ *     matcher.SampledMatcher's table: for each literal (a tuple of distinct
+ *     bytes of at least stride + 7 bytes each) its grams literal[o:o + 8],
+ *     o < stride, hashed into buckets (an entry: literal, offset, 16-bit tag)
+ *     behind a blocked Bloom filter as gram_set's.
+ *
+ * lit_find(table, literals, buf) -> list
+ *     (s, s + len(lit)) for every occurrence of one of the literals in buf,
+ *     each once: buf[i:i + 8] is looked up at i = 0, stride, 2 * stride ...
+ *     only, and each entry of its gram compares its literal at i - offset.
+ *
  * all_in(set32, buf, start) -> bool
  *     Every byte of buf[start:] is in set32 (a 256-bit set, bit c & 7 of
  *     byte c >> 3): not buf[start:].rstrip(the set's bytes).
@@ -1523,6 +1534,299 @@ gram_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* ---- long literals by sampled grams (matcher.SampledMatcher) ----------- */
+
+/* table layout: a lit_head, the filter (1 << fbits bits, as gram_set's), the
+ * bucket starts (uint32[(1 << bbits) + 1], into the entries), the entries
+ * (count lit_entry, bucket by bucket). An entry is one (literal, offset) whose
+ * 8-byte gram hashes to that bucket; tag: 16 more bits of the gram's hash. */
+struct lit_head {
+    uint32_t fbits, bbits;
+    uint64_t count, stride;
+};
+struct lit_entry {
+    uint32_t lit;
+    uint16_t off, tag;
+};
+
+static inline void
+lit_hash(uint64_t v, uint64_t *h, uint64_t *f)
+{
+    *h = v * GRAM_MUL;
+    *f = (*h ^ (*h >> 31)) * GRAM_MUL2;
+}
+
+static size_t
+lit_size(uint32_t fbits, uint32_t bbits, uint64_t count)
+{
+    return sizeof(struct lit_head) + ((size_t)1 << fbits) / 8 + sizeof(uint32_t) * (((size_t)1 << bbits) + 1)
+           + sizeof(struct lit_entry) * (size_t)count;
+}
+
+/* Each literal's anchor a (written to anchor[i]): the first offset, of those
+ * with a + stride + 7 <= len and a + stride <= 65536 (an entry's offset is a
+ * uint16), whose stride grams are the least common in all the literals (the
+ * sum of their counts in a sketch: a saturating byte a hash bucket). Any a
+ * keeps lit_find exact; a rare one keeps the literals that share a gram few
+ * (every JWT starts with the same header: from offset 0 each of its grams
+ * would be an entry of thousands of literals, all compared). -1: no memory. */
+static int
+lit_anchors(PyObject *seq, Py_ssize_t stride, uint16_t *anchor)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(seq), i, j;
+    uint64_t total = 0;
+    uint32_t kbits = 10;
+    unsigned char *cnt;
+    uint32_t *sums;
+    Py_ssize_t longest = 0;
+
+    for (i = 0; i < n; i++) {
+        Py_ssize_t len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(seq, i));
+        total += (uint64_t)(len - 7);
+        if (len > longest)
+            longest = len;
+    }
+    while (((uint64_t)1 << kbits) < total && kbits < 26)
+        kbits++;
+    cnt = PyMem_Calloc((size_t)1 << kbits, 1);
+    sums = PyMem_Malloc(sizeof(uint32_t) * (size_t)(longest > 8 ? longest - 7 : 1));
+    if (cnt == NULL || sums == NULL) {
+        PyMem_Free(cnt);
+        PyMem_Free(sums);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *b = PyTuple_GET_ITEM(seq, i);
+        const char *p = PyBytes_AS_STRING(b);
+        Py_ssize_t len = PyBytes_GET_SIZE(b);
+        for (j = 0; j + 8 <= len; j++) {
+            uint64_t v;
+            unsigned char *c;
+            memcpy(&v, p + j, 8);
+            c = &cnt[(v * GRAM_MUL) >> (64 - kbits)];
+            if (*c < 255)
+                (*c)++;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *b = PyTuple_GET_ITEM(seq, i);
+        const char *p = PyBytes_AS_STRING(b);
+        Py_ssize_t len = PyBytes_GET_SIZE(b), last = len - stride - 7, best = 0;
+        uint32_t run = 0, low;
+        if (last > 65536 - stride)
+            last = 65536 - stride;
+        for (j = 0; j + 8 <= len; j++) {
+            uint64_t v;
+            memcpy(&v, p + j, 8);
+            sums[j] = cnt[(v * GRAM_MUL) >> (64 - kbits)];
+        }
+        for (j = 0; j < stride; j++)
+            run += sums[j];
+        low = run;
+        for (j = 1; j <= last; j++) {  /* run: the sum over the grams at j .. j + stride - 1 */
+            run += sums[j + stride - 1] - sums[j - 1];
+            if (run < low) {
+                low = run;
+                best = j;
+            }
+        }
+        anchor[i] = (uint16_t)best;
+    }
+    PyMem_Free(cnt);
+    PyMem_Free(sums);
+    return 0;
+}
+
+/* lit_set(literals, stride) -> table: the grams literal[o:o + 8], a <= o < a + stride,
+ * of each literal (a tuple of distinct bytes, each of at least stride + 7 bytes;
+ * a its anchor, see lit_anchors). */
+static PyObject *
+lit_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq, *table = NULL;
+    Py_ssize_t n, i, stride;
+    uint64_t count, e;
+    uint32_t fbits = 10, bbits = 4, *starts, *fill = NULL;
+    uint16_t *anchor;
+    struct lit_head head;
+    struct lit_entry *entries;
+    uint64_t *words;
+    char *base;
+
+    if (wrong_nargs(nargs, 2, "lit_set(literals, stride)") || as_ssize(args[1], &stride))
+        return NULL;
+    if (!PyTuple_Check(args[0]) || stride < 1 || stride > 65535) {
+        PyErr_SetString(PyExc_TypeError, "lit_set: a tuple of bytes and a stride in 1..65535");
+        return NULL;
+    }
+    seq = args[0];
+    n = PyTuple_GET_SIZE(seq);
+    for (i = 0; i < n; i++) {
+        PyObject *b = PyTuple_GET_ITEM(seq, i);
+        if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) < stride + 7) {
+            PyErr_SetString(PyExc_TypeError, "lit_set: every literal is bytes of at least stride + 7");
+            return NULL;
+        }
+    }
+    count = (uint64_t)n * (uint64_t)stride;
+    if (count >= ((uint64_t)1 << 32) || (uint64_t)n >= ((uint64_t)1 << 32)) {
+        PyErr_SetString(PyExc_ValueError, "lit_set: too many grams");
+        return NULL;
+    }
+    while (((uint64_t)1 << fbits) < GRAM_FILTER_BITS * count && fbits < 36)
+        fbits++;
+    while (((uint64_t)1 << bbits) < count && bbits < 32)
+        bbits++;
+    table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)lit_size(fbits, bbits, count));
+    if (table == NULL)
+        return NULL;
+    base = PyBytes_AS_STRING(table);
+    words = (uint64_t *)(void *)(base + sizeof(head));
+    starts = (uint32_t *)(void *)((char *)words + ((size_t)1 << fbits) / 8);
+    entries = (struct lit_entry *)(void *)(starts + ((size_t)1 << bbits) + 1);
+    memset(words, 0, ((size_t)1 << fbits) / 8);
+    memset(starts, 0, sizeof(uint32_t) * (((size_t)1 << bbits) + 1));
+    head.fbits = fbits;
+    head.bbits = bbits;
+    head.count = count;
+    head.stride = (uint64_t)stride;
+    memcpy(base, &head, sizeof(head));
+    fill = PyMem_Malloc(sizeof(uint32_t) * (((size_t)1 << bbits) + 1));
+    anchor = PyMem_Malloc(sizeof(uint16_t) * (size_t)(n ? n : 1));
+    if (fill == NULL || anchor == NULL || lit_anchors(seq, stride, anchor) < 0) {
+        PyMem_Free(fill);
+        PyMem_Free(anchor);
+        Py_DECREF(table);
+        return PyErr_NoMemory();
+    }
+    /* two passes: count each bucket's entries (starts[b + 1]), then place them */
+    for (i = 0; i < n; i++) {
+        const char *p = PyBytes_AS_STRING(PyTuple_GET_ITEM(seq, i));
+        Py_ssize_t o;
+        for (o = anchor[i]; o < anchor[i] + stride; o++) {
+            uint64_t v, h, f;
+            memcpy(&v, p + o, 8);
+            lit_hash(v, &h, &f);
+            words[h >> (64 - (fbits - 6))] |= (1ull << (f >> 58)) | (1ull << ((f >> 52) & 63));
+            starts[(h >> (64 - bbits)) + 1]++;
+        }
+    }
+    for (e = 0; e < ((uint64_t)1 << bbits); e++)
+        starts[e + 1] += starts[e];
+    memcpy(fill, starts, sizeof(uint32_t) * (((size_t)1 << bbits) + 1));
+    for (i = 0; i < n; i++) {
+        const char *p = PyBytes_AS_STRING(PyTuple_GET_ITEM(seq, i));
+        Py_ssize_t o;
+        for (o = anchor[i]; o < anchor[i] + stride; o++) {
+            uint64_t v, h, f;
+            struct lit_entry *x;
+            memcpy(&v, p + o, 8);
+            lit_hash(v, &h, &f);
+            x = &entries[fill[h >> (64 - bbits)]++];
+            x->lit = (uint32_t)i;
+            x->off = (uint16_t)o;
+            x->tag = (uint16_t)(f >> 16);
+        }
+    }
+    PyMem_Free(fill);
+    PyMem_Free(anchor);
+    return table;
+}
+
+/* lit_find(table, literals, buf) -> list: (s, s + len(lit)) for every
+ * occurrence of one of the table's literals in buf (literals: the tuple
+ * given to lit_set). Looks at i = 0, stride, 2 * stride ... only: an
+ * occurrence at s (of at least stride + 7 bytes) covers exactly one such i
+ * in s .. s + stride - 1, and buf[i:i + 8] is its gram at offset i - s. */
+static PyObject *
+lit_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t i, n, stride, nlits;
+    struct lit_head head;
+    const uint64_t *words;
+    const uint32_t *starts;
+    const struct lit_entry *entries;
+    const unsigned char *p;
+    const char *base;
+    PyObject *out, *lits;
+    uint32_t fs, bs;
+
+    if (wrong_nargs(nargs, 3, "lit_find(table, literals, buf)"))
+        return NULL;
+    if (!PyBytes_Check(args[0]) || PyBytes_GET_SIZE(args[0]) < (Py_ssize_t)sizeof(head) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "lit_find: a lit_set table and its tuple of literals");
+        return NULL;
+    }
+    base = PyBytes_AS_STRING(args[0]);
+    memcpy(&head, base, sizeof(head));
+    /* only lit_set's own layout: a table of another size would read past its end */
+    if (head.fbits < 10 || head.fbits > 36 || head.bbits < 4 || head.bbits > 32 || head.count >= ((uint64_t)1 << 32)
+        || head.stride < 1 || head.stride > 65535
+        || (size_t)PyBytes_GET_SIZE(args[0]) != lit_size(head.fbits, head.bbits, head.count)) {
+        PyErr_SetString(PyExc_ValueError, "lit_find: not a lit_set table");
+        return NULL;
+    }
+    lits = args[1];
+    nlits = PyTuple_GET_SIZE(lits);
+    stride = (Py_ssize_t)head.stride;
+    words = (const uint64_t *)(const void *)(base + sizeof(head));
+    starts = (const uint32_t *)(const void *)((const char *)words + ((size_t)1 << head.fbits) / 8);
+    entries = (const struct lit_entry *)(const void *)(starts + ((size_t)1 << head.bbits) + 1);
+    fs = 64 - (head.fbits - 6);
+    bs = 64 - head.bbits;
+    out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    p = (const unsigned char *)view.buf;
+    n = view.len;
+    for (i = 0; i + 8 <= n; i += stride) {
+        uint64_t v, h, f, bits;
+        uint32_t b, e, end;
+        uint16_t tag;
+        memcpy(&v, p + i, 8);
+        lit_hash(v, &h, &f);
+        bits = (1ull << (f >> 58)) | (1ull << ((f >> 52) & 63));
+        if ((words[h >> fs] & bits) != bits)
+            continue;
+        b = (uint32_t)(h >> bs);
+        tag = (uint16_t)(f >> 16);
+        end = starts[b + 1];
+        if (end > head.count)  /* (never for lit_set's table: its starts end at count) */
+            end = (uint32_t)head.count;
+        for (e = starts[b]; e < end; e++) {
+            const struct lit_entry *x = &entries[e];
+            PyObject *lit;
+            Py_ssize_t s, len;
+            if (x->tag != tag || (Py_ssize_t)x->lit >= nlits)
+                continue;
+            lit = PyTuple_GET_ITEM(lits, x->lit);
+            if (!PyBytes_Check(lit))
+                continue;
+            s = i - (Py_ssize_t)x->off;
+            len = PyBytes_GET_SIZE(lit);
+            if (s < 0 || len > n - s || memcmp(p + s, PyBytes_AS_STRING(lit), (size_t)len) != 0)
+                continue;
+            {
+                PyObject *pair = Py_BuildValue("(nn)", s, s + len);
+                if (pair == NULL || PyList_Append(out, pair) < 0) {
+                    Py_XDECREF(pair);
+                    PyBuffer_Release(&view);
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                Py_DECREF(pair);
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* ---- the last line's quick tests (views.Viewed.scan_keep) ----------- */
 
 /* all_in(set32, buf, start) -> bool: every byte of buf[start:] is in set32
@@ -2047,6 +2351,10 @@ static PyMethodDef methods[] = {
      "gram_set(grams) -> table (distinct 8-byte grams, for gram_find)"},
     {"gram_find", (PyCFunction)(void (*)(void))gram_find, METH_FASTCALL,
      "gram_find(table, stride, buf) -> [(i, i + 8)] where buf[i:i + 8] is a gram, i in range(0, n - 7, stride)"},
+    {"lit_set", (PyCFunction)(void (*)(void))lit_set, METH_FASTCALL,
+     "lit_set(literals, stride) -> table (the grams at offsets 0 .. stride - 1 of each literal, for lit_find)"},
+    {"lit_find", (PyCFunction)(void (*)(void))lit_find, METH_FASTCALL,
+     "lit_find(table, literals, buf) -> [(s, s + len(lit))] for every occurrence of a literal in buf"},
     {"all_in", (PyCFunction)(void (*)(void))all_in, METH_FASTCALL,
      "all_in(set32, buf, start) -> bool (every byte of buf[start:] is in the 256-bit set)"},
     {"dump_partial", (PyCFunction)(void (*)(void))dump_partial, METH_FASTCALL,
