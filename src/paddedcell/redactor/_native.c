@@ -1382,6 +1382,19 @@ class_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 /* ---- 8-byte grams (matcher.GramMatcher) ------------------------------ */
 
+/* Ask for the filter word of a look-up some steps ahead (gram_find, lit_find):
+ * their filters are MiBs to tens of MiBs read at random, a cache miss each, and
+ * asked early the misses overlap. Measured at k = 10 000, 4 KiB feeds in situ:
+ * 1-2 us less a feed on the token log and random text. A hint, no read (also
+ * the hold's, below). */
+#if defined(__GNUC__)
+#define PREFETCH(a) __builtin_prefetch((const void *)(a))
+#else
+#define PREFETCH(a) ((void)0)
+#endif
+#define GRAM_AHEAD 16 /* gram_find: look-ups ahead (every stride-th offset, stride ~5) */
+#define LIT_AHEAD 8   /* lit_find: look-ups ahead (stride ~25) */
+
 #define GRAM_MUL 0x9E3779B97F4A7C15ull
 #define GRAM_MUL2 0xC2B2AE3D27D4EB4Full
 #ifndef GRAM_FILTER_BITS
@@ -1462,7 +1475,7 @@ static PyObject *
 gram_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
-    Py_ssize_t stride, i, n;
+    Py_ssize_t stride, i, n, ahead;
     struct gram_head head;
     const unsigned char *filter, *p;
     const uint64_t *slots, *words;
@@ -1501,10 +1514,15 @@ gram_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     p = (const unsigned char *)view.buf;
     n = view.len;
+    ahead = stride > n ? n : GRAM_AHEAD * stride;  /* (no overflow: stride <= n) */
     for (i = 0; i + 8 <= n; i += stride) {
         uint64_t v, h, f;
         size_t k;
         int hit = 0;
+        if (i + ahead + 8 <= n) {  /* (that read is inside buf too) */
+            memcpy(&v, p + i + ahead, 8);
+            PREFETCH(&words[(v * GRAM_MUL) >> fs]);
+        }
         memcpy(&v, p + i, 8);
         h = v * GRAM_MUL;
         f = (h ^ (h >> 31)) * GRAM_MUL2;
@@ -1788,6 +1806,10 @@ lit_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         uint64_t v, h, f, bits;
         uint32_t b, e, end;
         uint16_t tag;
+        if (i + LIT_AHEAD * stride + 8 <= n) {  /* (that read is inside buf too) */
+            memcpy(&v, p + i + LIT_AHEAD * stride, 8);
+            PREFETCH(&words[(v * GRAM_MUL) >> fs]);
+        }
         memcpy(&v, p + i, 8);
         lit_hash(v, &h, &f);
         bits = (1ull << (f >> 58)) | (1ull << ((f >> 52) & 63));
@@ -2117,12 +2139,6 @@ gram_has(const prefix_tab *t, const unsigned char *p)
     r = g % t->prime;
     return t->grams[r >> 3] >> (r & 7) & 1;
 }
-
-#if defined(__GNUC__)
-#define PREFETCH(a) __builtin_prefetch((const void *)(a))
-#else
-#define PREFETCH(a) ((void)0)
-#endif
 
 /* The longest held tail of at most top (<= 7) bytes. */
 static Py_ssize_t
