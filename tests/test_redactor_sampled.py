@@ -132,10 +132,12 @@ def sampled(monkeypatch):
     return built
 
 
-#: Long and short literals: hex, base64, \x escapes, %XX, NULs, and some under 12 bytes.
+#: Long and short literals: hex, base64, \x escapes, %XX, NULs, one of 12 bytes (the
+#: shortest sampled at stride 5), one of 11, and some shorter.
 MIXED = [b"6a6b7c6d6e6f70717273747576777879", b"ams3c2x5b3BxcnN0dXZ3eHl6YWJjZGVmZ2hp+/",
          b"\\x6a\\x6b\\x6c\\x6d", b"%6A%6B%6C%6D%6E", b"ab\x00cd\x00ef\x00gh\x00ij", b"plain-Secret-1",
-         b"short-1", b"tiny", b"ab\x00cd", b"aaaaaaaaaaaaaaaaaaaa", b"aaaaaaaaab"]
+         b"key-12-bytes", b"key-11-byte", b"short-1", b"tiny", b"ab\x00cd", b"aaaaaaaaaaaaaaaaaaaa",
+         b"aaaaaaaaab"]
 
 
 @needs_native
