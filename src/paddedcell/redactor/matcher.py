@@ -50,7 +50,8 @@ pays for, and stream mode cannot answer it; the rescanned tail is a few bytes
 a worker thread runs beside the event loop.
 
 What a redactor builds (:class:`Matcher`, via :func:`build`): one engine over
-the literals (secrets and their forms), :class:`FragmentFinder` for the
+the literals (secrets and their forms; on Hyperscan a very large set's long
+literals by :class:`SampledMatcher` in C), :class:`FragmentFinder` for the
 fragment windows (sampled unique grams, same engine; literals and grams share
 one database while small), and :class:`PrefixIndex` for ``hold``. A secret
 added mid-stream gets its own :class:`Matcher`, searched beside the first
@@ -318,14 +319,18 @@ class HyperscanMatcher(_Engine):
     database) and 28-32 (the whole one) to 12-13 and 14-18, the gates included
     (3-4 us: the next thing to make cheaper).
 
-    A large set (:attr:`SAMPLE_MIN` patterns, with the C module) goes further: its
-    literals of :attr:`SAMPLE_STRIDE` + 7 bytes or more are found by
-    :class:`SampledMatcher` (a look-up every 25th offset of the buffer), only the
-    shorter ones by Hyperscan (gated as above if they are still that many).
-    Measured at k = 10 000, 4 KiB feeds, warm, the line-break view's 623 000
-    literals (all but 8 of 32 bytes or more): 15.7 / 21.9 / 9.7 us on the token
-    log, random text and the adversarial text, gates included, against 1.2 / 1.4
-    / 0.5; the whole feed went from 33-39 to 14-19 us on the token log.
+    With the C module, a set of :attr:`SAMPLE_MIN` patterns goes further (and is
+    not gated: the gates' groups were its long literals): its literals of
+    :attr:`SAMPLE_STRIDE` + 7 bytes or more are found by :class:`SampledMatcher`
+    (a look-up every 25th offset of the buffer), only the shorter ones by
+    Hyperscan (gated as above if they are still that many). At k = 10 000 two
+    sets qualify: the line-break view's 623 000 literals (all but 8 of 32 bytes
+    or more; a table of 214 MiB) and the wrap view's 110 000 (44 MiB).
+    Measured there, 4 KiB feeds: the line-break view's scan, warm, 15.7 / 21.9
+    / 9.7 us (token log, random text, adversarial text; gates included)
+    against 1.2 / 1.4 / 0.5; a whole feed in situ 22-26 / 32-34 / 14 us against
+    12-15 / 16-18 / 9-14; the build 255 against 174 s, peak RSS equal (4.2 GiB:
+    the tables replace the Hyperscan databases of those literals).
     """
 
     name = "pyperscan"
