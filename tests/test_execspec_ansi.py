@@ -76,3 +76,42 @@ def test_escape_sequences_inside_a_secret_are_gone_before_the_redactor():
 
 def test_sanitize_text_one_shot():
     assert sanitize_text("\x1b[31mred\x1b[0m") == "red"
+
+
+def test_a_plain_read_buffer_passes_as_it_is_not_copied():
+    """A masking pump hands its read buffer over as a memoryview: plain ASCII without
+    ESC comes back as that very view (the redactor makes the one copy)."""
+    buffer = bytearray(b"hello world\n" * 1000)
+    view = memoryview(buffer)[:5000]
+    assert OutputSanitizer().feed(view) is view
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c", "copy"])
+def test_a_read_buffer_is_sanitized_as_its_bytes_are(native, monkeypatch):
+    """A memoryview with an ESC or a non-ASCII byte anywhere (each side of a 64-byte
+    step) is sanitized as bytes are, in C and in the Python fallback."""
+    from paddedcell.execspec import ansi
+
+    monkeypatch.setattr(ansi, "_plain_view", None if native else ansi._plain_copy)
+    for bad in (b"\x1b[31m", "\u200b".encode(), b"\x9b", b"\x80"):  # each changes the text
+        for at in (0, 1, 62, 63, 64, 65, 127, 128, 199):
+            data = bytes(range(32, 127)) * 2 + b"\n"
+            data = data[:at] + bad + data[at:]
+            buffer = bytearray(data)
+            got = OutputSanitizer().feed(memoryview(buffer))
+            assert bytes(got) == OutputSanitizer().feed(data), (bad, at)
+            assert bytes(got) != data, (bad, at)
+
+
+def test_the_c_plain_test_is_its_definition():
+    """``_native.plain_ascii``: no byte >= 0x80 and no ESC, at every length and position
+    around its 64-byte steps."""
+    native = pytest.importorskip("paddedcell.redactor._native")
+    assert native.plain_ascii(b"") and native.plain_ascii(bytearray(b"\x00\x7f\x1a\x1c"))
+    for n in range(1, 200):
+        base = bytes(32 + i % 95 for i in range(n))
+        assert native.plain_ascii(memoryview(base)), n
+        for at in {0, n // 2, n - 1, min(n - 1, 63), min(n - 1, 64)}:
+            for bad in (0x1B, 0x80, 0xFF):
+                data = base[:at] + bytes([bad]) + base[at + 1:]
+                assert native.plain_ascii(data) is (data.isascii() and b"\x1b" not in data), (n, at, bad)

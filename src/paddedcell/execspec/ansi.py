@@ -29,6 +29,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from typing import Callable
 
@@ -218,6 +219,32 @@ def sanitize_text(text: str) -> str:
     return sanitize_stripped(AnsiStripper().write(text))
 
 
+def _plain_copy(data: memoryview) -> bool:
+    data = bytes(data)
+    return data.isascii() and b"\x1b" not in data
+
+
+_plain_view: Callable[[memoryview], bool] | None = None
+
+
+def _plain_buffer(data: memoryview) -> bool:
+    """Whether ``data`` is ASCII without ESC: one C pass over the caller's buffer, no
+    copy (``_native.plain_ascii``), else two over a copy. The C module is loaded at the
+    first call: only a masking pump hands the sanitizer a memoryview (its read buffer),
+    and its redactor has loaded it already; a plain ``pcexec`` never pays for it."""
+    global _plain_view
+    if _plain_view is None:
+        _plain_view = _plain_copy
+        if os.environ.get("PADDEDCELL_NATIVE", "1") != "0":
+            try:
+                from ..redactor import _native
+            except ImportError:
+                pass
+            else:
+                _plain_view = getattr(_native, "plain_ascii", _plain_copy)
+    return _plain_view(data)
+
+
 class OutputSanitizer:
     """A byte stream in, OpenClaw's sanitized text out as UTF-8, but for the
     control characters, which :func:`show_controls` shows when it is read.
@@ -230,10 +257,12 @@ class OutputSanitizer:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._ansi = AnsiStripper(on_csi)
 
-    def feed(self, data: bytes | memoryview) -> bytes:
-        data = bytes(data)
-        if (self._ansi.state == "text" and data.isascii() and b"\x1b" not in data
-                and not self._decoder.getstate()[0]):
+    def feed(self, data: bytes | memoryview) -> bytes | memoryview:
+        """``data``'s sanitized text as UTF-8: ``data`` itself when there is nothing to
+        do (a memoryview too, not a copy: the filter after this one copies what it keeps)."""
+        if self._ansi.state == "text" and not self._decoder.getstate()[0] and (
+                data.isascii() and b"\x1b" not in data if type(data) is bytes
+                else _plain_buffer(data)):
             return data
         return _FORMAT.sub("", self._ansi.write(self._decoder.decode(data))).encode("utf-8")
 

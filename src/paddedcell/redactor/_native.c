@@ -2345,6 +2345,8 @@ fail:
     return NULL;
 }
 
+static PyObject *plain_ascii(PyObject *self, PyObject *arg);  /* (defined at the end) */
+
 static PyMethodDef methods[] = {
     {"last_not_break", (PyCFunction)(void (*)(void))last_not_break, METH_FASTCALL,
      "last_not_break(buf, end) -> int (the last offset below end that is no \\r or \\n, or -1)"},
@@ -2380,6 +2382,8 @@ static PyMethodDef methods[] = {
     {"prefix_hold", (PyCFunction)(void (*)(void))prefix_hold, METH_FASTCALL,
      "prefix_hold(table, maxlen, buf) -> int (the longest suffix of buf, under maxlen bytes, that is a prefix of some pattern)"},
     {"_set_simd", set_simd, METH_O, "_set_simd(level) -> int (tests: the gates' pass at most AVX2 2, SSE2 1, scalar 0)"},
+    {"plain_ascii", plain_ascii, METH_O,
+     "plain_ascii(buf) -> bool (no byte of buf is >= 0x80 or ESC: OpenClaw's sanitizer leaves it as it is)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2398,4 +2402,36 @@ PyInit__native(void)
 #endif
     simd_level = best_simd();
     return PyModule_Create(&module);
+}
+
+/* plain_ascii(buf) -> bool: no byte of buf (any buffer: the pump's read buffer, no copy)
+ * is >= 0x80 or ESC (0x1b), so OpenClaw's sanitizer leaves it as it is
+ * (paddedcell.execspec.ansi.OutputSanitizer's fast path). One pass, 64 bytes a step
+ * (the compiler vectorizes the inner loop), where bytes.isascii plus a memchr for ESC
+ * were two passes over a copy. */
+static PyObject *
+plain_ascii(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    const unsigned char *p;
+    Py_ssize_t i = 0, n;
+    unsigned bad = 0;
+
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    p = (const unsigned char *)view.buf;
+    n = view.len;
+    for (; i + 64 <= n && !bad; i += 64) {
+        unsigned char high = 0, esc = 0;
+        int j;
+        for (j = 0; j < 64; j++) {
+            high |= p[i + j];
+            esc |= (unsigned char)(p[i + j] == 0x1b);
+        }
+        bad = (high & 0x80u) | esc;
+    }
+    for (; i < n && !bad; i++)
+        bad = (p[i] & 0x80u) | (p[i] == 0x1b);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(!bad);
 }
