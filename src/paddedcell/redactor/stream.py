@@ -196,13 +196,19 @@ class StreamRedactor:
         """Bytes received but not yet emitted (the live tail)."""
         return self._base + len(self._buf) - self._pos
 
-    def feed(self, data: bytes) -> bytes:
-        """Redact ``data`` and return every byte that is now safe to emit."""
+    def feed(self, data: bytes | memoryview) -> bytes:
+        """Redact ``data`` and return every byte that is now safe to emit.
+
+        ``data`` may be a memoryview of the caller's buffer (a pump's read buffer):
+        it is copied once, together with the held tail, and not kept."""
         if not data:
             return b""
-        data = bytes(data)  # no copy of bytes
         held = self._buf
-        buf = held + data if held else data
+        if type(data) is bytes:
+            buf = held + data if held else data
+        else:  # a memoryview (the pump's read buffer): one copy, with the held tail
+            buf = held + data if held else bytes(data)
+            data = b"" if held else buf  # (the plain bytes are sliced from buf: see below)
         hold, found, keep = self._engine.scan_keep(buf, False)
         if found:
             return self._apply(buf, data, hold, found, keep)
