@@ -1,14 +1,35 @@
-"""A masking pump's memory: what the daemon's malloc settings must leave alone."""
+"""A masking pump's memory: what the supervisor's malloc settings must leave alone."""
 
 from __future__ import annotations
 
-from paddedcell.supervisor import procs, session
+import pytest
+
+from paddedcell.supervisor import Supervisor, procs, session
+
+from supervisor_helpers import make_settings
 
 
 def test_a_batchs_blocks_stay_below_the_pinned_mmap_threshold():
-    # The sanitizer's copy, the redactor's scan buffer (its held tail + the batch) and its
+    # The redactor's scan buffer (its held tail + the batch), its line-break view and its
     # output come from the heap, reused, not as fresh mappings faulted in page by page
     # (at 128 KiB: 131,000 faults and 3x the CPU for 128 MiB): raising REDACTED_BATCH
     # means raising the threshold too.
     assert session.REDACTED_BATCH + 64 * 1024 <= procs.PINNED_MMAP_THRESHOLD
-    assert procs.pin_malloc_thresholds.__defaults__ == (procs.PINNED_MMAP_THRESHOLD,)
+    assert procs.pin_malloc_thresholds.__defaults__ == (procs.PINNED_MMAP_THRESHOLD,
+                                                        procs.PINNED_TRIM_THRESHOLD)
+
+
+def test_the_heap_top_keeps_a_few_batches_free():
+    # A worker frees a batch's blocks while the loop frees older outputs: at a trim
+    # threshold of 4 batches (2 MiB) the heap top was given back and faulted in again
+    # every few batches (13,000-16,000 faults for 128 MiB against 3,200 at 8 batches).
+    assert procs.PINNED_TRIM_THRESHOLD >= 8 * session.REDACTED_BATCH
+
+
+async def test_every_supervisor_pins_the_malloc_thresholds(tmp_path, nursery, monkeypatch):
+    # Not only the daemon: a foreground pcexec's supervisor (and the in-process benchmark)
+    # pumps the same batches.
+    pinned = []
+    monkeypatch.setattr(procs, "pin_malloc_thresholds", lambda *a: pinned.append(a) or True)
+    Supervisor(make_settings(tmp_path / "home", supervisor__sandbox="none"), nursery)
+    assert pinned == [()]

@@ -44,17 +44,26 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 
 
-#: The mmap threshold the daemon pins: above every block a masking pump allocates per
-#: batch (the sanitizer's copy, the redactor's scan buffer and its output, each about
+#: The mmap threshold a supervisor's process pins: above every block a masking pump allocates
+#: per batch (the redactor's scan buffer, its line-break view and its output, each about
 #: ``session.REDACTED_BATCH`` = 512 KiB). At 128 KiB each of them was a fresh mapping,
 #: faulted in page by page and unmapped again: 128 MiB through a pipe with 10 secrets took
 #: 131,000 page faults, 0.72 CPU s and 0.065 GB/s, against 5,000, 0.27 s and 0.21 GB/s at
 #: 1 MiB (session 13, in process, same load).
 PINNED_MMAP_THRESHOLD = 1024 * 1024
+#: ... and the trim threshold: free bytes at the top of a heap that ``free`` leaves there.
+#: A pump's worker frees a batch's blocks (a few 512 KiB ones) while the loop frees its
+#: older outputs; at 2 MiB the heap top crossed the threshold every few batches, was
+#: given back and faulted in again: 128 MiB, 10 secrets, 13,000-16,000 page faults and
+#: 0.21-0.26 CPU s, against 3,200 and 0.17-0.23 at 4 MiB (session 15). What stays above
+#: the threshold is trimmed at the supervisor's tick (:func:`trim_heap`).
+PINNED_TRIM_THRESHOLD = 4 * 1024 * 1024
 
 
-def pin_malloc_thresholds(mmap_threshold: int = PINNED_MMAP_THRESHOLD) -> bool:
-    """Keep glibc from hoarding freed output buffers (a long-lived daemon's RSS).
+def pin_malloc_thresholds(mmap_threshold: int = PINNED_MMAP_THRESHOLD,
+                          trim_threshold: int = PINNED_TRIM_THRESHOLD) -> bool:
+    """Keep glibc from hoarding freed output buffers (a long-lived daemon's RSS), and
+    from giving back and faulting in again a pump's per-batch blocks.
 
     glibc raises its mmap threshold every time a large mmapped block is freed,
     after which larger and larger blocks come from the heap and fragment it; RSS
@@ -62,12 +71,14 @@ def pin_malloc_thresholds(mmap_threshold: int = PINNED_MMAP_THRESHOLD) -> bool:
     disables the dynamic adjustment) makes every block above it its own mapping,
     returned to the kernel when freed; the blocks below it (a pump's batches among
     them) are reused from the heap, which ``trim_heap`` gives back (the supervisor
-    trims at a tick when 4 MiB of output came or went with a session).
+    trims at a tick when 4 MiB of output came or went with a session). Every
+    :class:`.Supervisor` pins them (the daemon, a foreground ``pcexec``); the same
+    values every time.
     """
     try:
         libc = _libc()
         ok = libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1
-        return libc.mallopt(M_TRIM_THRESHOLD, 2 * mmap_threshold) == 1 and ok
+        return libc.mallopt(M_TRIM_THRESHOLD, trim_threshold) == 1 and ok
     except (OSError, AttributeError):
         return False
 

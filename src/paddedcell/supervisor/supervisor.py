@@ -96,6 +96,7 @@ class Supervisor:
                  base_env: Mapping[str, str] | None = None, forward: Forward | None = None,
                  store_changed: Callable[[str, str], Awaitable[None]] | None = None):
         self.settings = settings
+        procs.pin_malloc_thresholds()  # a pump's batches reused from the heap (see procs)
         #: The supervisor.* settings, typed (built once per settings object).
         self.limits = SupervisorSettings.of(settings)
         self.nursery = nursery
