@@ -16,6 +16,9 @@ from typing import Callable, Iterable, Protocol, runtime_checkable
 class OutputFilter(Protocol):
     """Bytes in, the bytes now safe to show out; what it holds back comes out at ``flush``.
 
+    ``feed`` may be given a memoryview of the caller's buffer (a masking pump's read
+    buffer, which its next read overwrites): a filter copies what it keeps.
+
     ``fresh()`` is a new, empty stream with the same secrets (sharing what
     is expensive to build); ``add_secrets(values)`` masks more values from
     the first byte not yet emitted on.
