@@ -22,7 +22,7 @@ def test_a_batchs_blocks_stay_below_the_pinned_mmap_threshold():
 def test_the_heap_top_keeps_a_few_batches_free():
     # A worker frees a batch's blocks while the loop frees older outputs: at a trim
     # threshold of 4 batches (2 MiB) the heap top was given back and faulted in again
-    # every few batches (13,000-16,000 faults for 128 MiB against 3,200 at 8 batches).
+    # every few batches (7,500-11,800 faults for 128 MiB against 2,800-4,000 at 8 batches).
     assert procs.PINNED_TRIM_THRESHOLD >= 8 * session.REDACTED_BATCH
 
 

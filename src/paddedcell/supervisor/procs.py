@@ -54,9 +54,10 @@ PINNED_MMAP_THRESHOLD = 1024 * 1024
 #: ... and the trim threshold: free bytes at the top of a heap that ``free`` leaves there.
 #: A pump's worker frees a batch's blocks (a few 512 KiB ones) while the loop frees its
 #: older outputs; at 2 MiB the heap top crossed the threshold every few batches, was
-#: given back and faulted in again: 128 MiB, 10 secrets, 13,000-16,000 page faults and
-#: 0.21-0.26 CPU s, against 3,200 and 0.17-0.23 at 4 MiB (session 15). What stays above
-#: the threshold is trimmed at the supervisor's tick (:func:`trim_heap`).
+#: given back and faulted in again: 128 MiB through a pipe with 10 secrets, 7,500-11,800
+#: page faults a run at 2 MiB against 2,800-4,000 at 4 MiB (session 15, in process,
+#: alternated rounds; unpinned, as the in-process benchmark ran before, 12,500-16,000).
+#: What stays above the threshold is trimmed at the supervisor's tick (:func:`trim_heap`).
 PINNED_TRIM_THRESHOLD = 4 * 1024 * 1024
 
 
