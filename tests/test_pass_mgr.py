@@ -126,6 +126,48 @@ def test_a_direct_get_loads_neither_the_channel_client_nor_binascii(ready):
         assert module not in loaded, module
 
 
+#: ``pass_mgr get db`` through the console script's own entry (``main()``, argv from
+#: sys.argv), reporting at its ``os._exit`` whether cryptography loaded OpenSSL's legacy
+#: provider and what the variable that stops it held.
+_GET_REPORTING_THE_PROVIDERS = """\
+import os, sys
+
+def report(code):
+    openssl = sys.modules["cryptography.hazmat.bindings._rust"].openssl
+    sys.stderr.write(f"legacy={openssl._legacy_provider_loaded} "
+                     f"variable={os.environ.get('CRYPTOGRAPHY_OPENSSL_NO_LEGACY')}\\n")
+    sys.stderr.flush()
+    exit_now(code)
+
+exit_now, os._exit = os._exit, report
+sys.argv = ["pass_mgr", "get", "db"]
+from paddedcell.cli.pass_mgr import main
+
+main()
+"""
+
+
+@pytest.mark.parametrize("given, legacy, variable", [
+    (None, False, "1"),
+    ("0", True, "0"),  # the caller's value stands
+])
+def test_a_direct_get_leaves_openssls_legacy_provider_unloaded(tmp_path, given, legacy,
+                                                               variable):
+    """A get opens AES-256-GCM boxes only (the default provider): the legacy one
+    (RC4, DES, MD4, ...) is not loaded, ~0.3 ms of its start."""
+    pm = PassMgr(CONSOLE, tmp_path)
+    pm.init()
+    assert pm.set("db", "s3cret value!").returncode == 0
+    env = dict(pm.env, **pm.agent_env())
+    env.pop("CRYPTOGRAPHY_OPENSSL_NO_LEGACY", None)
+    if given is not None:
+        env["CRYPTOGRAPHY_OPENSSL_NO_LEGACY"] = given
+    result = subprocess.run([sys.executable, "-c", _GET_REPORTING_THE_PROVIDERS], env=env,
+                            capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (result.returncode, result.stdout) == (0, b"s3cret value!\n"), result.stderr
+    assert result.stderr.decode() == f"legacy={legacy} variable={variable}\n"
+
+
 def _get_without_settings(pm: PassMgr, env: dict[str, str] | None = None,
                           config_toml: str | None = None) -> subprocess.CompletedProcess:
     """``get db`` as an agent with no ``PADDEDCELL_<SECTION>_...`` variable (the fixture's
