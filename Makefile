@@ -13,17 +13,18 @@ NATIVE_STAMP := $(VENV)/.native
 # It runs at every `make venv` (a no-op when the bytecode is fresh): after a pull or a
 # rebase, the changed modules are compiled again, not at each CLI start.
 venv: $(STAMP) $(NATIVE_STAMP)
+	@# setuptools (PyInstaller's dependency, setup.py's build backend) installs a .pth that
+	@# imports _distutils_hack at every interpreter start (~0.3-0.6 ms of each pass_mgr get,
+	@# pcexec, ...). Nothing here imports distutils, and setuptools loads its own when
+	@# imported (the native build, PyInstaller): the shim only costs. Here, not in the
+	@# install rule, so that a venv made before this rule loses it too.
+	@rm -f $(VENV)/lib/python*/site-packages/distutils-precedence.pth
 	@$(BIN)/python -m compileall -q src
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	# setuptools (PyInstaller's dependency, setup.py's build backend) installs a .pth that
-	# imports _distutils_hack at every interpreter start (~0.3-0.6 ms of each pass_mgr get,
-	# pcexec, ...). Nothing here imports distutils, and setuptools loads its own when
-	# imported (the native build, PyInstaller): the shim only costs.
-	rm -f $(VENV)/lib/python*/site-packages/distutils-precedence.pth
 	$(BIN)/python -m compileall -q src
 	touch $(STAMP)
 
