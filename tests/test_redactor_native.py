@@ -353,6 +353,82 @@ def test_strip_breaks_on_text():
             assert each_level(native.strip_breaks, buf[:end]) == buf[:end].translate(None, b"\r\n")
 
 
+def gram_hits_by_definition(gate, text: bytes) -> list[tuple[int, int]]:
+    """The C gate's hits with the 8-gram check, from the view of the whole buffer:
+    the hits without it whose token has fewer than seven view bytes after it or
+    lies in eight view-consecutive bytes whose gram's bit is set (mod the prime)."""
+    base = native.percent_hits(text, *gate._tables[:4])
+    if base is None:
+        return None
+    bits, prime = gate._tables[4:]
+    view = views.VIEWS["percent"]
+    tokens, starts, _ = view.layout(text, 0, len(text))
+    seen = view.view(text)
+    at = {s: k for (s, _, _, _), k in zip(tokens, starts)}
+
+    def bit(g: bytes) -> bool:
+        r = int.from_bytes(g, sys.byteorder) % prime
+        return bits[r >> 3] >> (r & 7) & 1 == 1
+
+    out = []
+    for s, e in base:
+        k = at[s]
+        if len(seen) - k - 1 < 7 or any(bit(seen[j : j + 8]) for j in range(max(0, k - 7), k + 1)):
+            out.append((s, e))
+    return out
+
+
+_GRAM_SECRETS = st.binary(min_size=8, max_size=14).map(lambda b: bytes(b"aZ%4q"[c % 5] for c in b))
+
+
+@needs_native
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                    HealthCheck.function_scoped_fixture])
+@given(secrets=st.lists(_GRAM_SECRETS, min_size=1, max_size=3),
+       text=st.lists(st.sampled_from(_TOKENS), max_size=80).map(b"".join))
+@example(secrets=[b"qaZ4q4q4"], text=b"xxqa%5A4q4q4xxxxxxxx")
+@example(secrets=[b"qaZ4q4q4"], text=b"xxxxxxxxqa%5Aqqqqqqqq")
+@example(secrets=[b"qaZ4q4q4"], text=b"%71aZ4q4q4%34yyyyyyyyy")
+@example(secrets=[b"qaZ4q4q4"], text=b"yyyyyyyyq%61Z4q4q%34")
+def test_percent_hits_with_grams_by_definition(monkeypatch, secrets, text):
+    """With the 8-gram check (views.PercentGate.GRAMS_FROM), percent_hits is its
+    definition at every SIMD level, and every token of an occurrence in the view
+    (or of a pattern's prefix ending the buffer, the hold's) is still a trigger."""
+    monkeypatch.setattr(views.PercentGate, "GRAMS_FROM", 1)
+    gate = views.PercentGate(secrets, matcher.AhoMatcher)
+    assert len(gate._tables) == 6
+    got = each_level(gate.hits, text)
+    assert got == gram_hits_by_definition(gate, text)
+    assert each_level(lambda t: native.gates(t, 10**9, dumps._CHARS_LINE.fullmatch, gate._tables)[1], text) == got
+    if got is None:
+        return
+    view = views.VIEWS["percent"]
+    tokens, starts, _ = view.layout(text, 0, len(text))
+    seen = view.view(text)
+    need = set()
+    for (s, e, _, _), k in zip(tokens, starts):
+        for p in secrets:
+            for i in range(max(0, k - len(p) + 1), k + 1):
+                if seen.startswith(p, i) or (i + len(p) > len(seen) and p.startswith(seen[i:])
+                                             and len(seen) - i >= 2):
+                    need.add((s, e))
+    assert need <= set(got), (need - set(got))
+
+
+@needs_native
+def test_percent_grams_only_for_big_sets_of_long_patterns():
+    """The 8-gram check is built from GRAMS_FROM patterns, all of 8 bytes or more."""
+    few = views.PercentGate([b"secretvalue%d" % i for i in range(10)], matcher.AhoMatcher)
+    assert len(few._tables) == 4
+    many = [b"secretvalue%d" % i for i in range(views.PercentGate.GRAMS_FROM)]
+    assert len(views.PercentGate(many, matcher.AhoMatcher)._tables) == 6
+    assert len(views.PercentGate(many + [b"short"], matcher.AhoMatcher)._tables) == 4
+    with pytest.raises(TypeError):
+        native.percent_hits(b"%41", *views.PercentGate(many, matcher.AhoMatcher)._tables[:4], b"", 9)
+    with pytest.raises(TypeError):
+        native.gates(b"%41", 1, dumps._CHARS_LINE.fullmatch, few._tables + (b"\xff", 9))
+
+
 @needs_native
 def test_percent_hits_in_runs_of_percent_at_every_alignment():
     """Tokens after runs of '%' (skipped 16 bytes at a time) and near the buffer's end."""

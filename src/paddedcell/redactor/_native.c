@@ -16,17 +16,21 @@
  *     with 4-16 hex digits and a space is passed to chars_fullmatch(buf,
  *     start, end) (the od -c/-a alternative, dumps._CHARS_LINE.fullmatch).
  *
- * percent_hits(buf, bytes32, pairs8192, triples, width) -> list[(s, e)] | None
+ * percent_hits(buf, bytes32, pairs8192, triples, width[, grams, prime]) -> list[(s, e)] | None
  *     None when buf holds no '%'; else the %HH tokens (any case) whose byte
  *     is a pattern byte (bytes32: a 256-bit set) and that are triggers as
  *     views.PercentGate defines them: with the view bytes beside them, a
  *     pair of a pattern (pairs8192: a 65536-bit set, bit (a << 8) | b) and,
  *     when width > 2 and the token ends 4 bytes or more before the end, a
  *     triple (triples: sorted native uint32 (a << 16) | (b << 8) | c).
+ *     With grams (gram_bits(patterns, prime)'s bitmap), also: inside eight
+ *     view-consecutive bytes whose 8-gram's bit is set, or followed by fewer
+ *     than seven view bytes (views.PercentGate: GRAMS_FROM).
  *
  * gates(buf, limit, chars_fullmatch, tables | None) -> (lines, hits)
  *     (candidate_lines(buf, limit, chars_fullmatch), percent_hits(buf,
- *     *tables), or None when tables is None) in one pass (views.Gates.scan).
+ *     *tables), or None when tables is None) in one pass (views.Gates.scan);
+ *     tables: the 4 or 6 arguments after buf.
  *
  * gates_for(limit_64k, chars_fullmatch, tables | None, buf) -> (lines, hits)
  *     gates(buf, limit_64k * (1 + len(buf) // 65536), chars_fullmatch, tables).
@@ -314,6 +318,8 @@ typedef struct {
     const uint32_t *triples;
     Py_ssize_t ntriples;
     Py_ssize_t width;
+    const unsigned char *grams;  /* the patterns' 8-grams mod gram_prime (gram_bits), or NULL */
+    uint64_t gram_prime;
 } percent_ctx;
 
 /* The byte of the %HH token at x, or -1 (no token there). */
@@ -395,6 +401,56 @@ in_triple(const percent_ctx *c, Py_ssize_t s, int b)
     return 0;
 }
 
+/* The token buf[s:s+3] (byte b) is inside an 8-view-byte window whose 8-gram
+ * is set in c->grams (views.PercentGate: seven view bytes each side decoded),
+ * or has fewer than seven view bytes after it (a pattern's prefix may end the
+ * buffer there). Bounds: token_at checks its own; p[at - 1] only for at > 0,
+ * p[at] only for at < n; seen holds at most 7 + 1 + 7 bytes and a window
+ * j..j+7 has j <= nb, j + 8 <= nb + 8 = total. */
+static int
+in_gram(const percent_ctx *c, Py_ssize_t s, int b)
+{
+    unsigned char seen[15], before[7];
+    int nb = 0, na = 0, k, j;
+    Py_ssize_t at = s;
+    for (k = 0; k < 7 && at > 0; k++) {
+        int d = at >= 3 ? token_at(c, at - 3) : -1;
+        if (d >= 0) {
+            before[nb++] = (unsigned char)d;
+            at -= 3;
+        }
+        else {
+            before[nb++] = c->p[at - 1];
+            at -= 1;
+        }
+    }
+    for (k = 0; k < nb; k++)
+        seen[k] = before[nb - 1 - k];
+    seen[nb] = (unsigned char)b;
+    at = s + 3;
+    for (k = 0; k < 7 && at < c->n; k++) {
+        int d = token_at(c, at);
+        if (d >= 0) {
+            seen[nb + 1 + na++] = (unsigned char)d;
+            at += 3;
+        }
+        else {
+            seen[nb + 1 + na++] = c->p[at];
+            at += 1;
+        }
+    }
+    if (na < 7)
+        return 1;
+    for (j = nb > 7 ? nb - 7 : 0; j <= nb; j++) {
+        uint64_t g, r;
+        memcpy(&g, seen + j, 8);
+        r = g % c->gram_prime;
+        if ((c->grams[r >> 3] >> (r & 7)) & 1)
+            return 1;
+    }
+    return 0;
+}
+
 /* 1: the %HH token at s is a trigger (views.PercentGate.hits). */
 static int
 is_trigger(const percent_ctx *c, Py_ssize_t s)
@@ -417,7 +473,9 @@ is_trigger(const percent_ctx *c, Py_ssize_t s)
         if (!(x >= 0 && has_pair(c, b, x)))
             return 0;
     }
-    return !(c->width > 2 && e < n - 3 && !in_triple(c, s, b));
+    if (c->width > 2 && e < n - 3 && !in_triple(c, s, b))
+        return 0;
+    return c->grams == NULL || in_gram(c, s, b);
 }
 
 /* ---- one pass for both gates ----------------------------------------
@@ -775,7 +833,7 @@ DEFINE_GATE_PASS(gate_pass_avx512, T_AVX512, classify_avx512)
  * !want_pct) filled; -1 with an exception set on error. */
 static int
 gate_run(gate_scan *g, PyObject *buf, Py_buffer *view, int want_lines, Py_ssize_t limit, PyObject *fullmatch,
-         int want_pct, PyObject *const *tables)
+         int want_pct, PyObject *const *tables, Py_ssize_t ntables)
 {
     int r;
     memset(g, 0, sizeof(*g));
@@ -799,6 +857,10 @@ gate_run(gate_scan *g, PyObject *buf, Py_buffer *view, int want_lines, Py_ssize_
             Py_CLEAR(g->lines);
             return -1;
         }
+        if (ntables == 6) {  /* check_tables: bytes of (prime + 7) // 8 or more, 1 <= prime <= 2^40 */
+            g->pc.grams = (const unsigned char *)PyBytes_AS_STRING(tables[4]);
+            g->pc.gram_prime = (uint64_t)PyLong_AsUnsignedLongLong(tables[5]);
+        }
     }
 #ifdef HAVE_AVX2_DISPATCH
     if (simd_level >= 3)
@@ -820,14 +882,27 @@ gate_run(gate_scan *g, PyObject *buf, Py_buffer *view, int want_lines, Py_ssize_
     return r;
 }
 
-/* The percent tables (bytes32, pairs8192, triples, width) are of the right types. */
+/* The percent tables (bytes32, pairs8192, triples, width[, grams, prime]: count 4
+ * or 6) are of the right types; grams covers bit prime - 1, 1 <= prime <= 2^40. */
 static int
-check_tables(PyObject *const *t)
+check_tables(PyObject *const *t, Py_ssize_t count)
 {
-    if (PyBytes_Check(t[0]) && PyBytes_GET_SIZE(t[0]) == 32 && PyBytes_Check(t[1])
-        && PyBytes_GET_SIZE(t[1]) == 8192 && PyBytes_Check(t[2]) && PyBytes_GET_SIZE(t[2]) % 4 == 0)
-        return 0;
-    PyErr_SetString(PyExc_TypeError, "percent tables: (bytes32: bytes[32], pairs: bytes[8192], triples: bytes, width)");
+    if ((count == 4 || count == 6) && PyBytes_Check(t[0]) && PyBytes_GET_SIZE(t[0]) == 32 && PyBytes_Check(t[1])
+        && PyBytes_GET_SIZE(t[1]) == 8192 && PyBytes_Check(t[2]) && PyBytes_GET_SIZE(t[2]) % 4 == 0) {
+        unsigned long long prime;
+        if (count == 4)
+            return 0;
+        if (PyBytes_Check(t[4]) && PyLong_Check(t[5])) {
+            prime = PyLong_AsUnsignedLongLong(t[5]);
+            if (prime == (unsigned long long)-1 && PyErr_Occurred())
+                PyErr_Clear();
+            else if (prime >= 1 && prime <= (1ull << 40)
+                     && (unsigned long long)PyBytes_GET_SIZE(t[4]) >= (prime + 7) / 8)
+                return 0;
+        }
+    }
+    PyErr_SetString(PyExc_TypeError, "percent tables: (bytes32: bytes[32], pairs: bytes[8192], triples: bytes, "
+                    "width[, grams: bytes[(prime + 7) // 8], prime])");
     return -1;
 }
 
@@ -842,7 +917,7 @@ candidate_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    if (gate_run(&g, args[0], &view, 1, limit, args[2], 0, NULL) < 0) {
+    if (gate_run(&g, args[0], &view, 1, limit, args[2], 0, NULL, 0) < 0) {
         PyBuffer_Release(&view);
         return NULL;
     }
@@ -858,11 +933,13 @@ percent_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer view;
     gate_scan g;
 
-    if (wrong_nargs(nargs, 5, "percent_hits(buf, bytes32, pairs, triples, width)") || check_tables(args + 1))
+    if (nargs != 7 && wrong_nargs(nargs, 5, "percent_hits(buf, bytes32, pairs, triples, width[, grams, prime])"))
+        return NULL;
+    if (check_tables(args + 1, nargs - 1))
         return NULL;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    if (gate_run(&g, args[0], &view, 0, 0, NULL, 1, args + 1) < 0) {
+    if (gate_run(&g, args[0], &view, 0, 0, NULL, 1, args + 1, nargs - 1) < 0) {
         PyBuffer_Release(&view);
         return NULL;
     }
@@ -881,20 +958,22 @@ gates_impl(PyObject *buf, Py_ssize_t limit, PyObject *fullmatch, PyObject *table
     Py_buffer view;
     gate_scan g;
     PyObject *const *tables = NULL;
+    Py_ssize_t ntables = 0;
     PyObject *lines, *hits;
 
     if (tables_obj != Py_None) {
-        if (!PyTuple_Check(tables_obj) || PyTuple_GET_SIZE(tables_obj) != 4) {
-            PyErr_SetString(PyExc_TypeError, "gates: percent_tables is a 4-tuple or None");
+        if (!PyTuple_Check(tables_obj) || (PyTuple_GET_SIZE(tables_obj) != 4 && PyTuple_GET_SIZE(tables_obj) != 6)) {
+            PyErr_SetString(PyExc_TypeError, "gates: percent_tables is a 4- or 6-tuple or None");
             return NULL;
         }
         tables = &PyTuple_GET_ITEM(tables_obj, 0);
-        if (check_tables(tables) < 0)
+        ntables = PyTuple_GET_SIZE(tables_obj);
+        if (check_tables(tables, ntables) < 0)
             return NULL;
     }
     if (PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    if (gate_run(&g, buf, &view, 1, limit, fullmatch, tables != NULL, tables) < 0) {
+    if (gate_run(&g, buf, &view, 1, limit, fullmatch, tables != NULL, tables, ntables) < 0) {
         PyBuffer_Release(&view);
         return NULL;
     }
@@ -2356,7 +2435,7 @@ static PyMethodDef methods[] = {
     {"candidate_lines", (PyCFunction)(void (*)(void))candidate_lines, METH_FASTCALL,
      "candidate_lines(buf, limit, chars_fullmatch) -> list[int] | None"},
     {"percent_hits", (PyCFunction)(void (*)(void))percent_hits, METH_FASTCALL,
-     "percent_hits(buf, bytes32, pairs8192, triples, width) -> list[tuple[int, int]] | None"},
+     "percent_hits(buf, bytes32, pairs8192, triples, width[, grams, prime]) -> list[tuple[int, int]] | None"},
     {"gates", (PyCFunction)(void (*)(void))gates, METH_FASTCALL,
      "gates(buf, limit, chars_fullmatch, percent_tables | None) -> (candidate_lines(...), percent_hits(...) | None)"},
     {"gates_for", (PyCFunction)(void (*)(void))gates_for, METH_FASTCALL,

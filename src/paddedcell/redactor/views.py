@@ -96,7 +96,7 @@ from operator import sub
 from typing import Iterable
 
 from . import dumps as _dumps, matcher as _matcher
-from .holds import _ORDER
+from .holds import _ORDER, _Grams
 from .dumps import _CHARS_LINE, PAIR_LIMIT, CandidateLines, DumpFinder, _native
 from .variants import Variants, base32_inner_forms, base64_inner_forms, _URLSAFE
 
@@ -563,6 +563,10 @@ class PercentGate:
 
     #: Most literals of :attr:`_around` (3 per triple; ~1.4 s to build 14 000).
     AROUND_LIMIT = 16_000
+    #: Fewest patterns (all of 8 bytes or more) for the C gate's 8-gram check.
+    GRAMS_FROM = 2_000
+    #: Largest 8-gram bitmap of that check (16 MiB: ~0.8 % set at k = 10 000 secrets).
+    GRAM_BITS = 1 << 27
 
     def __init__(self, patterns: Iterable[bytes], engine: type):
         patterns = list(patterns)
@@ -583,6 +587,19 @@ class PercentGate:
                             struct.pack("=%dI" % len(self._triples),
                                         *sorted((t[0] << 16) | (t[1] << 8) | t[2] for t in self._triples)),
                             self._width)
+            if len(patterns) >= self.GRAMS_FROM and min(map(len, patterns)) >= 8:
+                # Big sets hold nearly every triple of their alphabet, and
+                # random text with '%' makes a trigger in ~30 % of its 4 KiB
+                # feeds (each views ~2 * reach bytes). An occurrence of 8
+                # bytes or more also holds, around each of its tokens, eight
+                # view-consecutive bytes that are one of its 8-grams (or the
+                # token is among the last eight view bytes of the buffer: a
+                # prefix of it may end there); the C gate checks the eight
+                # windows around a token in a bitmap of the patterns' 8-grams
+                # mod a prime (holds._Grams' filter, sparser: ~1 % set).
+                windows = sum(len(p) - 7 for p in patterns)
+                prime = _Grams.prime_below(min(self.GRAM_BITS, 1 << max(10, (64 * windows).bit_length())))
+                self._tables += (_native.gram_bits(patterns, prime)[0], prime)
             return
         if self._width > 2 and 3 * len(self._triples) <= self.AROUND_LIMIT:
             self._around = engine({(t[:i] + b"%%%02x" % t[i] + t[i + 1 :]).lower()
