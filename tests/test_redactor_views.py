@@ -265,6 +265,46 @@ def test_percent_gate_edges_at_every_split(text):
     assert_exact_under_every_split(text, SECRET, expected)
 
 
+@pytest.mark.parametrize("text", [
+    b"%5A" + SECRET[1:],
+    SECRET[:-1] + b"%61",
+    b"%5a%71" + SECRET[2:] + b" tail",
+    b"%%%5A" + SECRET[1:-1] + b"%61%",
+    b"x" * 9 + SECRET[:12] + b"%" + SECRET[12:15].hex().encode() + b"%" + SECRET[15:16].hex().encode() + SECRET[16:],
+    b"Z%71x Zq%38x q%38x%5A" + SECRET[1:],
+    b"said " + SECRET[:9] + b"%4d" + SECRET[10:-5] + b" and " + SECRET[:20] + b"%" + SECRET[20:21].hex().encode(),
+    b"%5A" + SECRET[1:7] + b"%" + SECRET[7:8].hex().encode() + b"!" + SECRET[:8] + b"%" + SECRET[8:9].hex().encode(),
+])
+def test_percent_gate_with_grams_at_every_split(monkeypatch, text):
+    """The C gate's 8-gram check (PercentGate.GRAMS_FROM lowered to 1): occurrences
+    with a token at their edges or inside, prefixes ending the buffer with a
+    token among their last seven view bytes or before: exact at every split,
+    held == oracle per byte."""
+    from paddedcell.redactor.views import PercentGate
+
+    monkeypatch.setattr(PercentGate, "GRAMS_FROM", 1)
+    if PercentGate.__init__.__globals__["_native"] is not None:
+        assert len(StreamRedactor([SECRET])._engine._gates._percent._tables) == 6
+    expected = naive_redact(text, patterns_for([SECRET]))
+    assert_exact_under_every_split(text, SECRET, expected)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.sampled_from([b"x", b"%", b"%2", b"yyyyyy", b"\n", b"%41", b"%5a"]) | st.integers(0, 31).map(
+           lambda i: b"".join(b"%%%02x" % c if (c + i) % 3 == 0 else bytes([c]) for c in SECRET[i:])),
+           max_size=12).map(b"".join),
+       cuts=st.lists(st.integers(0, 400), max_size=6))
+def test_percent_gate_with_grams_chunked(monkeypatch, pieces, cuts):
+    """Percent-encoded suffixes of the secret among stray tokens, fed in pieces: held
+    == oracle after each piece with the 8-gram check on."""
+    from paddedcell.redactor.views import PercentGate
+
+    monkeypatch.setattr(PercentGate, "GRAMS_FROM", 1)
+    data = pieces + b"%" + SECRET[:1].hex().encode() + SECRET[1:] + pieces[:40]
+    assert_chunked_equals_oracle([SECRET], data, sorted({c for c in cuts if c < len(data)}))
+
+
 @pytest.mark.filterwarnings("ignore::paddedcell.redactor.ShortSecretWarning")
 @pytest.mark.parametrize("secret, text", [(b"Z", b"x%5A y%5a"), (b"Zq", b"x%5Aq y%5a%71 Z%71%"),
                                           (b"Zq8", b"x%5Aq8 y%5a%718%38 Zq%38 %5Aq")])
