@@ -390,6 +390,7 @@ _GRAM_SECRETS = st.binary(min_size=8, max_size=14).map(lambda b: bytes(b"aZ%4q"[
 @example(secrets=[b"qaZ4q4q4"], text=b"xxxxxxxxqa%5Aqqqqqqqq")
 @example(secrets=[b"qaZ4q4q4"], text=b"%71aZ4q4q4%34yyyyyyyyy")
 @example(secrets=[b"qaZ4q4q4"], text=b"yyyyyyyyq%61Z4q4q%34")
+@example(secrets=[b"qaZ4q4q4"], text=b"qaZ4q4q%34yyyyyyyy")  # the last byte: only the window ending at it
 def test_percent_hits_with_grams_by_definition(monkeypatch, secrets, text):
     """With the 8-gram check (views.PercentGate.GRAMS_FROM), percent_hits is its
     definition at every SIMD level, and every token of an occurrence in the view

@@ -274,6 +274,7 @@ def test_percent_gate_edges_at_every_split(text):
     b"Z%71x Zq%38x q%38x%5A" + SECRET[1:],
     b"said " + SECRET[:9] + b"%4d" + SECRET[10:-5] + b" and " + SECRET[:20] + b"%" + SECRET[20:21].hex().encode(),
     b"%5A" + SECRET[1:7] + b"%" + SECRET[7:8].hex().encode() + b"!" + SECRET[:8] + b"%" + SECRET[8:9].hex().encode(),
+    b"say " + SECRET[:-1] + b"%61 and more",  # the last byte encoded: only the window ending at it
 ])
 def test_percent_gate_with_grams_at_every_split(monkeypatch, text):
     """The C gate's 8-gram check (PercentGate.GRAMS_FROM lowered to 1): occurrences
