@@ -643,3 +643,24 @@ def test_a_literal_and_view_triggers_in_one_feed_at_every_split(case):
     expected = naive_redact(text, patterns_for([secret]))
     assert expected.count(secret) == 0
     assert_exact_under_every_split(text, secret, expected)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(encode=st.lists(st.sampled_from(["raw", "upper", "lower"]), min_size=len(SECRET),
+                       max_size=len(SECRET)),
+       before=st.text("%4a1A5fZq", max_size=12), after=st.text("%4a1A5fZq", max_size=12),
+       cuts=st.lists(st.integers(1, 80), max_size=4))
+def test_percent_gate_with_grams_any_byte_encoded(monkeypatch, encode, before, after, cuts):
+    """The 8-gram check never drops a token of an occurrence, whichever of the
+    secret's bytes are %-encoded (either case) and whatever stray ``%``, hex digits
+    and half tokens surround it: held == oracle at every cut (the gram windows are
+    decoded around each token as the view decodes them)."""
+    from paddedcell.redactor.views import PercentGate
+
+    monkeypatch.setattr(PercentGate, "GRAMS_FROM", 1)
+    monkeypatch.setattr(stream, "_cache", OrderedDict())  # (built sets are cached: these are built anew)
+    body = b"".join(bytes([c]) if how == "raw" else
+                    (b"%%%02X" if how == "upper" else b"%%%02x") % c
+                    for c, how in zip(SECRET, encode))
+    data = before.encode() + body + after.encode()
+    assert_chunked_equals_oracle([SECRET], data, sorted({c for c in cuts if c < len(data)}))
