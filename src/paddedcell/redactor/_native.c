@@ -73,7 +73,8 @@
  * lit_set(literals, stride) -> table
  *     matcher.SampledMatcher's table: for each literal (a tuple of distinct
  *     bytes of at least stride + 7 bytes each) its grams literal[o:o + 8],
- *     o < stride, hashed into buckets (an entry: literal, offset, 16-bit tag)
+ *     a <= o < a + stride (a: the literal's anchor, where its grams are
+ *     rarest; see lit_anchors), hashed into buckets (an entry: literal, offset, 16-bit tag)
  *     behind a blocked Bloom filter as gram_set's.
  *
  * lit_find(table, literals, buf) -> list
@@ -1836,8 +1837,9 @@ lit_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* lit_find(table, literals, buf) -> list: (s, s + len(lit)) for every
  * occurrence of one of the table's literals in buf (literals: the tuple
  * given to lit_set). Looks at i = 0, stride, 2 * stride ... only: an
- * occurrence at s (of at least stride + 7 bytes) covers exactly one such i
- * in s .. s + stride - 1, and buf[i:i + 8] is its gram at offset i - s. */
+ * occurrence at s (of at least stride + 7 bytes, anchor a) covers exactly one
+ * such i in s + a .. s + a + stride - 1, and buf[i:i + 8] is its gram at
+ * offset i - s. */
 static PyObject *
 lit_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2452,7 +2454,7 @@ static PyMethodDef methods[] = {
     {"gram_find", (PyCFunction)(void (*)(void))gram_find, METH_FASTCALL,
      "gram_find(table, stride, buf) -> [(i, i + 8)] where buf[i:i + 8] is a gram, i in range(0, n - 7, stride)"},
     {"lit_set", (PyCFunction)(void (*)(void))lit_set, METH_FASTCALL,
-     "lit_set(literals, stride) -> table (the grams at offsets 0 .. stride - 1 of each literal, for lit_find)"},
+     "lit_set(literals, stride) -> table (stride grams of each literal from its anchor, for lit_find)"},
     {"lit_find", (PyCFunction)(void (*)(void))lit_find, METH_FASTCALL,
      "lit_find(table, literals, buf) -> [(s, s + len(lit))] for every occurrence of a literal in buf"},
     {"all_in", (PyCFunction)(void (*)(void))all_in, METH_FASTCALL,

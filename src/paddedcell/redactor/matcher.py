@@ -570,15 +570,17 @@ class SampledMatcher(_Engine):
     sampled grams: one C pass (``_native.lit_find``) that reads the 8 bytes at
     offsets ``0, stride, 2 * stride`` ... of the buffer, looks them up in a blocked
     Bloom filter then a bucket of ``(literal, offset, tag)`` entries (each
-    literal's grams at its offsets ``0 .. stride - 1``, ``_native.lit_set``), and
+    literal's grams at its offsets ``a .. a + stride - 1``, ``a`` its anchor: where
+    its grams are rarest among all the literals, ``_native.lit_set``), and
     compares the whole literal where an entry puts it.
 
     Exact: an occurrence at ``s`` of a literal of ``L >= stride + 7`` bytes covers
-    the offsets ``s .. s + stride - 1``, exactly one of which, ``i``, is sampled; the
-    gram there lies inside the occurrence (``i + 8 <= s + stride + 7 <= s + L``) and
-    is the literal's gram at offset ``i - s < stride``, an entry of its bucket. Each
-    occurrence is reported once (by that ``i`` alone), and only after its bytes
-    compared equal."""
+    the offsets ``s + a .. s + a + stride - 1`` (``a <= L - stride - 7``), exactly
+    one of which, ``i``, is sampled; the gram there lies inside the occurrence
+    (``i + 8 <= s + a + stride + 7 <= s + L``) and is the literal's gram at offset
+    ``i - s``, an entry of its bucket. Each occurrence is reported once (by that
+    ``i`` alone), and only after its bytes compared equal; the anchor only makes
+    it cheaper (a JWT's shared header would put thousands of literals in a bucket)."""
 
     name = "sampled"
 
