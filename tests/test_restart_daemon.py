@@ -375,7 +375,9 @@ def test_long_poll_wakes_on_a_new_notification(daemon):
 
 
 def test_abandoned_requester_unfreezes_everyone(tmp_path):
-    daemon = Daemon(tmp_path / "home", {"PADDEDCELL_RESTART_ABANDON_SECONDS": "2"}).start()
+    # Long enough that a loaded CI host (the unprivileged pass) cannot let the
+    # window pass between the query and the first look at the states.
+    daemon = Daemon(tmp_path / "home", {"PADDEDCELL_RESTART_ABANDON_SECONDS": "6"}).start()
     try:
         start(daemon, "busy", "b")
         start(daemon, "idle", "i")
@@ -391,7 +393,7 @@ def test_abandoned_requester_unfreezes_everyone(tmp_path):
 
 
 def test_stale_freeze_is_released_with_a_log_line(tmp_path):
-    daemon = Daemon(tmp_path / "home", {"PADDEDCELL_RESTART_MAX_FREEZE_SECONDS": "2"}).start()
+    daemon = Daemon(tmp_path / "home", {"PADDEDCELL_RESTART_MAX_FREEZE_SECONDS": "6"}).start()
     try:
         start(daemon, "a", "s")
         end(daemon, "a", "s")
