@@ -1474,8 +1474,8 @@ class_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 #else
 #define PREFETCH(a) ((void)0)
 #endif
-/* Look-ups hashed, then tested, then probed together (gram_find: 12 KiB of stack;
- * lit_find: 8.5 KiB, a 4 KiB feed's look-ups at stride 25 in one batch). Measured
+/* Look-ups hashed, then tested, then probed together (gram_find: 8 KiB of stack;
+ * lit_find: 6.5 KiB, a 4 KiB feed's look-ups at stride 25 in one batch). Measured
  * at k = 10 000 (in one process, 4 KiB feeds of random text, the tables cold:
  * 4 MiB swept between feeds), lit_find / gram_find us a feed: look-ups asked 8 /
  * 16 ahead (before) 3.7 / 4.9; batches of 32 2.7 / 3.5, 64 2.1 / 3.4, 256 1.9 /
