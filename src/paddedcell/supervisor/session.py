@@ -88,14 +88,14 @@ BATCHES_PER_TURN = 8
 #: at the end of its turn), not at every batch, and waits once ``HANDOFF_LIMIT`` is
 #: unshown (back-pressure; in flight per filter thread: this and one batch).
 HANDOFF_WAKE_AT = 2 * REDACTED_BATCH
+HANDOFF_LIMIT = 4 * REDACTED_BATCH
 #: A masking pipe's worker that drained the pipe shows what it has and waits this long
 #: (seconds, in ``poll``) for more before its turn ends (:func:`.readahead.read_batches`):
 #: ``cat`` writes 128 KiB at a time, and a turn that ended at every drained write cost a
 #: loop round trip each (512 MiB, 10 secrets, 7 alternated rounds in one
 #: process: turns 282 -> 138 a run, 1.28 -> 1.29-1.38 GB/s, pump CPU 1.51-1.57x ->
-#: 1.42-1.56x the redactor alone). A limiter thread is held that long at most per turn.
+#: 1.42-1.56x the redactor alone). A limiter thread idles that long at most per batch of a turn.
 PIPE_LINGER = 0.001
-HANDOFF_LIMIT = 4 * REDACTED_BATCH
 F_SETPIPE_SZ = 1031
 
 OutputCallback = Callable[[str, bytes], None]
