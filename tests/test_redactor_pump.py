@@ -318,8 +318,9 @@ def test_read_batches_lingers_on_a_drained_pipe_and_shows_first():
         seen.append(bytes(view))
         return True
 
-    def before_wait() -> None:
+    def before_wait() -> bool:
         waits.append(list(seen))
+        return True
 
     try:
         os.write(w, b"ab")
@@ -338,6 +339,16 @@ def test_read_batches_lingers_on_a_drained_pipe_and_shows_first():
         assert seen[-1] == b"ef" and time.monotonic() - start < 20  # the end: no 30 s wait
         later.join()
         w = None
+        r2, w2 = os.pipe()  # the loop is gone (before_wait says False): stop, no wait
+        os.set_blocking(r2, False)
+        try:
+            os.write(w2, b"gh")
+            start = time.monotonic()
+            assert read_batches(r2, buffer, use, 8, linger=30.0, before_wait=lambda: False) == (True, False)
+            assert seen[-1] == b"gh" and time.monotonic() - start < 20
+        finally:
+            os.close(r2)
+            os.close(w2)
     finally:
         os.close(r)
         if w is not None:

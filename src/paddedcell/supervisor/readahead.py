@@ -165,16 +165,17 @@ def read_terminal(fd: int, stop_fd: int, buffer: memoryview,
 
 def read_batches(fd: int, buffer: memoryview, use: Callable[[memoryview], bool],
                  batches: int, *, linger: float = 0.0,
-                 before_wait: Callable[[], object] = lambda: None) -> tuple[bool, bool]:
+                 before_wait: Callable[[], bool] = lambda: True) -> tuple[bool, bool]:
     """In a worker thread: read what ``fd`` has ready into ``buffer`` and ``use`` it, up
     to ``batches`` times, in order. Returns ``(eof, drained)``: drained when a read found
     nothing more (stop early when ``use`` returns False: ``(True, False)``).
 
     With ``linger`` (seconds), a drained pipe is waited for in ``poll`` (the GIL free)
     that long before the turn ends, ``before_wait`` called first (the caller shows what
-    it has: nothing used waits for the timer). A command that writes in pieces (``cat``:
-    128 KiB) drains a pipe between its writes whenever the worker catches up; ending the
-    turn there cost a loop round trip (a thread dispatch, ``wait_readable``) per piece."""
+    it has: nothing used waits for the timer; False stops, as from ``use``). A command
+    that writes in pieces (``cat``: 128 KiB) drains a pipe between its writes whenever
+    the worker catches up; ending the turn there cost a loop round trip (a thread
+    dispatch, ``wait_readable``) per piece."""
     poller = None
     for _ in range(batches):
         got, eof, drained = read_ready(fd, buffer)
@@ -185,7 +186,8 @@ def read_batches(fd: int, buffer: memoryview, use: Callable[[memoryview], bool],
         if drained:
             if linger <= 0:
                 return False, True
-            before_wait()
+            if not before_wait():
+                return True, False
             if poller is None:
                 poller = select.poll()
                 poller.register(fd, select.POLLIN)
