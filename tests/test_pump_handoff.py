@@ -74,15 +74,9 @@ async def test_a_masking_pipe_shows_exactly_the_one_shot_redaction(settings, nur
     assert len(session.buffer) >= settings["supervisor.session_buffer_floor_bytes"]
 
 
-@pytest.mark.parametrize("linger", [0.0, 0.001, 60.0])
-async def test_a_quiet_masking_pipe_shows_each_line_before_the_next(settings, nursery, tmp_path,
-                                                                    monkeypatch, linger):
-    # The worker flushes its hand-off when its turn ends, and before it lingers on a
-    # drained pipe: output below the wake-up size is shown at once, not held until more
-    # comes (the writer waits for it; at 60 s, showing after the wait would time out).
-    from paddedcell.supervisor import session as session_module
-
-    monkeypatch.setattr(session_module, "PIPE_LINGER", linger)
+async def test_a_quiet_masking_pipe_shows_each_line_before_the_next(settings, nursery, tmp_path):
+    # The worker flushes its hand-off when its turn ends: output below the wake-up
+    # size is shown at once, not held until more comes (the writer waits for it).
     go = tmp_path / "go"
     live: list[bytes] = []
     sup = Supervisor(settings, nursery)

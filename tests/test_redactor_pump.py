@@ -299,62 +299,6 @@ async def test_pipe_batches_mask_exactly_what_the_redactor_masks():
     assert len(shown) >= len(text) // size
 
 
-def test_read_batches_lingers_on_a_drained_pipe_and_shows_first():
-    # With ``linger``, a drained pipe is waited for (``before_wait`` first: what was used is
-    # shown) and the turn goes on with what comes; it ends after ``linger`` of silence, at
-    # the end of the stream, or after ``batches``.
-    import threading
-    import time
-
-    from paddedcell.supervisor.readahead import read_batches
-
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    seen: list[bytes] = []
-    waits: list[list[bytes]] = []
-    buffer = memoryview(bytearray(64))
-
-    def use(view) -> bool:
-        seen.append(bytes(view))
-        return True
-
-    def before_wait() -> bool:
-        waits.append(list(seen))
-        return True
-
-    try:
-        os.write(w, b"ab")
-        later = threading.Timer(0.05, os.write, (w, b"cd"))
-        later.start()
-        start = time.monotonic()
-        assert read_batches(r, buffer, use, 8, linger=0.3, before_wait=before_wait) == (False, True)
-        assert seen == [b"ab", b"cd"] and waits == [[b"ab"], [b"ab", b"cd"]]
-        assert time.monotonic() - start >= 0.3  # "cd" came within the linger; then silence
-        later.join()
-        os.write(w, b"ef")
-        later = threading.Timer(0.05, os.close, (w,))
-        later.start()
-        start = time.monotonic()
-        assert read_batches(r, buffer, use, 8, linger=30.0, before_wait=before_wait) == (True, False)
-        assert seen[-1] == b"ef" and time.monotonic() - start < 20  # the end: no 30 s wait
-        later.join()
-        w = None
-        r2, w2 = os.pipe()  # the loop is gone (before_wait says False): stop, no wait
-        os.set_blocking(r2, False)
-        try:
-            os.write(w2, b"gh")
-            start = time.monotonic()
-            assert read_batches(r2, buffer, use, 8, linger=30.0, before_wait=lambda: False) == (True, False)
-            assert seen[-1] == b"gh" and time.monotonic() - start < 20
-        finally:
-            os.close(r2)
-            os.close(w2)
-    finally:
-        os.close(r)
-        if w is not None:
-            os.close(w)
-
-
 def test_read_batches_uses_what_is_ready_in_order_and_says_why_it_stopped():
     # Full buffers are used one after the other; a short read means the pipe is drained
     # (the caller waits for it); at most ``batches`` a call; ``use`` saying False stops.

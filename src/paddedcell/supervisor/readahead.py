@@ -35,10 +35,7 @@ what is ready, into one buffer, then used; the enlarged pipe is the read-ahead
 next batch into a second buffer meanwhile cost more (an eventfd, a thread hand-off
 and GIL waits a batch) than it saved once the filter ran at ~1 GB/s (session 10,
 128 MiB, 10 secrets, 7 rounds: 0.50 GB/s and 0.30 CPU s with it at a 256 KiB pipe,
-0.63 GB/s and 0.22 CPU s without it at 512 KiB). A drained pipe does not end the
-worker's turn at once: it shows what it has and waits in ``poll`` a moment (``linger``)
-for the command's next write; a round trip through the loop per drained write (``cat``
-writes 128 KiB at a time, the worker catches up now and then) cost more.
+0.63 GB/s and 0.22 CPU s without it at 512 KiB).
 """
 
 from __future__ import annotations
@@ -164,33 +161,14 @@ def read_terminal(fd: int, stop_fd: int, buffer: memoryview,
 
 
 def read_batches(fd: int, buffer: memoryview, use: Callable[[memoryview], bool],
-                 batches: int, *, linger: float = 0.0,
-                 before_wait: Callable[[], bool] = lambda: True) -> tuple[bool, bool]:
+                 batches: int) -> tuple[bool, bool]:
     """In a worker thread: read what ``fd`` has ready into ``buffer`` and ``use`` it, up
     to ``batches`` times, in order. Returns ``(eof, drained)``: drained when a read found
-    nothing more (stop early when ``use`` returns False: ``(True, False)``).
-
-    With ``linger`` (seconds), a drained pipe is waited for in ``poll`` (the GIL free)
-    that long before the turn ends, ``before_wait`` called first (the caller shows what
-    it has: nothing used waits for the timer; False stops, as from ``use``). A command
-    that writes in pieces (``cat``: 128 KiB) drains a pipe between its writes whenever
-    the worker catches up; ending the turn there cost a loop round trip (a thread
-    dispatch, ``wait_readable``) per piece."""
-    poller = None
+    nothing more (stop early when ``use`` returns False: ``(True, False)``)."""
     for _ in range(batches):
         got, eof, drained = read_ready(fd, buffer)
         if got and not use(buffer[:got]):
             return True, False
-        if eof or not got and not drained:
+        if eof or drained or not got:
             return eof, drained
-        if drained:
-            if linger <= 0:
-                return False, True
-            if not before_wait():
-                return True, False
-            if poller is None:
-                poller = select.poll()
-                poller.register(fd, select.POLLIN)
-            if not poller.poll(linger * 1000):  # GIL free meanwhile
-                return False, True
     return False, False

@@ -89,13 +89,6 @@ BATCHES_PER_TURN = 8
 #: unshown (back-pressure; in flight per filter thread: this and one batch).
 HANDOFF_WAKE_AT = 2 * REDACTED_BATCH
 HANDOFF_LIMIT = 4 * REDACTED_BATCH
-#: A masking pipe's worker that drained the pipe shows what it has and waits this long
-#: (seconds, in ``poll``) for more before its turn ends (:func:`.readahead.read_batches`):
-#: ``cat`` writes 128 KiB at a time, and a turn that ended at every drained write cost a
-#: loop round trip each (512 MiB, 10 secrets, 7 alternated rounds in one
-#: process: turns 282 -> 138 a run, 1.28 -> 1.29-1.38 GB/s, pump CPU 1.51-1.57x ->
-#: 1.42-1.56x the redactor alone). A limiter thread idles that long at most per batch of a turn.
-PIPE_LINGER = 0.001
 F_SETPIPE_SZ = 1031
 
 OutputCallback = Callable[[str, bytes], None]
@@ -387,9 +380,7 @@ class Session:
         (:class:`.readahead.Handoff`: one loop wake-up per ``HANDOFF_WAKE_AT`` bytes, what
         is left at the end of the turn, and a wait when the loop lags). Returns
         ``(eof, drained)`` after ``BATCHES_PER_TURN`` batches at most, so that sessions
-        take turns at the limiter's threads, or once the pipe stayed drained for
-        ``PIPE_LINGER`` (what was read is shown first); nothing is read past them
-        (back-pressure).
+        take turns at the limiter's threads; nothing is read past them (back-pressure).
         The loop runs every queued hand-off before it resumes the pump (its entry queue
         is first in, first out), so nothing is shown out of order, and a session's next
         turn (or another's, at this thread) starts only after its last hand-off was
@@ -397,7 +388,7 @@ class Session:
         try:
             return read_batches(fd, _batch_buffer(),
                                 lambda data: handoff.put(self._filter(stream, data)),
-                                BATCHES_PER_TURN, linger=PIPE_LINGER, before_wait=handoff.flush)
+                                BATCHES_PER_TURN)
         finally:
             handoff.flush()
 
