@@ -397,3 +397,24 @@ async def test_a_terminal_read_by_the_loop_switches_to_its_thread_when_secrets_a
     out = b"".join(shown)
     assert s.outcome.exit_code == 0 and out.rstrip().endswith(b"after"), out[-100:]
     assert SECRET.encode() not in out and b"###### after" in out
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_the_plain_test_is_its_definition_at_every_simd_level(level):
+    # ``_native.plain_ascii`` (the sanitizer's test of the pump's read buffer) at each
+    # level this CPU runs (AVX-512BW 256 bytes a step, AVX2 128, SSE2 64, scalar): a
+    # byte >= 0x80 or an ESC at every position around each step's edges is found.
+    native = pytest.importorskip("paddedcell.redactor._native")
+    try:
+        if native._set_simd(level) != level:
+            pytest.skip(f"this CPU does not run level {level}")
+        for n in (*range(0, 70), 127, 128, 129, 255, 256, 257, 383, 511, 512, 513, 700):
+            base = bytes(32 + i % 95 for i in range(n))
+            assert native.plain_ascii(memoryview(bytearray(base))), n
+            edges = {0, n - 1, *(e + d for e in (63, 64, 127, 128, 255, 256, 511, 512) for d in (-1, 0, 1))}
+            for at in sorted(a for a in edges if 0 <= a < n):
+                for bad in (0x1B, 0x80, 0xFF):
+                    data = base[:at] + bytes([bad]) + base[at + 1:]
+                    assert native.plain_ascii(data) is False, (level, n, at, bad)
+    finally:
+        native._set_simd(9)

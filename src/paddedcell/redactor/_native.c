@@ -2585,7 +2585,54 @@ PyInit__native(void)
 /* plain_ascii(buf) -> bool: no byte of buf (any buffer: the pump's read buffer, no copy)
  * is >= 0x80 or ESC (0x1b), so OpenClaw's sanitizer leaves it as it is
  * (paddedcell.execspec.ansi.OutputSanitizer's fast path): one pass, 64 bytes a step
- * with SSE2, where bytes.isascii plus a memchr for ESC were two passes over a copy. */
+ * with SSE2, where bytes.isascii plus a memchr for ESC were two passes over a copy.
+ * With AVX2 128 bytes a step, with AVX-512BW 256 (simd_level, as the gates): the
+ * bytes and their ESC compares are or-ed up and tested once a step. The rest of a
+ * buffer (under a step) goes through the SSE2 and scalar loops. */
+#ifdef HAVE_AVX2_DISPATCH
+__attribute__((target("avx2"))) static Py_ssize_t
+plain_avx2(const unsigned char *p, Py_ssize_t n, int *bad)
+{
+    const __m256i esc = _mm256_set1_epi8(0x1b), high = _mm256_set1_epi8((char)0x80);
+    Py_ssize_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(p + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(p + i + 32));
+        __m256i c = _mm256_loadu_si256((const __m256i *)(p + i + 64));
+        __m256i d = _mm256_loadu_si256((const __m256i *)(p + i + 96));
+        __m256i e = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(a, esc), _mm256_cmpeq_epi8(b, esc)),
+                                    _mm256_or_si256(_mm256_cmpeq_epi8(c, esc), _mm256_cmpeq_epi8(d, esc)));
+        __m256i any = _mm256_or_si256(_mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(c, d)), e);
+        if (!_mm256_testz_si256(any, high)) {
+            *bad = 1;
+            break;
+        }
+    }
+    return i;
+}
+
+__attribute__((target("avx512f,avx512bw"))) static Py_ssize_t
+plain_avx512(const unsigned char *p, Py_ssize_t n, int *bad)
+{
+    const __m512i esc = _mm512_set1_epi8(0x1b), high = _mm512_set1_epi8((char)0x80);
+    Py_ssize_t i = 0;
+    for (; i + 256 <= n; i += 256) {
+        __m512i a = _mm512_loadu_si512((const void *)(p + i));
+        __m512i b = _mm512_loadu_si512((const void *)(p + i + 64));
+        __m512i c = _mm512_loadu_si512((const void *)(p + i + 128));
+        __m512i d = _mm512_loadu_si512((const void *)(p + i + 192));
+        __mmask64 e = _mm512_cmpeq_epi8_mask(a, esc) | _mm512_cmpeq_epi8_mask(b, esc)
+                    | _mm512_cmpeq_epi8_mask(c, esc) | _mm512_cmpeq_epi8_mask(d, esc);
+        __m512i any = _mm512_or_si512(_mm512_or_si512(a, b), _mm512_or_si512(c, d));
+        if (e | _mm512_test_epi8_mask(any, high)) {
+            *bad = 1;
+            break;
+        }
+    }
+    return i;
+}
+#endif
+
 static PyObject *
 plain_ascii(PyObject *self, PyObject *arg)
 {
@@ -2598,8 +2645,14 @@ plain_ascii(PyObject *self, PyObject *arg)
         return NULL;
     p = (const unsigned char *)view.buf;
     n = view.len;
+#ifdef HAVE_AVX2_DISPATCH
+    if (simd_level >= 3)
+        i = plain_avx512(p, n, &bad);
+    else if (simd_level >= 2)
+        i = plain_avx2(p, n, &bad);
+#endif
 #ifdef HAVE_SSE2
-    {
+    if (!bad) {
         const __m128i esc = _mm_set1_epi8(0x1b);
         for (; i + 64 <= n; i += 64) {
             __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
