@@ -1527,6 +1527,23 @@ filter_bits(uint64_t f, int k)
     return bits;
 }
 
+/* A batch's first round (gram_find, lit_find): hash up to max look-ups from
+ * offset *i, stride apart (the h of gram_hash alone: few stores), and ask for
+ * each one's filter word; returns how many, *i past the last. */
+static inline int
+hash_batch(const unsigned char *p, Py_ssize_t n, Py_ssize_t *i, Py_ssize_t stride,
+           const uint64_t *words, uint32_t fs, uint64_t *hash, int max)
+{
+    int j;
+    for (j = 0; j < max && *i + 8 <= n; j++, *i += stride) {
+        uint64_t v;
+        memcpy(&v, p + *i, 8);
+        hash[j] = v * GRAM_MUL;
+        PREFETCH(&words[hash[j] >> fs]);
+    }
+    return j;
+}
+
 /* Ask for 2 MiB pages under a table's memory (Linux; transparent huge pages in
  * "madvise" mode take only the ranges asked): its look-ups land at random in
  * MiBs (gram_set's) to hundreds of MiBs (lit_set's 221 MiB at k = 10 000), and
@@ -1669,13 +1686,7 @@ gram_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t at[GRAM_BATCH], start = i;
         uint64_t hash[GRAM_BATCH];
         int count, passed = 0, j;
-        for (j = 0; j < GRAM_BATCH && i + 8 <= n; j++, i += stride) {  /* (h alone kept: few stores) */
-            uint64_t v;
-            memcpy(&v, p + i, 8);
-            hash[j] = v * GRAM_MUL;  /* gram_hash's h */
-            PREFETCH(&words[hash[j] >> fs]);
-        }
-        count = j;
+        count = hash_batch(p, n, &i, stride, words, fs, hash, GRAM_BATCH);
         for (j = 0; j < count; j++) {
             uint64_t h = hash[j], bits = filter_bits((h ^ (h >> 31)) * GRAM_MUL2, GRAM_FILTER_K);  /* gram_hash's f */
             if ((words[h >> fs] & bits) == bits) {  /* (passed <= j: kept in place) */
@@ -1969,13 +1980,7 @@ lit_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         uint32_t from[LIT_BATCH], to[LIT_BATCH];
         uint16_t tags[LIT_BATCH];
         int count, passed = 0, j;
-        for (j = 0; j < LIT_BATCH && i + 8 <= n; j++, i += stride) {  /* (h alone kept: few stores) */
-            uint64_t v;
-            memcpy(&v, p + i, 8);
-            hash[j] = v * GRAM_MUL;  /* gram_hash's h */
-            PREFETCH(&words[hash[j] >> fs]);
-        }
-        count = j;
+        count = hash_batch(p, n, &i, stride, words, fs, hash, LIT_BATCH);
         for (j = 0; j < count; j++) {
             uint64_t h = hash[j], f = (h ^ (h >> 31)) * GRAM_MUL2, bits = filter_bits(f, LIT_FILTER_K);  /* gram_hash's f */
             if ((words[h >> fs] & bits) == bits) {  /* (passed <= j: kept in place) */
