@@ -397,7 +397,6 @@ def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
     rows: list[dict] = []
     workspace = tmp_path / "bench-ws"
     workspace.mkdir(mode=0o700, exist_ok=True)
-    give_workspace(env, "bench", workspace)
     admin = "bench-admin-password-1"
     subprocess.run([str(BIN / "pass_mgr"), "admin", "init", "--password-stdin"], env=env,
                    input=admin + "\n", text=True, check=True, capture_output=True)
@@ -415,6 +414,10 @@ def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
             home.mkdir(mode=0o700)
             denv = dict(env, PADDEDCELL_HOME=str(home), PADDEDCELL_SUPERVISOR_SANDBOX=profile)
             homes[name] = home
+            # The uid an agent runs as is recorded per home (first come, first served): the
+            # workspace goes to the uid of the daemon that runs it. Both homes are fresh and
+            # give "bench" the first uid of the range; the rows above used env's home.
+            give_workspace(denv, "bench", workspace)
             daemons[name] = Daemon(denv)
         body = {"command": "true", "agentId": "bench", "agentWorkspace": str(workspace)}
         times: dict[str, list[float]] = {name: [] for name in daemons}
@@ -458,6 +461,7 @@ def sandbox_and_channel(env: dict, tmp_path: Path, rounds: int) -> list[dict]:
 
     # pass_mgr get: the same timing script outside a session (direct) and inside one.
     get_rounds = max(10, rounds // 2)
+    give_workspace(env, "bench", workspace)  # pcexec runs on env's home: its uid for "bench"
     script = workspace / "get_timer.py"  # in the workspace: the sandbox shows nothing else
     script.write_text(GET_TIMER)
     agent_env = dict(env, AGENT_ID="bench", AGENT_WORKSPACE=str(workspace),
