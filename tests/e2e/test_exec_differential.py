@@ -336,13 +336,18 @@ def test_a_finished_background_run_wakes_its_session(stack):
         learn(side, tool_results_seen_by_model(stack, case))
         assert side.ids, "the background run answered with a session id"
         before = len(model.requests)
+
+        def this_conversations_turns() -> list[dict]:
+            # This conversation's turns only: a turn of another one (a test before this one
+            # still ending, a scheduled job) once counted as a second native wake (CI, 8af34d3),
+            # and once ended the wait before the real wake came (CI, stop 35).
+            return [body for body in model.requests[before:] if f"[case:{case}]" in json.dumps(body)]
+
         deadline = time.monotonic() + 30
-        while len(model.requests) == before and time.monotonic() < deadline:
+        while not this_conversations_turns() and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(2)  # no second wake follows
-        # This conversation's turns only: a turn of another one (a test before this one
-        # still ending, a scheduled job) once counted as a second native wake (CI, 8af34d3).
-        woken = [body for body in model.requests[before:] if f"[case:{case}]" in json.dumps(body)]
+        woken = this_conversations_turns()
         events[name] = {"model": normalise(_wake_prompts(woken), side), "wakes": len(woken)}
     assert events["native"]["wakes"] == 1, "native exec woke the conversation once"
     assert_same(events, "wakes")
