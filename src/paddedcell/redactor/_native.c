@@ -98,6 +98,12 @@
  *     list of distinct non-empty bytes; gram_bits and prime: holds._Grams'
  *     filter of their 8-byte windows). See "the hold" below.
  *
+ * leak_runs(buf, table, patterns, b64_min, hex_min) -> (base64 runs, hex runs, dump hint)
+ * leak_hits(buf, table, patterns) -> [(pattern index, start)]
+ * percent_decode(buf) -> bytes
+ *     vault.leak's scans: the runs whose decodings may hold the admin password's
+ *     class pattern, and the windows that are one. See "leak guard views" below.
+ *
  * _set_simd(level) -> int
  *     For the tests: the gates and strip_breaks use at most this level (3
  *     AVX-512 BW+VBMI2, 2 AVX2, 1 SSE2, 0 none: memchr) and the level now in
@@ -2530,6 +2536,392 @@ fail:
 
 static PyObject *plain_ascii(PyObject *self, PyObject *arg);  /* (defined at the end) */
 
+/* ---- leak guard views (vault.leak) ---------------------------------------------- */
+
+/* leak_hits(buf, table, patterns) -> [(pattern index, start)]
+ *
+ * Every window of buf whose classes are one of the patterns: table (256 bytes of
+ * '0'/'1') is the detector's secret split of the byte values, each pattern (a
+ * tuple of bytes of '0'/'1') one form of the admin password written as classes;
+ * vault.leak confirms each window by its digest. One pass for all the patterns: a
+ * word of the last 64 classes is compared with each pattern's last 64 (or fewer),
+ * and only a match is compared whole (a random window passes with probability
+ * 2**-min(64, L)).
+ *
+ * leak_runs(buf, table, patterns, b64_min, hex_min) -> (b64_runs, hex_runs, dump_hint)
+ *
+ * The guard's decoded views (vault.leak._view_spans) without a Python step per
+ * run: buf (bytes, no line breaks) is cut into maximal runs of base64 characters
+ * (ASCII letters and digits, + / - _ =) of at least b64_min bytes and of hex
+ * digits of at least hex_min; each run is decoded at each of its alignments
+ * (base64: 4, skipping every '=', both alphabets; hex: 2) and searched for the
+ * patterns. A run is returned, as (start, end), when one of its decodings holds
+ * a pattern: the only runs the Python view must decode and confirm. The base64
+ * decoding here emits every byte a2b_base64 would and maybe more (a2b stops at a
+ * completed pad, or fails: then nothing), so no run with a hit is missed
+ * (tests/test_leak_native.py checks both). dump_hint: whether buf looks like it
+ * holds a hex dump's line (leak_dump_hint).
+ *
+ * Both release the GIL: buf is immutable bytes, the patterns are held by the call. */
+
+static signed char leak_b64_value[256];  /* 0..63, -2 for '=', -1 for the rest */
+static signed char leak_hex_value[256];  /* 0..15, -1 for the rest */
+
+static void
+init_leak_tables(void)
+{
+    int b;
+    const char *alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (b = 0; b < 256; b++) {
+        leak_b64_value[b] = -1;
+        leak_hex_value[b] = -1;
+    }
+    for (b = 0; b < 64; b++)
+        leak_b64_value[(unsigned char)alphabet[b]] = (signed char)b;
+    leak_b64_value['-'] = 62;
+    leak_b64_value['_'] = 63;
+    leak_b64_value['='] = -2;
+    for (b = 0; b < 10; b++)
+        leak_hex_value['0' + b] = (signed char)b;
+    for (b = 0; b < 6; b++) {
+        leak_hex_value['a' + b] = (signed char)(10 + b);
+        leak_hex_value['A' + b] = (signed char)(10 + b);
+    }
+}
+
+typedef struct {
+    const unsigned char *pattern;  /* '0'/'1' */
+    Py_ssize_t length;
+    uint64_t tail, mask;           /* its last min(64, length) classes as bits */
+} LeakPattern;
+
+typedef struct {
+    LeakPattern *patterns;
+    Py_ssize_t count;
+    const unsigned char *table;    /* byte -> '0'/'1' */
+    unsigned char bit[256];        /* byte -> 0/1 */
+} LeakSet;
+
+/* set from (table, patterns): 0, or -1 with an exception set. The patterns point
+ * into the tuple's bytes: the caller holds the tuple. */
+static int
+leak_set(LeakSet *set, PyObject *table, PyObject *tuple, const char *usage)
+{
+    Py_ssize_t k, j, m;
+    if (!PyBytes_Check(table) || PyBytes_GET_SIZE(table) != 256 || !PyTuple_Check(tuple)) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    set->table = (const unsigned char *)PyBytes_AS_STRING(table);
+    for (j = 0; j < 256; j++)
+        set->bit[j] = set->table[j] == '1';
+    set->count = PyTuple_GET_SIZE(tuple);
+    set->patterns = PyMem_Calloc((size_t)(set->count ? set->count : 1), sizeof(LeakPattern));
+    if (set->patterns == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (k = 0; k < set->count; k++) {
+        PyObject *item = PyTuple_GET_ITEM(tuple, k);
+        LeakPattern *p = &set->patterns[k];
+        if (!PyBytes_Check(item) || PyBytes_GET_SIZE(item) == 0) {
+            PyErr_SetString(PyExc_TypeError, usage);
+            PyMem_Free(set->patterns);
+            return -1;
+        }
+        p->pattern = (const unsigned char *)PyBytes_AS_STRING(item);
+        p->length = PyBytes_GET_SIZE(item);
+        m = p->length < 64 ? p->length : 64;
+        for (j = p->length - m; j < p->length; j++)
+            p->tail = (p->tail << 1) | (uint64_t)(p->pattern[j] == '1');
+        p->mask = m == 64 ? ~(uint64_t)0 : (((uint64_t)1 << m) - 1);
+    }
+    return 0;
+}
+
+/* The start of the next window of s[0:n] whose classes are a pattern, or -1. The
+ * scan goes on from *at (the window's end, pattern *which + 1 on: two patterns may
+ * end at the same byte) with the classes before it in *word; a new scan starts with
+ * all three 0. On a hit, *which is the pattern's index. */
+static Py_ssize_t
+leak_next(const LeakSet *set, const unsigned char *s, Py_ssize_t n, Py_ssize_t *at,
+          uint64_t *word, Py_ssize_t *which)
+{
+    const LeakPattern *patterns = set->patterns;
+    Py_ssize_t i = *at, k = *which, j, count = set->count;
+    uint64_t w = *word;
+    if (k == 0 && i < n)
+        w = (w << 1) | set->bit[s[i]];
+    while (i < n) {
+        for (; k < count; k++) {
+            const LeakPattern *p = &patterns[k];
+            if ((w & p->mask) != p->tail || i + 1 < p->length)
+                continue;
+            for (j = 0; j < p->length && set->table[s[i + 1 - p->length + j]] == p->pattern[j]; j++)
+                ;
+            if (j == p->length) {
+                *at = i;
+                *word = w;
+                *which = k;
+                return i + 1 - p->length;
+            }
+        }
+        k = 0;
+        if (++i < n)
+            w = (w << 1) | set->bit[s[i]];
+    }
+    *at = n;
+    *word = w;
+    *which = 0;
+    return -1;
+}
+
+static Py_ssize_t
+leak_b64_decode(const unsigned char *s, Py_ssize_t n, unsigned char *out)
+{
+    Py_ssize_t i, o = 0;
+    int quad = 0;
+    unsigned int left = 0;
+    for (i = 0; i < n; i++) {
+        int v = leak_b64_value[s[i]];
+        if (v < 0)
+            continue;  /* '=' (a run holds nothing else) */
+        switch (quad) {
+        case 0: left = (unsigned)v; quad = 1; break;
+        case 1: out[o++] = (unsigned char)((left << 2) | ((unsigned)v >> 4)); left = (unsigned)v & 15; quad = 2; break;
+        case 2: out[o++] = (unsigned char)((left << 4) | ((unsigned)v >> 2)); left = (unsigned)v & 3; quad = 3; break;
+        default: out[o++] = (unsigned char)((left << 6) | (unsigned)v); quad = 0; break;
+        }
+    }
+    return o;
+}
+
+static Py_ssize_t
+leak_hex_decode(const unsigned char *s, Py_ssize_t n, unsigned char *out)
+{
+    Py_ssize_t i, o = 0;
+    for (i = 0; i + 1 < n; i += 2)
+        out[o++] = (unsigned char)((leak_hex_value[s[i]] << 4) | leak_hex_value[s[i + 1]]);
+    return o;
+}
+
+/* A growing array of integer pairs, filled without the GIL. */
+typedef struct {
+    Py_ssize_t *items;
+    Py_ssize_t count, cap;
+} LeakPairs;
+
+static int
+leak_push(LeakPairs *pairs, Py_ssize_t a, Py_ssize_t b)
+{
+    if (pairs->count == pairs->cap) {
+        Py_ssize_t cap = pairs->cap ? 2 * pairs->cap : 16;
+        Py_ssize_t *grown = PyMem_RawRealloc(pairs->items, (size_t)cap * 2 * sizeof(Py_ssize_t));
+        if (grown == NULL)
+            return -1;
+        pairs->items = grown;
+        pairs->cap = cap;
+    }
+    pairs->items[2 * pairs->count] = a;
+    pairs->items[2 * pairs->count + 1] = b;
+    pairs->count++;
+    return 0;
+}
+
+/* The pairs as a list of 2-tuples (and freed), or NULL with an exception set. */
+static PyObject *
+leak_list(LeakPairs *pairs)
+{
+    PyObject *list = PyList_New(pairs->count);
+    Py_ssize_t k;
+    for (k = 0; list != NULL && k < pairs->count; k++) {
+        PyObject *pair = Py_BuildValue("(nn)", pairs->items[2 * k], pairs->items[2 * k + 1]);
+        if (pair == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, k, pair);
+    }
+    PyMem_RawFree(pairs->items);
+    pairs->items = NULL;
+    return list;
+}
+
+/* Every run of one kind (0 base64, 1 hex) of at least minimum bytes one of whose
+ * decodings holds a pattern, pushed as (start, end). -1: no memory. */
+static int
+leak_scan_runs(const LeakSet *set, const unsigned char *buf, Py_ssize_t n, int kind,
+               Py_ssize_t minimum, unsigned char *scratch, LeakPairs *found)
+{
+    const signed char *value = kind == 0 ? leak_b64_value : leak_hex_value;
+    Py_ssize_t i = 0, alignments = kind == 0 ? 4 : 2, a;
+    while (i < n) {
+        Py_ssize_t start, end;
+        while (i < n && value[buf[i]] == -1)
+            i++;
+        start = i;
+        while (i < n && value[buf[i]] != -1)
+            i++;
+        end = i;
+        if (end - start < minimum)
+            continue;
+        for (a = 0; a < alignments && a < end - start; a++) {
+            Py_ssize_t m = kind == 0 ? leak_b64_decode(buf + start + a, end - start - a, scratch)
+                                     : leak_hex_decode(buf + start + a, end - start - a, scratch);
+            Py_ssize_t at = 0, which = 0;
+            uint64_t word = 0;
+            if (leak_next(set, scratch, m, &at, &word, &which) >= 0) {
+                if (leak_push(found, start, end) < 0)
+                    return -1;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Does buf look like it holds a hex dump's line (vault.leak._dump_hint: with hex
+ * digits as h, "hhhhhh: hh" or "hhhhhh  hh", an offset column and its first pair,
+ * or " hh hh hh hh hh hh hh hh", eight spaced pairs)? A rolling word of 2-bit
+ * classes (1 hex digit, 2 space, 3 ':', 0 the rest), where bytes.find of a class
+ * string stalled on text of spaces. */
+static int
+leak_dump_hint(const unsigned char *buf, Py_ssize_t n)
+{
+    /* 10 classes: 1 1 1 1 1 1 3 2 1 1 and 1 1 1 1 1 1 2 2 1 1; 24: (2 1 1) x 8 */
+    const uint64_t colon = 0x555E5ull, spaces = 0x555A5ull, pairs = 0x965965965965ull;
+    uint64_t word = 0;
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        unsigned char c = buf[i];
+        uint64_t cls = leak_hex_value[c] >= 0 ? 1 : c == ' ' ? 2 : c == ':' ? 3 : 0;
+        word = (word << 2) | cls;
+        if (i >= 9 && ((word & 0xFFFFFull) == colon || (word & 0xFFFFFull) == spaces))
+            return 1;
+        if (i >= 23 && (word & 0xFFFFFFFFFFFFull) == pairs)
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *
+leak_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char usage[] = "leak_hits(buf: bytes, table: bytes[256], patterns: tuple of non-empty bytes)";
+    LeakSet set;
+    LeakPairs found = {NULL, 0, 0};
+    const unsigned char *buf;
+    Py_ssize_t n, at = 0, which = 0, start;
+    uint64_t word = 0;
+    int failed = 0;
+
+    if (wrong_nargs(nargs, 3, usage))
+        return NULL;
+    if (!PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    if (leak_set(&set, args[1], args[2], usage) < 0)
+        return NULL;
+    buf = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    n = PyBytes_GET_SIZE(args[0]);
+    Py_BEGIN_ALLOW_THREADS
+    while (!failed && (start = leak_next(&set, buf, n, &at, &word, &which)) >= 0) {
+        failed = leak_push(&found, which, start) < 0;
+        which++;  /* the next pattern ending at the same byte, then on */
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(set.patterns);
+    if (failed) {
+        PyMem_RawFree(found.items);
+        return PyErr_NoMemory();
+    }
+    return leak_list(&found);
+}
+
+/* percent_decode(buf) -> bytes: every %XX (two hex digits, either case) as its byte,
+ * left to right, the rest as it is (urllib.parse.unquote_to_bytes; re's
+ * %[0-9a-fA-F]{2}): the guard's %XX view, decoded without a Python step per escape. */
+static PyObject *
+percent_decode(PyObject *self, PyObject *arg)
+{
+    const unsigned char *buf;
+    unsigned char *out;
+    Py_ssize_t n, i, o = 0;
+    PyObject *result;
+
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "percent_decode(buf: bytes)");
+        return NULL;
+    }
+    buf = (const unsigned char *)PyBytes_AS_STRING(arg);
+    n = PyBytes_GET_SIZE(arg);
+    if ((result = PyBytes_FromStringAndSize(NULL, n)) == NULL)
+        return NULL;
+    out = (unsigned char *)PyBytes_AS_STRING(result);
+    Py_BEGIN_ALLOW_THREADS
+    for (i = 0; i < n; o++) {
+        if (buf[i] == '%' && i + 2 < n && leak_hex_value[buf[i + 1]] >= 0
+                && leak_hex_value[buf[i + 2]] >= 0) {
+            out[o] = (unsigned char)((leak_hex_value[buf[i + 1]] << 4) | leak_hex_value[buf[i + 2]]);
+            i += 3;
+        } else {
+            out[o] = buf[i++];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (o < n && _PyBytes_Resize(&result, o) < 0)
+        return NULL;
+    return result;
+}
+
+static PyObject *
+leak_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char usage[] = "leak_runs(buf: bytes, table: bytes[256], patterns: tuple of non-empty bytes, b64_min, hex_min)";
+    LeakSet set;
+    LeakPairs found[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    const unsigned char *buf;
+    unsigned char *scratch;
+    Py_ssize_t n, b64_min, hex_min;
+    PyObject *lists[2] = {NULL, NULL}, *result = NULL;
+    int kind, failed = 0, dump_hint;
+
+    if (wrong_nargs(nargs, 5, usage) || as_ssize(args[3], &b64_min) || as_ssize(args[4], &hex_min))
+        return NULL;
+    if (!PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    if (leak_set(&set, args[1], args[2], usage) < 0)
+        return NULL;
+    buf = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    n = PyBytes_GET_SIZE(args[0]);
+    if ((scratch = PyMem_RawMalloc((size_t)(n ? n : 1))) == NULL) {
+        PyMem_Free(set.patterns);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    dump_hint = leak_dump_hint(buf, n);
+    for (kind = 0; kind < 2 && !failed; kind++)
+        failed = leak_scan_runs(&set, buf, n, kind, kind == 0 ? b64_min : hex_min, scratch,
+                                &found[kind]) < 0;
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(scratch);
+    PyMem_Free(set.patterns);
+    if (failed) {
+        PyMem_RawFree(found[0].items);
+        PyMem_RawFree(found[1].items);
+        return PyErr_NoMemory();
+    }
+    lists[0] = leak_list(&found[0]);
+    lists[1] = leak_list(&found[1]);
+    if (lists[0] != NULL && lists[1] != NULL)
+        result = Py_BuildValue("(OOO)", lists[0], lists[1], dump_hint ? Py_True : Py_False);
+    Py_XDECREF(lists[0]);
+    Py_XDECREF(lists[1]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"last_not_break", (PyCFunction)(void (*)(void))last_not_break, METH_FASTCALL,
      "last_not_break(buf, end) -> int (the last offset below end that is no \\r or \\n, or -1)"},
@@ -2567,6 +2959,12 @@ static PyMethodDef methods[] = {
     {"_set_simd", set_simd, METH_O, "_set_simd(level) -> int (tests: the gates' pass at most AVX2 2, SSE2 1, scalar 0)"},
     {"plain_ascii", plain_ascii, METH_O,
      "plain_ascii(buf) -> bool (no byte of buf is >= 0x80 or ESC: OpenClaw's sanitizer leaves it as it is)"},
+    {"leak_runs", (PyCFunction)(void (*)(void))leak_runs, METH_FASTCALL,
+     "leak_runs(buf, table, patterns, b64_min, hex_min) -> (base64 runs, hex runs, dump hint): runs whose decodings may hold a pattern (vault.leak)"},
+    {"percent_decode", percent_decode, METH_O,
+     "percent_decode(buf) -> bytes: every %XX as its byte (urllib.parse.unquote_to_bytes; vault.leak)"},
+    {"leak_hits", (PyCFunction)(void (*)(void))leak_hits, METH_FASTCALL,
+     "leak_hits(buf, table, patterns) -> [(pattern index, start)] of every window whose classes are a pattern (vault.leak)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2580,6 +2978,7 @@ PyInit__native(void)
 {
     init_tables();
     init_classes();
+    init_leak_tables();
 #ifdef HAVE_AVX2_DISPATCH
     init_compress();
 #endif

@@ -38,6 +38,12 @@ password kept in memory. Confirmations are cached per window (per-process key), 
 repeated leak costs one KDF; the filter passes a random window with probability
 ``2**-(L + 16)``, so ordinary output almost never pays one.
 
+Where the redactor's C module is built, the scans of a text and of its decoded views run
+in C without the GIL (``_native.leak_hits``, ``leak_runs``, ``percent_decode``; the Python
+below is the same result, for hosts without a compiler): a daemon runs the guard over
+every command's output in its filter threads, and a step per run or per byte in Python
+there held the GIL its event loop waits for.
+
 :class:`LeakStream` runs a detector over a byte stream (command output), holding
 back only a tail that could begin the password (at most ``HOLD_BYTES``, the same
 for every password, none after a newline), so a password split across two reads
@@ -52,9 +58,14 @@ import hashlib
 import json
 import re
 import secrets
-from itertools import accumulate, islice
+from itertools import accumulate, chain, islice
 from operator import sub
 from typing import Any, Callable, Iterator, NamedTuple
+from urllib.parse import unquote_to_bytes
+
+#: The redactor's C module (``leak_runs``, ``leak_hits``: the scans below without the GIL),
+#: or None: the same spans in Python, slower, holding the GIL.
+from ..redactor.holds import _native
 
 WEIGHT_BITS = 16
 #: Bytes a password never starts with (``str.strip`` whitespace that is ASCII).
@@ -120,6 +131,7 @@ class LeakDetector:
         #: against admin.json's verifier (``guard.adopt``). None: a filter hit counts.
         self.confirm = confirm
         self._forms = [f._replace(digest=f.digest[:DIGEST_BYTES]) for f in forms]
+        self._patterns = tuple(form.pattern for form in self._forms)
         self._confirmed: dict[bytes, bool] = {}
         self._cache_key = secrets.token_bytes(16)
 
@@ -253,7 +265,8 @@ class LeakDetector:
         return _code_point_spans(data, merged) if isinstance(text, str) else merged
 
     def _byte_spans(self, data: bytes) -> list[Span]:
-        windows = self._form_spans(data) + _view_spans(data, self._form_spans, self.shortest)
+        windows = self._form_spans(data) + _view_spans(data, self._form_spans, self.shortest,
+                                                       self._candidate_runs)
         runs: list[list[int]] = []
         for start, end in sorted(windows):
             if runs and start < runs[-1][1]:
@@ -264,6 +277,13 @@ class LeakDetector:
 
     def _form_spans(self, data: bytes) -> list[Span]:
         """The windows of ``data`` that are a stored form, as they are (no view)."""
+        if _native is not None and self._table is not None:
+            digest, key, forms = self._digest, self._key, self._forms
+            return [(start, start + forms[index].length)
+                    for index, start in _native.leak_hits(data, self._table, self._patterns)
+                    if secrets.compare_digest(digest(key, data[start:start + forms[index].length]),
+                                              forms[index].digest)
+                    and self._is_password(index, data[start:start + forms[index].length])]
         classes = self._classes(data)
         return [(start, start + form.length)
                 for index, form in enumerate(self._forms)
@@ -273,6 +293,16 @@ class LeakDetector:
     @property
     def shortest(self) -> int:
         return min(form.length for form in self._forms)
+
+    def _candidate_runs(self, joined: bytes, b64_min: int,
+                        hex_min: int) -> tuple[list[Span], list[Span], bool] | None:
+        """The base64 and hex runs of ``joined`` whose decodings may hold a form, and
+        whether it looks like a hex dump (in C, without the GIL: ``_native.leak_runs``), or
+        None where only Python can tell (no C module, or an older detector without class
+        patterns): then every run is decoded."""
+        if _native is None or self._table is None:
+            return None
+        return _native.leak_runs(joined, self._table, self._patterns, b64_min, hex_min)
 
     def _hits(self, data: bytes, form: _Form, classes: bytes | None = None) -> Iterator[int]:
         """Start offsets (bytes) of every window of ``data`` that is this form."""
@@ -319,7 +349,10 @@ _DUMP_LINE = re.compile(
     rb"^(?:[0-9a-f]{6,16}: ((?:[0-9a-f]{2})+(?: (?:[0-9a-f]{2})+)*)(?:  |\r?$)"
     rb"|[0-9a-f]{6,16}  ((?:[0-9a-f]{2} {1,2})+) *\||(?:[0-7]{7})?((?: [0-9a-f]{2})+) *\r?$)",
     re.M)
-_DUMP_HINTS = (b"hhhhhh  hh", b" hh hh hh hh hh hh hh hh")  # ":" is a space here
+_DUMP_HINTS = (b"hhhhhh: hh", b"hhhhhh  hh", b" hh hh hh hh hh hh hh hh")
+#: Hex digits as b"h", space and ":" as themselves, the rest b"." (for _DUMP_HINTS).
+_DUMP_CLASS = bytes(0x68 if b in b"0123456789abcdefABCDEF" else b if b in b" :" else 0x2E
+                    for b in range(256))
 _PERCENT = re.compile(rb"%[0-9a-fA-F]{2}")
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 
@@ -363,17 +396,29 @@ def _runs(classes: bytes, mark: bytes, minimum: int) -> Iterator[Span]:
         start = classes.find(needle, end)
 
 
-def _view_spans(data: bytes, find, shortest: int) -> list[Span]:
+def _view_spans(data: bytes, find, shortest: int, candidates=None) -> list[Span]:
     """Raw spans of ``data`` whose decoding holds a form (``find(decoded)`` non-empty):
     base64 (both alphabets, every alignment) and hex runs, also wrapped over lines
     (``base64 FILE``, ``xxd -p``), hex dumps (``xxd``, ``hexdump -C``, ``od -tx1``) and
-    ``%XX`` escapes. A hit masks the whole encoded run (or the dump's lines)."""
+    ``%XX`` escapes. A hit masks the whole encoded run (or the dump's lines).
+
+    ``candidates(joined, b64_min, hex_min)``, when it answers, names the only runs that
+    need decoding here (``LeakDetector._candidate_runs``): a step per run in Python held
+    the GIL for ~50 ms a 512 KiB read of JWT-like text, in a filter thread, and the
+    daemon's event loop waited for it (issue 9's /healthz p99 went from 5 to 300 ms)."""
     found: list[Span] = []
     joined = data.replace(b"\r", b"").replace(b"\n", b"") if (
         b"\n" in data or b"\r" in data) else data
     hits: list[Span] = []
-    for start, end in _runs(joined.translate(_BASE64_CLASS), b"a",
-                            max(8, 4 * ((shortest - 2) // 3))):
+    b64_min, hex_min = max(8, 4 * ((shortest - 2) // 3)), 2 * shortest
+    known = candidates(joined, b64_min, hex_min) if candidates is not None else None
+    if known is None:
+        hex_classes = joined.translate(_HEX_CLASS)
+        known = (_runs(joined.translate(_BASE64_CLASS), b"a", b64_min),
+                 _runs(hex_classes, b"h", hex_min),
+                 _dump_hint(joined))
+    b64_runs, hex_runs, dump_hint = known
+    for start, end in b64_runs:
         run = joined[start:end].rstrip(b"=").translate(_URLSAFE)
         for offset in range(4):
             part = run[offset:]
@@ -388,15 +433,14 @@ def _view_spans(data: bytes, find, shortest: int) -> list[Span]:
             if find(decoded):
                 hits.append((start, end))
                 break
-    hex_classes = joined.translate(_HEX_CLASS)
-    for start, end in _runs(hex_classes, b"h", 2 * shortest):
+    for start, end in hex_runs:
         run = joined[start:end]
         if find(bytes.fromhex(run[:len(run) & ~1].decode())) or \
                 find(bytes.fromhex(run[1:1 + ((len(run) - 1) & ~1)].decode())):
             hits.append((start, end))
     if hits:
         found += [_to_raw(data, joined, a, b) for a, b in hits]
-    if any(hint in hex_classes for hint in _DUMP_HINTS):
+    if dump_hint:
         found += _dump_spans(data, find)
     if b"%" in data and _PERCENT.search(data):
         found += _percent_spans(data, find)
@@ -417,8 +461,23 @@ def _to_raw(data: bytes, joined: bytes, a: int, b: int) -> Span:
     return pieces[first][0] + a - starts[first], pieces[last][0] + (b - starts[last])
 
 
+def _dump_hint(joined: bytes) -> bool:
+    """Does ``joined`` hold what starts a hex dump's line (an offset column and the first
+    pair, or eight spaced pairs)? Only then are its lines parsed (``_dump_spans``)."""
+    classes = joined.translate(_DUMP_CLASS)
+    return any(hint in classes for hint in _DUMP_HINTS)
+
+
 def _dump_spans(data: bytes, find) -> list[Span]:
-    """Hex dump lines, consecutive ones decoded together; a hit masks those whole lines."""
+    """Hex dump lines, consecutive ones decoded together; a hit masks those whole lines.
+
+    First every dump line's digits decoded as one text, with no step per line in Python
+    (the line's three groups joined in C; two are empty): only when that holds a form
+    are the blocks of consecutive lines told apart (a form spanning two blocks there
+    is no hit in either, and finds nothing)."""
+    digits = b"".join(chain.from_iterable(_DUMP_LINE.findall(data))).replace(b" ", b"")
+    if not find(bytes.fromhex(digits.decode())):
+        return []
     found: list[Span] = []
     block: list[re.Match] = []
 
@@ -443,7 +502,10 @@ def _dump_spans(data: bytes, find) -> list[Span]:
 
 
 def _percent_spans(data: bytes, find) -> list[Span]:
-    """``%XX`` decoded (each escape one byte), hits mapped back exactly."""
+    """``%XX`` decoded (each escape one byte), hits mapped back exactly. The view is
+    decoded in C first; the map back, a step per byte, is made only for a hit."""
+    if not find(_native.percent_decode(data) if _native is not None else unquote_to_bytes(data)):
+        return []
     view, starts, pos = bytearray(), [], 0
     for match in _PERCENT.finditer(data):
         for i in range(pos, match.start()):
