@@ -167,9 +167,12 @@ def main(settings: config.Settings | None = None) -> int:
     handler.setFormatter(_JsonLines())
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     # The event loop takes the GIL back after each system call; with a worker
-    # thread scanning (check-leak, secret resolution) it waits up to one switch
-    # interval each time. 1 ms instead of 5 keeps /healthz under 50 ms then.
-    sys.setswitchinterval(0.001)
+    # thread scanning (check-leak, secret resolution, the filter threads' Python
+    # steps) it waits up to one switch interval each time, a few times a request.
+    # 0.2 ms instead of 5: /healthz p99 under 8 sessions streaming `xxd /dev/urandom`
+    # (the redactor's dump view decodes lines in Python) 60 ms at 1 ms, 26 at 0.2
+    # (benchmarks/supervisor.py --only-latency); a switch costs only under contention.
+    sys.setswitchinterval(0.0002)
     problem = socket_path_problem(socket_path(settings))
     if problem:
         print(f"paddedcell: {problem}", file=sys.stderr)
