@@ -2560,12 +2560,14 @@ static PyObject *plain_ascii(PyObject *self, PyObject *arg);  /* (defined at the
  * decoding here emits every byte a2b_base64 would and maybe more (a2b stops at a
  * completed pad, or fails: then nothing), so no run with a hit is missed
  * (tests/test_leak_native.py checks both). dump_hint: whether buf looks like it
- * holds a hex dump's line (leak_dump_hint).
+ * holds a hex dump's line (leak_scan).
  *
  * Both release the GIL: buf is immutable bytes, the patterns are held by the call. */
 
 static signed char leak_b64_value[256];  /* 0..63, -2 for '=', -1 for the rest */
 static signed char leak_hex_value[256];  /* 0..15, -1 for the rest */
+/* bit 0 base64 character, bit 1 hex digit, bits 2-3 the dump hint's class (leak_scan) */
+static unsigned char leak_byte_class[256];
 
 static void
 init_leak_tables(void)
@@ -2587,6 +2589,10 @@ init_leak_tables(void)
         leak_hex_value['a' + b] = (signed char)(10 + b);
         leak_hex_value['A' + b] = (signed char)(10 + b);
     }
+    for (b = 0; b < 256; b++)
+        leak_byte_class[b] = (unsigned char)((leak_b64_value[b] != -1)
+                                             | (leak_hex_value[b] != -1) << 1
+                                             | (leak_hex_value[b] != -1 ? 1 : b == ' ' ? 2 : b == ':' ? 3 : 0) << 2);
 }
 
 typedef struct {
@@ -2746,60 +2752,61 @@ leak_list(LeakPairs *pairs)
     return list;
 }
 
-/* Every run of one kind (0 base64, 1 hex) of at least minimum bytes one of whose
- * decodings holds a pattern, pushed as (start, end). -1: no memory. */
+/* The run of one kind (0 base64, 1 hex) that starts at start: pushed as (start, end)
+ * when one of its decodings holds a pattern. 0, or -1: no memory. */
 static int
-leak_scan_runs(const LeakSet *set, const unsigned char *buf, Py_ssize_t n, int kind,
-               Py_ssize_t minimum, unsigned char *scratch, LeakPairs *found)
+leak_run(const LeakSet *set, const unsigned char *buf, Py_ssize_t n, int kind, Py_ssize_t start,
+         unsigned char *scratch, LeakPairs *found)
 {
     const signed char *value = kind == 0 ? leak_b64_value : leak_hex_value;
-    Py_ssize_t i = 0, alignments = kind == 0 ? 4 : 2, a;
-    while (i < n) {
-        Py_ssize_t start, end;
-        while (i < n && value[buf[i]] == -1)
-            i++;
-        start = i;
-        while (i < n && value[buf[i]] != -1)
-            i++;
-        end = i;
-        if (end - start < minimum)
-            continue;
-        for (a = 0; a < alignments && a < end - start; a++) {
-            Py_ssize_t m = kind == 0 ? leak_b64_decode(buf + start + a, end - start - a, scratch)
-                                     : leak_hex_decode(buf + start + a, end - start - a, scratch);
-            Py_ssize_t at = 0, which = 0;
-            uint64_t word = 0;
-            if (leak_next(set, scratch, m, &at, &word, &which) >= 0) {
-                if (leak_push(found, start, end) < 0)
-                    return -1;
-                break;
-            }
-        }
+    Py_ssize_t end = start, alignments = kind == 0 ? 4 : 2, a;
+    while (end < n && value[buf[end]] != -1)
+        end++;
+    for (a = 0; a < alignments && a < end - start; a++) {
+        Py_ssize_t m = kind == 0 ? leak_b64_decode(buf + start + a, end - start - a, scratch)
+                                 : leak_hex_decode(buf + start + a, end - start - a, scratch);
+        Py_ssize_t at = 0, which = 0;
+        uint64_t word = 0;
+        if (leak_next(set, scratch, m, &at, &word, &which) >= 0)
+            return leak_push(found, start, end);
     }
     return 0;
 }
 
-/* Does buf look like it holds a hex dump's line (vault.leak._dump_hint: with hex
- * digits as h, "hhhhhh: hh" or "hhhhhh  hh", an offset column and its first pair,
- * or " hh hh hh hh hh hh hh hh", eight spaced pairs)? A rolling word of 2-bit
- * classes (1 hex digit, 2 space, 3 ':', 0 the rest), where bytes.find of a class
- * string stalled on text of spaces. */
+/* One pass over buf: every base64 run of at least b64_min bytes and hex run of at least
+ * hex_min goes through leak_run when its length reaches the minimum (a counter a kind,
+ * reset without a branch: random text's short runs mispredicted a loop per run, 5 ms a
+ * 512 KiB), and *dump_hint says whether buf looks like it holds a hex dump's line
+ * (vault.leak._dump_hint: with hex digits as h, "hhhhhh: hh" or "hhhhhh  hh", an offset
+ * column and its first pair, or " hh hh hh hh hh hh hh hh", eight spaced pairs; a rolling
+ * word of 2-bit classes, 1 hex digit, 2 space, 3 ':', 0 the rest). -1: no memory. */
 static int
-leak_dump_hint(const unsigned char *buf, Py_ssize_t n)
+leak_scan(const LeakSet *set, const unsigned char *buf, Py_ssize_t n, Py_ssize_t b64_min,
+          Py_ssize_t hex_min, unsigned char *scratch, LeakPairs found[2], int *dump_hint)
 {
-    /* 10 classes: 1 1 1 1 1 1 3 2 1 1 and 1 1 1 1 1 1 2 2 1 1; 24: (2 1 1) x 8 */
+    /* 10 classes: 1 1 1 1 1 1 3 2 1 1 and 1 1 1 1 1 1 2 2 1 1; 24: (2 1 1) x 8. Each starts
+     * with a class that is not 0, so the word's first zeros never match. */
     const uint64_t colon = 0x555E5ull, spaces = 0x555A5ull, pairs = 0x965965965965ull;
     uint64_t word = 0;
-    Py_ssize_t i;
+    Py_ssize_t i, b64_len = 0, hex_len = 0;
+    int hint = 0;
+    if (b64_min < 1)
+        b64_min = 1;
+    if (hex_min < 1)
+        hex_min = 1;
     for (i = 0; i < n; i++) {
-        unsigned char c = buf[i];
-        uint64_t cls = leak_hex_value[c] >= 0 ? 1 : c == ' ' ? 2 : c == ':' ? 3 : 0;
-        word = (word << 2) | cls;
-        if (i >= 9 && ((word & 0xFFFFFull) == colon || (word & 0xFFFFFull) == spaces))
-            return 1;
-        if (i >= 23 && (word & 0xFFFFFFFFFFFFull) == pairs)
-            return 1;
+        unsigned int c = leak_byte_class[buf[i]];
+        b64_len = (b64_len + 1) & -(Py_ssize_t)(c & 1);
+        hex_len = (hex_len + 1) & -(Py_ssize_t)((c >> 1) & 1);
+        word = (word << 2) | (c >> 2);
+        hint |= (word & 0xFFFFFull) == colon || (word & 0xFFFFFull) == spaces
+                || (word & 0xFFFFFFFFFFFFull) == pairs;
+        if (b64_len == b64_min && leak_run(set, buf, n, 0, i + 1 - b64_min, scratch, &found[0]) < 0)
+            return -1;
+        if (hex_len == hex_min && leak_run(set, buf, n, 1, i + 1 - hex_min, scratch, &found[1]) < 0)
+            return -1;
     }
+    *dump_hint = hint;
     return 0;
 }
 
@@ -2884,7 +2891,7 @@ leak_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     unsigned char *scratch;
     Py_ssize_t n, b64_min, hex_min;
     PyObject *lists[2] = {NULL, NULL}, *result = NULL;
-    int kind, failed = 0, dump_hint;
+    int failed = 0, dump_hint = 0;
 
     if (wrong_nargs(nargs, 5, usage) || as_ssize(args[3], &b64_min) || as_ssize(args[4], &hex_min))
         return NULL;
@@ -2901,10 +2908,7 @@ leak_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return PyErr_NoMemory();
     }
     Py_BEGIN_ALLOW_THREADS
-    dump_hint = leak_dump_hint(buf, n);
-    for (kind = 0; kind < 2 && !failed; kind++)
-        failed = leak_scan_runs(&set, buf, n, kind, kind == 0 ? b64_min : hex_min, scratch,
-                                &found[kind]) < 0;
+    failed = leak_scan(&set, buf, n, b64_min, hex_min, scratch, found, &dump_hint) < 0;
     Py_END_ALLOW_THREADS
     PyMem_RawFree(scratch);
     PyMem_Free(set.patterns);
