@@ -2810,6 +2810,23 @@ leak_scan(const LeakSet *set, const unsigned char *buf, Py_ssize_t n, Py_ssize_t
     return 0;
 }
 
+/* args[0:3] = (buf, table, patterns) of leak_hits and leak_runs: *set built and buf's
+ * bytes, or -1 with a TypeError naming usage. */
+static int
+leak_args(PyObject *const *args, const char *usage, LeakSet *set, const unsigned char **buf,
+          Py_ssize_t *n)
+{
+    if (!PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (leak_set(set, args[1], args[2], usage) < 0)
+        return -1;
+    *buf = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    *n = PyBytes_GET_SIZE(args[0]);
+    return 0;
+}
+
 static PyObject *
 leak_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2821,16 +2838,8 @@ leak_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     uint64_t word = 0;
     int failed = 0;
 
-    if (wrong_nargs(nargs, 3, usage))
+    if (wrong_nargs(nargs, 3, usage) || leak_args(args, usage, &set, &buf, &n) < 0)
         return NULL;
-    if (!PyBytes_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, usage);
-        return NULL;
-    }
-    if (leak_set(&set, args[1], args[2], usage) < 0)
-        return NULL;
-    buf = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    n = PyBytes_GET_SIZE(args[0]);
     Py_BEGIN_ALLOW_THREADS
     while (!failed && (start = leak_next(&set, buf, n, &at, &word, &which)) >= 0) {
         failed = leak_push(&found, which, start) < 0;
@@ -2893,16 +2902,9 @@ leak_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *lists[2] = {NULL, NULL}, *result = NULL;
     int failed = 0, dump_hint = 0;
 
-    if (wrong_nargs(nargs, 5, usage) || as_ssize(args[3], &b64_min) || as_ssize(args[4], &hex_min))
+    if (wrong_nargs(nargs, 5, usage) || as_ssize(args[3], &b64_min) || as_ssize(args[4], &hex_min)
+            || leak_args(args, usage, &set, &buf, &n) < 0)
         return NULL;
-    if (!PyBytes_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, usage);
-        return NULL;
-    }
-    if (leak_set(&set, args[1], args[2], usage) < 0)
-        return NULL;
-    buf = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    n = PyBytes_GET_SIZE(args[0]);
     if ((scratch = PyMem_RawMalloc((size_t)(n ? n : 1))) == NULL) {
         PyMem_Free(set.patterns);
         return PyErr_NoMemory();
