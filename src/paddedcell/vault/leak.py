@@ -64,8 +64,12 @@ from typing import Any, Callable, Iterator, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 #: The redactor's C module (``leak_runs``, ``leak_hits``: the scans below without the GIL),
-#: or None: the same spans in Python, slower, holding the GIL.
-from ..redactor.holds import _native
+#: or None: the same spans in Python, slower, holding the GIL (no compiler at install,
+#: ``PADDEDCELL_NATIVE=0``, or pass_mgr's binary, which leaves the redactor out).
+try:
+    from ..redactor.holds import _native
+except ImportError:
+    _native = None
 
 WEIGHT_BITS = 16
 #: Bytes a password never starts with (``str.strip`` whitespace that is ASCII).
