@@ -45,7 +45,8 @@ import errno
 import os
 import select
 import threading
-from typing import Callable, ContextManager
+from collections import deque
+from typing import Callable, ContextManager, Iterator
 
 import trio
 
@@ -93,6 +94,17 @@ class Handoff:
             self._scheduled |= schedule
         return self._schedule() if schedule else True
 
+    def wait_shown(self) -> bool:
+        """From the worker: flush, then wait until the loop showed everything queued
+        (a thread gives up its filter slot only then: what is unshown stays bounded per
+        slot, not per stream); False once the loop is gone."""
+        if not self.flush():
+            return False
+        with self._lock:
+            while self._size and self._scheduled:
+                self._room.wait()
+        return True
+
     def _schedule(self) -> bool:
         try:
             self._token.run_sync_soon(self._drain)
@@ -106,11 +118,74 @@ class Handoff:
         with self._lock:
             items, self._items, self._size = self._items, [], 0
             self._scheduled = False
-            self._room.notify()
+            self._room.notify_all()
         if len(items) > 1 and all(len(item) < BY_REFERENCE for item in items):
             items = [b"".join(items)]
         for item in items:
             self._show(item)
+
+
+class FilterSlots:
+    """``count`` slots, held by reader threads while they read and filter (few threads
+    hold the GIL at once, the event loop's among them), handed over first come, first
+    served, and the pipes' batch buffers: one per slot held, made when first needed and
+    reused, so a flood of streams holds ``count`` buffers, not one each.
+
+    A holder gives its slot up between batches once another thread waits
+    (:attr:`wanted`); a plain semaphore would let it take the slot straight back."""
+
+    def __init__(self, count: int, batch_size: int):
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        self._free = count
+        self._waiters: deque[threading.Lock] = deque()
+        self._buffers: list[memoryview] = []
+        #: Batch buffers made so far (never more than ``count``).
+        self.made = 0
+
+    @property
+    def wanted(self) -> bool:
+        """A thread waits for a slot."""
+        return bool(self._waiters)
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._free and not self._waiters:
+                self._free -= 1
+                return
+            gate = threading.Lock()
+            gate.acquire()
+            self._waiters.append(gate)
+        gate.acquire()  # released by release(): the slot was handed to us
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiters:
+                self._waiters.popleft().release()
+            else:
+                self._free += 1
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[memoryview]:
+        """Hold a slot and a batch buffer (``batch_size`` bytes) with it."""
+        with self:
+            with self._lock:
+                buffer = self._buffers.pop() if self._buffers else None
+                if buffer is None:
+                    self.made += 1
+            if buffer is None:
+                buffer = memoryview(bytearray(self.batch_size))
+            try:
+                yield buffer
+            finally:
+                with self._lock:
+                    self._buffers.append(buffer)
 
 
 def read_ready(fd: int, buffer: memoryview) -> tuple[int, bool, bool]:
@@ -156,6 +231,41 @@ def read_terminal(fd: int, stop_fd: int, buffer: memoryview,
             return
         # Full buffer: more may be ready at once, but look at stop_fd without waiting.
         for ready, _ in poller.poll(0 if got == len(buffer) else None):  # GIL free meanwhile
+            if ready == stop_fd:
+                return
+
+
+def read_pipe(fd: int, stop_fd: int, slots: FilterSlots,
+              filter_batch: Callable[[memoryview], bytes], handoff: Handoff,
+              batches: int) -> None:
+    """In the stream's own thread: holding a slot and its buffer, read what is ready
+    (up to a buffer), filter it and hand it over, batch after batch
+    (:func:`read_batches`, ``batches`` at a time), while the pipe has more and no other
+    thread waits for the slot; then wait until the loop showed it all, give the slot
+    up, and wait in ``poll`` (the GIL is free meanwhile) once the pipe was drained;
+    until the end of the stream or until ``stop_fd`` (an eventfd) is written. No event
+    loop turn per read or per batch: the loop only shows what was handed over."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.register(stop_fd, select.POLLIN)
+    stopper = select.poll()
+    stopper.register(stop_fd, select.POLLIN)
+
+    def use(view: memoryview) -> bool:
+        return handoff.put(filter_batch(view))
+
+    while True:
+        with slots.batch() as buffer:
+            while True:
+                eof, drained = read_batches(fd, buffer, use, batches)
+                if eof or drained or slots.wanted or stopper.poll(0):
+                    break
+            # Nothing unshown once the slot is given up: in flight per slot, not per stream.
+            if not handoff.wait_shown():
+                return
+        if eof:
+            return
+        for ready, _ in poller.poll(None if drained else 0):  # GIL free meanwhile
             if ready == stop_fd:
                 return
 

@@ -47,7 +47,7 @@ from ..execspec.ansi import OutputSanitizer, show_controls
 from ..execspec.keys import CURSOR_POSITION_REPLY, CursorKeyTracker
 from . import procs
 from .buffers import OutputBuffer, complete_utf8_end, decode_tail
-from .readahead import Handoff, read_batches, read_terminal
+from .readahead import FilterSlots, Handoff, read_pipe, read_terminal
 from .settings import SupervisorSettings
 from .spawn import Spawned
 
@@ -147,12 +147,13 @@ def _filter_limiter(settings) -> trio.CapacityLimiter:
     return _per_run(_FILTER_LIMITER, lambda: trio.CapacityLimiter(threads))
 
 
-def _filter_slots(settings) -> threading.BoundedSemaphore:
-    """Held by a terminal's reader thread while it reads and filters a batch (one set
-    per Trio run): ``supervisor.filter_threads`` at once, however many terminals, so
-    that few threads compete with the event loop for the GIL."""
+def _filter_slots(settings) -> FilterSlots:
+    """Held by a reader thread (a terminal's, a masking pipe's) while it reads and
+    filters (one set per Trio run): ``supervisor.filter_threads`` at once, however many
+    streams, so that few threads compete with the event loop for the GIL; a pipe's
+    batch buffer comes with its slot (``REDACTED_BATCH`` bytes per slot, not per stream)."""
     threads = max(1, SupervisorSettings.of(settings).filter_threads)
-    return _per_run(_FILTER_SLOTS, lambda: threading.BoundedSemaphore(threads))
+    return _per_run(_FILTER_SLOTS, lambda: FilterSlots(threads, REDACTED_BATCH))
 
 
 class Session:
@@ -371,27 +372,6 @@ class Session:
         redactor = self._redactors.get(stream)
         return redactor is not None and not (isinstance(redactor, Passthrough) and redactor.idle)
 
-    def _read_and_filter_batches(self, stream: str, fd: int, handoff: Handoff
-                                 ) -> tuple[bool, bool]:
-        """In a worker thread: read what is ready, up to ``REDACTED_BATCH`` bytes, into
-        this thread's batch buffer, sanitize and filter it (the command refills the pipe
-        meanwhile: :func:`.readahead.read_batches`) and hand it to the loop's ``_emit``
-        in order without a round trip
-        (:class:`.readahead.Handoff`: one loop wake-up per ``HANDOFF_WAKE_AT`` bytes, what
-        is left at the end of the turn, and a wait when the loop lags). Returns
-        ``(eof, drained)`` after ``BATCHES_PER_TURN`` batches at most, so that sessions
-        take turns at the limiter's threads; nothing is read past them (back-pressure).
-        The loop runs every queued hand-off before it resumes the pump (its entry queue
-        is first in, first out), so nothing is shown out of order, and a session's next
-        turn (or another's, at this thread) starts only after its last hand-off was
-        shown: in flight per filter thread, ``HANDOFF_LIMIT`` and one batch."""
-        try:
-            return read_batches(fd, _batch_buffer(),
-                                lambda data: handoff.put(self._filter(stream, data)),
-                                BATCHES_PER_TURN)
-        finally:
-            handoff.flush()
-
     def _trivial(self, stream: str, data: bytes) -> bool:
         """No work worth a thread: nothing to mask, and ASCII the sanitizer passes as is."""
         redactor = self._redactors.get(stream)
@@ -402,28 +382,13 @@ class Session:
         redactor = self._redactors[stream]
         size = PTY_READ_SIZE if self.pty else PIPE_READ_SIZE
         limiter = _filter_limiter(self.settings)
-        handoff = Handoff(partial(self._emit, stream), HANDOFF_LIMIT, wake_at=HANDOFF_WAKE_AT)
         enlarged = _enlarge_pipe(fd) if stream == "stdout" else 0
         try:
             while True:
-                if self.pty and self._masking(stream):
-                    # Secrets to mask on a terminal: its own reader thread from now on.
-                    await self._pump_terminal(stream, fd)
-                    break
                 if self._masking(stream):
-                    # Secrets to mask: a worker reads and filters batches in a loop
-                    # and hands each to the loop without waiting for it (the loop
-                    # shows batch N while the worker filters N + 1), and the loop's
-                    # thread does not fight it for the GIL at every read.
-                    eof, drained = await trio.to_thread.run_sync(
-                        self._read_and_filter_batches, stream, fd, handoff, limiter=limiter)
-                    if eof:
-                        break
-                    if drained:
-                        await trio.lowlevel.wait_readable(fd)
-                    else:
-                        await trio.lowlevel.checkpoint()
-                    continue
+                    # Secrets to mask: the stream's own reader thread from now on.
+                    await self._read_in_own_thread(stream, fd)
+                    break
                 # A PTY hands out at most one 4 KiB line-discipline buffer per
                 # read: gather what is ready so the per-chunk work runs once.
                 chunks, got, eof, drained = [], 0, False, False
@@ -471,12 +436,25 @@ class Session:
             if self._open_pumps == 0:
                 self._pumps_done.set()
 
-    async def _pump_terminal(self, stream: str, fd: int) -> None:
-        """A PTY: its own thread reads what is ready, filters it in one call and hands
-        it to the loop (see :mod:`.readahead`); cancelling wakes and ends the thread
-        before the session closes the descriptor."""
+    async def _read_in_own_thread(self, stream: str, fd: int) -> None:
+        """A masking stream: its own thread reads what is ready, filters it and hands
+        it to the loop (:func:`.readahead.read_terminal` for a PTY,
+        :func:`.readahead.read_pipe` for a pipe: batches of up to ``REDACTED_BATCH``
+        into its slot's buffer, one loop wake-up per ``HANDOFF_WAKE_AT`` bytes, a wait
+        once ``HANDOFF_LIMIT`` is unshown); cancelling (kill, timeout, the drain's
+        deadline, the daemon stopping) wakes and ends the thread before the session
+        closes the descriptor. Its own thread, not the filter limiter's: it waits in
+        ``poll`` for as long as the stream is quiet."""
         stop_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        handoff = Handoff(partial(self._emit, stream), PTY_READ_AHEAD)
+        slots = _filter_slots(self.settings)
+        if self.pty:
+            work = partial(read_terminal, fd, stop_fd, memoryview(bytearray(PTY_READ_AHEAD)),
+                           partial(self._filter, stream),
+                           Handoff(partial(self._emit, stream), PTY_READ_AHEAD), slots)
+        else:
+            work = partial(read_pipe, fd, stop_fd, slots, partial(self._filter, stream),
+                           Handoff(partial(self._emit, stream), HANDOFF_LIMIT,
+                                   wake_at=HANDOFF_WAKE_AT), BATCHES_PER_TURN)
 
         async def stop_when_cancelled() -> None:
             try:
@@ -487,12 +465,7 @@ class Session:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(stop_when_cancelled)
-                # Its own thread (not the filter limiter's): it waits in poll for as long
-                # as the terminal is quiet.
-                await trio.to_thread.run_sync(
-                    read_terminal, fd, stop_fd, memoryview(bytearray(PTY_READ_AHEAD)),
-                    partial(self._filter, stream), handoff, _filter_slots(self.settings),
-                    limiter=trio.CapacityLimiter(1))
+                await trio.to_thread.run_sync(work, limiter=trio.CapacityLimiter(1))
                 nursery.cancel_scope.cancel()
         finally:
             os.close(stop_fd)
@@ -671,18 +644,6 @@ class Session:
                 self._close_fd(fd)
                 self.spawned.fds.remove(fd)
                 self.stdin_closed = True
-
-
-_BATCH_BUFFER = threading.local()
-
-
-def _batch_buffer() -> memoryview:
-    """This worker thread's read buffer (``REDACTED_BATCH`` bytes, reused: no fresh pages
-    per read; one per filter thread, not one per session)."""
-    buf = getattr(_BATCH_BUFFER, "view", None)
-    if buf is None:
-        buf = _BATCH_BUFFER.view = memoryview(bytearray(REDACTED_BATCH))
-    return buf
 
 
 _pipe_bytes = 0  # enlarged pipe bytes held now (PIPE_BUDGET)
