@@ -1,4 +1,4 @@
-"""Hand-offs from a pump's worker thread to the event loop, and a terminal's reader.
+"""Hand-offs from a reader thread to the event loop; the threads of masking terminals and pipes.
 
 A PTY read returns at most one line-discipline buffer (~4 KiB), and a terminal
 holds only ~64 KiB before its writer blocks. Waiting for an event-loop turn at
@@ -24,18 +24,26 @@ line discipline): the raw loop spends ~0.25 CPU s on 22,218 reads of 64 MiB.
 
 :class:`Handoff` shows a thread's output on the loop in order with one wake-up
 for whatever piled up since the last one (not one per batch); a pipe's worker
-wakes the loop only per ``wake_at`` bytes and when its turn ends (each wake-up
+wakes the loop only per ``wake_at`` bytes and before it gives its slot up (each wake-up
 takes the GIL from the worker: 128 MiB, 10 secrets, 12 alternated rounds, per
 batch 0.68 GB/s and 0.197 CPU s, per two batches 0.74 and 0.175). The thread
 waits once ``limit`` bytes are unshown (back-pressure when the loop lags).
 
-A pipe that masks secrets is read by its limiter worker (:func:`read_batches`):
-what is ready, into one buffer, then used; the enlarged pipe is the read-ahead
-(the command refills it while a batch is filtered). A helper thread that read the
-next batch into a second buffer meanwhile cost more (an eventfd, a thread hand-off
-and GIL waits a batch) than it saved once the filter ran at ~1 GB/s (session 10,
-128 MiB, 10 secrets, 7 rounds: 0.50 GB/s and 0.30 CPU s with it at a 256 KiB pipe,
-0.63 GB/s and 0.22 CPU s without it at 512 KiB).
+A pipe that masks secrets gets a thread of its own too (:func:`read_pipe`): holding
+one of the shared filter slots (:class:`FilterSlots`, which also own the 512 KiB
+batch buffers: memory per slot, not per stream), it reads what is ready into the
+slot's buffer, filters it and hands it over, batch after batch, while the enlarged
+pipe is the read-ahead (the command refills it meanwhile). Until session 16 the
+limiter's worker read and filtered up to 8 batches a turn and went back to the
+loop (``to_thread`` and ``wait_readable`` at every turn: 156 turns and ~0.1 s of
+wall a 512 MiB run outside the turns; the loop's thread 0.038-0.041 CPU s, 0.028
+with the reader thread). Session 17, full ``--only-pipes`` (512 MiB, 10 secrets),
+alternated pairs main/branch: 1.31/1.32, 1.30/1.44, 1.26/1.42, 1.11/1.44 GB/s and
+pump path 1.56/1.50, 1.55/1.41, 1.52/1.44, 1.85/1.34x the redactor alone. A helper
+thread that read the next batch into a second buffer meanwhile cost more (an
+eventfd, a thread hand-off and GIL waits a batch) than it saved once the filter ran
+at ~1 GB/s (session 10, 128 MiB, 10 secrets, 7 rounds: 0.50 GB/s and 0.30 CPU s with
+it at a 256 KiB pipe, 0.63 GB/s and 0.22 CPU s without it at 512 KiB).
 """
 
 from __future__ import annotations

@@ -6,21 +6,21 @@ grandchild may keep the PTY slave or the pipe open for ever; after that we
 close our end. EIO on a PTY master means every slave holder is gone: EOF.
 
 Reads loop on ``os.read`` until EAGAIN and only then wait for readability;
-waiting before every read costs an event-loop round trip per chunk. A PTY
-(~4 KiB per read) that masks secrets is read by a thread of its own
-(:mod:`.readahead`).
+waiting before every read costs an event-loop round trip per chunk.
 
-Output work runs in worker threads (``trio.to_thread`` under one limiter of
-``supervisor.filter_threads`` threads), so the event loop only appends and
-answers routes, and the engine's scans (which release the GIL) use the other
-cores. A stream that masks secrets is read by the worker too: it reads what is
-ready (up to ``REDACTED_BATCH``) into its thread's buffer and sanitizes and filters
-it in one call while the command refills the enlarged pipe
-(:func:`.readahead.read_batches`), and the loop's thread does not wake for every
-read to fight it for the GIL. Without a secret the loop reads;
-plain ASCII without escapes, which needs no work, stays on the loop, anything
-else goes to a worker. A stream's batches are filtered in order, one at a time;
-``add_secrets`` waits for the batch in progress (a lock).
+A stream that masks secrets is read by a thread of its own (:mod:`.readahead`): a
+PTY (~4 KiB per read) by :func:`.readahead.read_terminal`, a pipe by
+:func:`.readahead.read_pipe`, which reads what is ready (up to ``REDACTED_BATCH``)
+into the buffer of its filter slot and sanitizes and filters it in one call while
+the command refills the enlarged pipe, batch after batch, with no event-loop turn
+or ``wait_readable`` between batches: the loop only shows what the thread handed
+over, so it answers routes meanwhile and the engine's scans (which release the
+GIL) use the other core. ``supervisor.filter_threads`` slots bound the threads
+that filter at once and the batch buffers, however many streams. Without a
+secret the loop reads; plain ASCII without escapes, which needs no work, stays
+on the loop, anything else goes to a worker (``trio.to_thread`` under a limiter
+of ``filter_threads`` threads). A stream's batches are filtered in order, one at
+a time; ``add_secrets`` waits for the batch in progress (a lock).
 
 Kill: SIGTERM to the session's process tree (see :mod:`.procs`), then SIGKILL
 to whatever is left after ``supervisor.kill_grace_seconds``, then reap.
@@ -73,20 +73,21 @@ PIPE_SIZE = 512 * 1024
 #: Bytes of enlarged pipes a process holds at once: a quarter of the soft limit (32
 #: sessions streaming at once; the 33rd keeps the 64 KiB default, slower, correct).
 PIPE_BUDGET = 16 * 1024 * 1024
-#: Bytes a worker filters in one call before it hands the output to the loop: one
-#: redactor feed per batch, what the pipe holds (128 MiB, 10 secrets, 7 alternated
-#: rounds, session 10: 512 KiB read straight from a 512 KiB pipe 0.63 GB/s and 0.22 CPU s,
-#: 1 MiB 0.61 and 0.22, 2 MiB 0.22 and 0.61; a 256 KiB pipe with a helper thread reading
-#: the next 512 KiB batch ahead, before, 0.50 and 0.30). Only ``filter_threads``
-#: workers' batches (one buffer each) are in flight at once, whatever the number of
+#: Bytes a pipe's reader thread filters in one call before it hands the output to
+#: the loop: one redactor feed per batch, what the pipe holds (128 MiB, 10 secrets, 7
+#: alternated rounds, session 10: 512 KiB read straight from a 512 KiB pipe 0.63 GB/s
+#: and 0.22 CPU s, 1 MiB 0.61 and 0.22, 2 MiB 0.22 and 0.61; a 256 KiB pipe with a
+#: helper thread reading the next 512 KiB batch ahead, before, 0.50 and 0.30). The
+#: buffer belongs to a filter slot: ``filter_threads`` of them, whatever the number of
 #: sessions.
 REDACTED_BATCH = PIPE_SIZE
-#: Batches a worker reads and filters in one turn at the limiter's threads (the
-#: loop shows them meanwhile; the worker waits once a batch's worth is unshown).
+#: Batches a pipe's reader filters before it looks whether another stream waits for
+#: its slot (and gives the slot up if so) and whether it was told to stop.
 BATCHES_PER_TURN = 8
-#: A masking pipe's worker wakes the loop once this much filtered output is queued (and
-#: at the end of its turn), not at every batch, and waits once ``HANDOFF_LIMIT`` is
-#: unshown (back-pressure; in flight per filter thread: this and one batch).
+#: A pipe's reader wakes the loop once this much filtered output is queued (and when
+#: it gives its slot up), not at every batch, and waits once ``HANDOFF_LIMIT`` is
+#: unshown (back-pressure). It gives the slot up only once all of it was shown: in
+#: flight per filter slot, this and one batch, not per stream.
 HANDOFF_WAKE_AT = 2 * REDACTED_BATCH
 HANDOFF_LIMIT = 4 * REDACTED_BATCH
 F_SETPIPE_SZ = 1031
