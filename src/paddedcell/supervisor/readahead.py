@@ -39,7 +39,8 @@ loop (``to_thread`` and ``wait_readable`` at every turn: 156 turns and ~0.1 s of
 wall a 512 MiB run outside the turns; the loop's thread 0.038-0.041 CPU s, 0.028
 with the reader thread). Session 17, full ``--only-pipes`` (512 MiB, 10 secrets),
 alternated pairs main/branch: 1.31/1.32, 1.30/1.44, 1.26/1.42, 1.11/1.44 GB/s and
-pump path 1.56/1.50, 1.55/1.41, 1.52/1.44, 1.85/1.34x the redactor alone. A helper
+pump path 1.56/1.50, 1.55/1.41, 1.52/1.44, 1.85/1.34x the redactor alone (on 56f72df; with
+the guard's scans in C, 49a144b, medians of 8 pairs 1.36/1.41 GB/s and 1.56/1.44x). A helper
 thread that read the next batch into a second buffer meanwhile cost more (an
 eventfd, a thread hand-off and GIL waits a batch) than it saved once the filter ran
 at ~1 GB/s (session 10, 128 MiB, 10 secrets, 7 rounds: 0.50 GB/s and 0.30 CPU s with
