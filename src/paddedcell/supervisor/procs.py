@@ -42,6 +42,7 @@ def become_subreaper(enable: bool = True) -> bool:
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
 
 
 #: The mmap threshold a supervisor's process pins: above every block a masking pump allocates
@@ -59,12 +60,19 @@ PINNED_MMAP_THRESHOLD = 1024 * 1024
 #: alternated rounds; unpinned, as the in-process benchmark ran before, 12,500-16,000).
 #: What stays above the threshold is trimmed at the supervisor's tick (:func:`trim_heap`).
 PINNED_TRIM_THRESHOLD = 4 * 1024 * 1024
+#: ... and the number of malloc arenas: glibc gives each new thread an arena of its own,
+#: up to 8 a core, each keeping its freed batches; with a reader thread per masking pipe
+#: (``readahead.read_pipe``) 64 masking floods took +118 MiB, +68 with two arenas
+#: (session 17, MALLOC_ARENA_MAX=2), as many as before the reader threads.
+PINNED_ARENA_MAX = 4
 
 
 def pin_malloc_thresholds(mmap_threshold: int = PINNED_MMAP_THRESHOLD,
-                          trim_threshold: int = PINNED_TRIM_THRESHOLD) -> bool:
+                          trim_threshold: int = PINNED_TRIM_THRESHOLD,
+                          arena_max: int = PINNED_ARENA_MAX) -> bool:
     """Keep glibc from hoarding freed output buffers (a long-lived daemon's RSS), and
-    from giving back and faulting in again a pump's per-batch blocks.
+    from giving back and faulting in again a pump's per-batch blocks; threads share
+    ``arena_max`` arenas (it holds for threads made after the call).
 
     glibc raises its mmap threshold every time a large mmapped block is freed,
     after which larger and larger blocks come from the heap and fragment it; RSS
@@ -79,6 +87,7 @@ def pin_malloc_thresholds(mmap_threshold: int = PINNED_MMAP_THRESHOLD,
     try:
         libc = _libc()
         ok = libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1
+        ok = libc.mallopt(M_ARENA_MAX, arena_max) == 1 and ok
         return libc.mallopt(M_TRIM_THRESHOLD, trim_threshold) == 1 and ok
     except (OSError, AttributeError):
         return False
