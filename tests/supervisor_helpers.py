@@ -272,3 +272,90 @@ def read_through_terminal(daemon, body: dict, names=TERMINAL_NAMES) -> str:
         return wait_for("all-done")
     finally:
         daemon.call("/process", {"action": "remove", "agentId": agent, "sessionId": sid})
+
+
+async def assert_every_cut_masks_exactly(read, secret: str) -> None:
+    """A reader thread's batches are whatever it found ready: a secret cut at any byte
+    between two batches comes out as the redactor's one-shot output. ``read(parts,
+    feed)`` runs the reader over ``parts`` written one at a time and returns
+    ``(shown, filter calls)``."""
+    from paddedcell.redactor import StreamRedactor
+
+    text = f"before {secret} after".encode()
+    start = text.index(secret.encode())
+    for cut in range(start, start + len(secret) + 1):
+        redactor = StreamRedactor([secret])
+        shown, calls = await read([text[:cut], text[cut:]], redactor.feed)
+        assert calls == 2
+        one_shot = StreamRedactor([secret])
+        assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush(), cut
+
+
+async def assert_buffer_edges_mask_exactly(read, secret: str, size: int = 4096,
+                                           repeat: int = 1) -> None:
+    """A part bigger than the reader's buffer is read in several fills: secrets straddle
+    the buffer's edge at every offset mod its size (``read(parts, feed, buffer_size=)``)."""
+    from paddedcell.redactor import StreamRedactor
+
+    text = b"".join(b"y" * gap + secret.encode() for gap in range(size - 40, size + 40, 7)) * repeat
+    redactor = StreamRedactor([secret])
+    shown, calls = await read([text], redactor.feed, buffer_size=size)
+    assert calls >= len(text) // size
+    one_shot = StreamRedactor([secret])
+    assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush()
+
+
+class ReaderPipe:
+    """A non-blocking pipe (read end), an eventfd to stop its reader, closed at the end."""
+
+    def __init__(self):
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.r, False)
+        self.stop = os.eventfd(0)
+
+    def close_writer(self) -> None:
+        if self.w is not None:
+            os.close(self.w)
+            self.w = None
+
+    def close(self) -> None:
+        self.close_writer()
+        os.close(self.r)
+        os.close(self.stop)
+
+
+async def run_reader(parts: list[bytes], filter_batch, make_reader) -> tuple[list[bytes], int]:
+    """Run a reader thread (``make_reader(show)(fd, stop_fd, filter)``: readahead's
+    ``read_pipe`` or ``read_terminal`` with its buffer and a hand-off to ``show``, made on
+    the loop, as a hand-off must be) on a pipe fed ``parts``, each written only once the
+    batch holding the one before was filtered (every part boundary is a batch boundary);
+    ``(shown pieces, filter calls)``."""
+    import threading
+
+    import trio
+
+    shown: list[bytes] = []
+    calls = [0]
+    filtered = threading.Semaphore(0)
+
+    def counting(view):
+        calls[0] += 1
+        out = filter_batch(bytes(view))
+        filtered.release()
+        return out
+
+    reader = make_reader(shown.append)
+    pipe = ReaderPipe()
+    try:
+        def feed():
+            for part in parts:
+                os.write(pipe.w, part)
+                filtered.acquire()  # the batch holding this part was filtered
+            pipe.close_writer()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, feed)
+            await trio.to_thread.run_sync(reader, pipe.r, pipe.stop, counting)
+    finally:
+        pipe.close()
+    return shown, calls[0]

@@ -10,12 +10,12 @@ import time
 import pytest
 import trio
 
-from paddedcell.redactor import StreamRedactor
 from paddedcell.supervisor import LaunchSpec, Supervisor
 from paddedcell.supervisor import session as session_module
 from paddedcell.supervisor.readahead import FilterSlots, Handoff, read_pipe
 
-from supervisor_helpers import make_settings, py
+from supervisor_helpers import (ReaderPipe, assert_buffer_edges_mask_exactly,
+                                assert_every_cut_masks_exactly, make_settings, py, run_reader)
 
 SECRET = "pipe-reader-secret-Hq3vX9mWb2"
 #: A flood that masks nothing (a line of secrets back to back costs the redactor ~0.25 s
@@ -23,80 +23,23 @@ SECRET = "pipe-reader-secret-Hq3vX9mWb2"
 FLOOD = f"yes 'a line of output and then {SECRET[:8]}'"
 
 
-class Pipe:
-    """A non-blocking pipe (read end), an eventfd to stop its reader, closed at the end."""
-
-    def __init__(self):
-        self.r, self.w = os.pipe()
-        os.set_blocking(self.r, False)
-        self.stop = os.eventfd(0)
-
-    def close_writer(self) -> None:
-        if self.w is not None:
-            os.close(self.w)
-            self.w = None
-
-    def close(self) -> None:
-        self.close_writer()
-        os.close(self.r)
-        os.close(self.stop)
-
-
 async def read_parts(parts: list[bytes], filter_batch, buffer_size: int = 4096,
                      batches: int = 3) -> tuple[list[bytes], int]:
-    """Run ``read_pipe`` on a pipe fed ``parts``, each written only once the batch holding
-    the one before was filtered (every part boundary is a batch boundary);
-    ``(shown pieces, filter calls)``."""
-    shown: list[bytes] = []
-    calls = [0]
-    filtered = threading.Semaphore(0)
-
-    def counting(view):
-        calls[0] += 1
-        out = filter_batch(bytes(view))
-        filtered.release()
-        return out
-
-    pipe = Pipe()
-    try:
-        handoff = Handoff(shown.append, 1 << 20, wake_at=1 << 20)
-
-        def feed():
-            for part in parts:
-                os.write(pipe.w, part)
-                filtered.acquire()
-            pipe.close_writer()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(trio.to_thread.run_sync, feed)
-            await trio.to_thread.run_sync(read_pipe, pipe.r, pipe.stop,
-                                          FilterSlots(1, buffer_size), counting, handoff, batches)
-    finally:
-        pipe.close()
-    return shown, calls[0]
+    """``read_pipe`` over ``parts`` (:func:`supervisor_helpers.run_reader`)."""
+    def make_reader(show):
+        handoff = Handoff(show, 1 << 20, wake_at=1 << 20)
+        return lambda fd, stop, filt: read_pipe(fd, stop, FilterSlots(1, buffer_size), filt,
+                                                handoff, batches)
+    return await run_reader(parts, filter_batch, make_reader)
 
 
 async def test_a_secret_split_at_every_byte_across_pipe_batches_is_masked_exactly():
-    text = f"before {SECRET} after".encode()
-    start = text.index(SECRET.encode())
-    for cut in range(start, start + len(SECRET) + 1):
-        redactor = StreamRedactor([SECRET])
-        shown, calls = await read_parts([text[:cut], text[cut:]], redactor.feed)
-        assert calls == 2
-        one_shot = StreamRedactor([SECRET])
-        assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush(), cut
+    await assert_every_cut_masks_exactly(read_parts, SECRET)
 
 
 async def test_pipe_batches_larger_than_the_slots_buffer_still_mask_exactly():
-    # A part bigger than the slot's buffer is read in several fills: secrets straddle the
-    # buffer's edge at every offset mod its size, across turns (3 batches a turn).
-    size = 4096
-    text = b"".join(b"y" * gap + SECRET.encode() for gap in range(size - 40, size + 40, 7)) * 3
-    redactor = StreamRedactor([SECRET])
-    shown, calls = await read_parts([text], redactor.feed, buffer_size=size)
-    assert calls >= len(text) // size
-    one_shot = StreamRedactor([SECRET])
-    assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush()
+    # Across turns too (3 batches a turn).
+    await assert_buffer_edges_mask_exactly(read_parts, SECRET, repeat=3)
 
 
 async def test_the_pipe_reader_stops_reading_while_the_loop_lags():
@@ -109,7 +52,7 @@ async def test_the_pipe_reader_stops_reading_while_the_loop_lags():
         read[0] += len(view)
         return bytes(view)
 
-    pipe = Pipe()
+    pipe = ReaderPipe()
     os.set_blocking(pipe.w, False)
     written = 0
     try:
@@ -175,7 +118,7 @@ async def test_streams_sharing_a_slot_take_turns_with_nothing_unshown_outside_it
     # have nothing unshown (in flight per slot, not per stream), and all make progress.
     count, size, total = 3, 8192, 3 << 20
     slots = FilterSlots(1, size)
-    pipes = [Pipe() for _ in range(count)]
+    pipes = [ReaderPipe() for _ in range(count)]
     handoffs: list[Handoff] = []
     shown = [0] * count
     unshown_elsewhere = []
@@ -219,7 +162,7 @@ async def test_the_stop_eventfd_ends_the_reader_while_the_pipe_stays_open(floodi
     # A grandchild may keep the pipe open, quiet or writing for ever (here the filter
     # refills what it read: the pipe is never drained): the session's drain deadline
     # writes the eventfd and the thread returns.
-    pipe = Pipe()
+    pipe = ReaderPipe()
     os.set_blocking(pipe.w, False)
     got = [0]
     refill = [flooding]

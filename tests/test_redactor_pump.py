@@ -20,7 +20,8 @@ from paddedcell.execspec.ansi import OutputSanitizer
 from paddedcell.redactor import StreamRedactor
 from paddedcell.supervisor import LaunchSpec, Supervisor
 
-from supervisor_helpers import make_settings
+from supervisor_helpers import (assert_buffer_edges_mask_exactly, assert_every_cut_masks_exactly,
+                                make_settings, run_reader)
 
 SECRET = "pump-secret-Zq8xv2NmP4tR7yWb"
 
@@ -136,66 +137,22 @@ async def test_batches_read_by_the_workers_mask_exactly_what_the_redactor_masks(
 
 async def read_in_batches(parts: list[bytes], filter_batch, limit: int = 1 << 20,
                           buffer_size: int = 4096) -> tuple[list[bytes], int]:
-    """Run ``read_terminal`` on a pipe fed ``parts``, each written only once the batch
-    holding the one before was filtered (so every part boundary is a batch boundary);
-    ``(shown pieces, filter calls)``."""
+    """``read_terminal`` over ``parts`` (:func:`supervisor_helpers.run_reader`)."""
     from paddedcell.supervisor.readahead import Handoff, read_terminal
 
-    shown: list[bytes] = []
-    calls = [0]
-    filtered = threading.Semaphore(0)
-
-    def counting(view):
-        calls[0] += 1
-        out = filter_batch(bytes(view))
-        filtered.release()
-        return out
-
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    stop = os.eventfd(0)
-    try:
-        handoff = Handoff(shown.append, limit)
-
-        def feed():
-            for part in parts:
-                os.write(w, part)
-                filtered.acquire()  # the batch holding this part was filtered
-            os.close(w)
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(trio.to_thread.run_sync, feed)
-            await trio.to_thread.run_sync(read_terminal, r, stop,
-                                          memoryview(bytearray(buffer_size)), counting, handoff)
-    finally:
-        os.close(r)
-        os.close(stop)
-    return shown, calls[0]
+    def make_reader(show):
+        handoff = Handoff(show, limit)
+        return lambda fd, stop, filt: read_terminal(fd, stop, memoryview(bytearray(buffer_size)),
+                                                    filt, handoff)
+    return await run_reader(parts, filter_batch, make_reader)
 
 
 async def test_a_secret_split_at_every_byte_across_terminal_batches_is_masked_exactly():
-    # The batches the reader hands the filter are whatever the terminal held; a secret
-    # cut at any byte between two batches comes out as the redactor's one-shot output.
-    text = f"before {SECRET} after".encode()
-    start = text.index(SECRET.encode())
-    for cut in range(start, start + len(SECRET) + 1):
-        redactor = StreamRedactor([SECRET])
-        shown, calls = await read_in_batches([text[:cut], text[cut:]], redactor.feed)
-        assert calls == 2
-        one_shot = StreamRedactor([SECRET])
-        assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush(), cut
+    await assert_every_cut_masks_exactly(read_in_batches, SECRET)
 
 
 async def test_batches_larger_than_the_read_buffer_still_mask_exactly():
-    # A part bigger than the thread's buffer is read in several fills, filtered as they
-    # come: secrets straddle the buffer's edge at every offset mod its size.
-    size = 4096
-    text = b"".join(b"y" * gap + SECRET.encode() for gap in range(size - 40, size + 40, 7))
-    redactor = StreamRedactor([SECRET])
-    shown, calls = await read_in_batches([text], redactor.feed, buffer_size=size)
-    assert calls >= len(text) // size
-    one_shot = StreamRedactor([SECRET])
-    assert b"".join(shown) + redactor.flush() == one_shot.feed(text) + one_shot.flush()
+    await assert_buffer_edges_mask_exactly(read_in_batches, SECRET)
 
 
 async def test_the_reader_stops_reading_while_the_loop_lags():
