@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(leak._native is None, reason="the C module is no
 #: candidate runs and the digest filter are exercised, not only the clean miss. The last has
 #: three forms (raw, JSON, JSON with ASCII escapes) ending in the same bytes.
 PASSWORDS = ["s3cr3t!x", "admin pass phrase 42", "pä€s 😀 wörd", "\x01\"q\" äbcdefgh"]
+DETECTORS = [LeakDetector.create(password) for password in PASSWORDS]
 NOISE = b"AZaz09+/-_=.:| %\n\r0123456789abcdefABCDEF\"\\"
 
 
@@ -94,9 +95,6 @@ def test_c_and_python_find_the_same_spans(password_index, items):
     detector = DETECTORS[password_index]
     data = build(items, password_index)
     assert detector.spans(data) == python_spans(detector, data)
-
-
-DETECTORS = [LeakDetector.create(password) for password in PASSWORDS]
 
 
 @pytest.mark.parametrize("how", range(7))
